@@ -1,0 +1,14 @@
+//! reveille wakes AI coding agents when their next piece of work becomes
+//! possible.
+//!
+//! # Layout
+//!
+//! - [`core`]: the pure engine — plan parsing, dependency graph, lifecycle,
+//!   announced sets, outbox decisions, prompt rendering. Inputs in, effects
+//!   out; no I/O, no clock.
+//!
+//! The rule: anything that touches the world (files, FIFOs, inotify, clocks,
+//! signals, sd_notify, the journal) lives in the shell and talks to the core
+//! only through `Input`s and `Effect`s.
+
+pub mod core;
