@@ -3,4 +3,15 @@
 //! and decisions leave as data (`Effect`s). That keeps every rule testable
 //! synchronously, without threads, sleeps or temp dirs.
 
+pub mod effect;
+pub mod engine;
+pub mod graph;
+pub mod input;
+pub mod lifecycle;
+pub mod markdown;
+pub mod name;
 pub mod plan;
+pub mod planjson;
+pub mod prompt;
+pub mod record;
+pub mod session;

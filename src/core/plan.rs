@@ -78,3 +78,10 @@ pub enum PlanFormat {
     Markdown,
     Json,
 }
+
+/// STUB dispatcher (replaced by the plan branch).
+pub fn parse_plan(format: PlanFormat, bytes: &[u8], max_bytes: usize) -> Result<Plan, PlanError> {
+    if bytes.len() > max_bytes { return Err(PlanError { line: 0, message: format!("{} bytes is over the cap of {max_bytes}", bytes.len()) }); }
+    let text = std::str::from_utf8(bytes).map_err(|_| PlanError { line: 0, message: "not UTF-8".into() })?;
+    match format { PlanFormat::Markdown => super::markdown::parse(text), PlanFormat::Json => super::planjson::parse(text) }
+}

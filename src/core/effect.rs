@@ -1,0 +1,94 @@
+//! What the engine asks the shell to do, as plain data, in order.
+
+use std::path::PathBuf;
+
+use super::record::Record;
+
+/// Severity of a journal entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// One journal entry with its structured fields.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Log {
+    pub level: Option<Level>,
+    pub message: String,
+    /// Plan identity (`<stamp>_<uid>`, `session:<id>`, `json:<stem>`).
+    pub plan: Option<String>,
+    /// Step or task id.
+    pub step: Option<String>,
+    pub session: Option<String>,
+    pub mount: Option<String>,
+    /// The file the entry is about.
+    pub file: Option<String>,
+    /// The line in that file.
+    pub line: Option<usize>,
+}
+
+impl Log {
+    pub fn new(level: Level, message: impl Into<String>) -> Log {
+        Log {
+            level: Some(level),
+            message: message.into(),
+            ..Log::default()
+        }
+    }
+    pub fn plan(mut self, plan: &str) -> Log {
+        self.plan = Some(plan.to_string());
+        self
+    }
+    pub fn step(mut self, step: &str) -> Log {
+        self.step = Some(step.to_string());
+        self
+    }
+    pub fn session(mut self, session: &str) -> Log {
+        self.session = Some(session.to_string());
+        self
+    }
+    pub fn file(mut self, file: &str) -> Log {
+        self.file = Some(file.to_string());
+        self
+    }
+    pub fn line(mut self, line: usize) -> Log {
+        if line > 0 {
+            self.line = Some(line);
+        }
+        self
+    }
+    pub fn level(&self) -> Level {
+        self.level.unwrap_or(Level::Info)
+    }
+}
+
+/// A prompt to write to a session's enqueue file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    pub session: String,
+    pub seq: u64,
+    pub text: String,
+    /// For `jsonl` framing: the plan file name or tracker source.
+    pub plan: String,
+    /// For `jsonl` framing: the step or task id.
+    pub step: String,
+}
+
+/// An effect for the shell to carry out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Append to the durable journal. Always emitted before any effect that
+    /// relies on it (a `Deliver` after the `Announce` that queued it).
+    Record(Record),
+    /// Read this plan file and answer with `Input::PlanRead`.
+    Read { path: PathBuf, complete: bool },
+    /// List every plan file and answer with `Input::Listed`.
+    List { read_all: bool },
+    /// Write one prompt; answer with `Delivered` or `Undeliverable`.
+    Deliver(Delivery),
+    /// Write a journal entry.
+    Log(Log),
+}

@@ -1,0 +1,687 @@
+//! Engine tests: a simulated shell (an in-memory file system and sessions
+//! whose readers come and go) drives the engine on a virtual clock.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::core::input::Undeliverable;
+
+const PLAN_DIR: &str = "/p";
+const SESSIONS: &str = "/s";
+
+/// An in-memory world around one engine.
+struct Rig {
+    engine: Engine,
+    now: Duration,
+    files: BTreeMap<PathBuf, String>,
+    /// Sessions with a reader; others fail with ENXIO.
+    readers: BTreeMap<String, bool>,
+    /// Delivered prompts: (session, step label, text).
+    delivered: Vec<(String, String, String)>,
+    logs: Vec<Log>,
+    records: Vec<Record>,
+}
+
+impl Rig {
+    fn new(config: EngineConfig, memory: Option<Memory>) -> Rig {
+        Rig {
+            engine: Engine::new(config, memory),
+            now: Duration::ZERO,
+            files: BTreeMap::new(),
+            readers: BTreeMap::new(),
+            delivered: Vec::new(),
+            logs: Vec::new(),
+            records: Vec::new(),
+        }
+    }
+
+    /// A restarted daemon with nothing on disk yet and a session `s1` reading.
+    fn started() -> Rig {
+        let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
+        config.default_session = Some("s1".into());
+        let mut rig = Rig::new(config, Some(Memory { baselined: true, ..Memory::default() }));
+        rig.readers.insert("s1".into(), true);
+        rig.startup();
+        rig
+    }
+
+    fn startup(&mut self) {
+        let paths = self.files.keys().cloned().collect();
+        self.feed(Input::Listed { paths, read_all: true });
+        self.feed(Input::StartupDone);
+    }
+
+    fn feed(&mut self, input: Input) {
+        let mut queue = std::collections::VecDeque::from(self.engine.handle(self.now, input));
+        while let Some(effect) = queue.pop_front() {
+            let next = match effect {
+                Effect::Record(r) => {
+                    self.records.push(r);
+                    None
+                }
+                Effect::Log(l) => {
+                    self.logs.push(l);
+                    None
+                }
+                Effect::Read { path, complete } => {
+                    let read = match self.files.get(&path) {
+                        Some(text) => FileRead::Bytes(text.clone().into_bytes()),
+                        None => FileRead::Missing,
+                    };
+                    Some(Input::PlanRead { path, read, complete })
+                }
+                Effect::List { read_all } => Some(Input::Listed {
+                    paths: self.files.keys().cloned().collect(),
+                    read_all,
+                }),
+                Effect::Deliver(d) => {
+                    if self.readers.get(&d.session).copied().unwrap_or(false) {
+                        self.delivered.push((d.session.clone(), d.step.clone(), d.text.clone()));
+                        Some(Input::Delivered { session: d.session, seq: d.seq })
+                    } else {
+                        Some(Input::Undeliverable {
+                            session: d.session,
+                            seq: d.seq,
+                            why: Undeliverable { reason: "no reader (ENXIO)".into() },
+                        })
+                    }
+                }
+            };
+            if let Some(input) = next {
+                queue.extend(self.engine.handle(self.now, input));
+            }
+        }
+    }
+
+    /// Write a file and report the writer's close.
+    fn write(&mut self, name: &str, text: &str) {
+        let path = PathBuf::from(PLAN_DIR).join(name);
+        self.files.insert(path.clone(), text.to_string());
+        self.feed(Input::Changed { path, change: Change::Closed });
+    }
+
+    fn rename(&mut self, from: &str, to: &str) {
+        let from = PathBuf::from(PLAN_DIR).join(from);
+        let to = PathBuf::from(PLAN_DIR).join(to);
+        let text = self.files.remove(&from).expect("renamed file exists");
+        self.files.insert(to.clone(), text);
+        self.feed(Input::Renamed { from, to });
+    }
+
+    fn delete(&mut self, name: &str) {
+        let path = PathBuf::from(PLAN_DIR).join(name);
+        self.files.remove(&path);
+        self.feed(Input::Changed { path, change: Change::Gone });
+    }
+
+    fn advance(&mut self, by: Duration) {
+        self.now += by;
+        self.feed(Input::Tick);
+    }
+
+    /// Advance past every pending timer.
+    fn settle(&mut self) {
+        for _ in 0..64 {
+            match self.engine.poll_timeout() {
+                Some(at) if at > self.now => {
+                    self.now = at;
+                    self.feed(Input::Tick);
+                }
+                Some(_) => self.feed(Input::Tick),
+                None => return,
+            }
+        }
+    }
+
+    fn steps_delivered(&self) -> Vec<String> {
+        self.delivered.iter().map(|(_, s, _)| s.clone()).collect()
+    }
+
+    fn take_delivered(&mut self) -> Vec<String> {
+        let out = self.steps_delivered();
+        self.delivered.clear();
+        out
+    }
+}
+
+const NAME: &str = "20261130T101500_a1b2c3d4--ship-it__todo.md";
+const WIP: &str = "20261130T101500_a1b2c3d4--ship-it__wip.md";
+const DONE: &str = "20261130T101500_a1b2c3d4--ship-it__done.md";
+
+fn stock(checked: &[bool]) -> String {
+    let mut s = String::from("# Ship it\n\n");
+    for (i, c) in checked.iter().enumerate() {
+        s.push_str(&format!("- [{}] Step {}\n  do thing {}\n", if *c { "x" } else { " " }, i + 1, i + 1));
+    }
+    s
+}
+
+#[test]
+fn a_new_plan_announces_only_its_first_step() {
+    let mut rig = Rig::started();
+    rig.write(NAME, &stock(&[false, false, false]));
+    assert_eq!(rig.take_delivered(), vec!["s1"]);
+    let text = &rig.engine.memory().announced["plan:20261130T101500_a1b2c3d4"];
+    assert_eq!(text.len(), 1);
+}
+
+#[test]
+fn task_complete_rewrites_unblock_the_next_step_once() {
+    let mut rig = Rig::started();
+    rig.write(NAME, &stock(&[false, false, false]));
+    rig.take_delivered();
+    rig.write(NAME, &stock(&[true, false, false]));
+    assert_eq!(rig.take_delivered(), vec!["s2"]);
+    // The same content again (a second close) announces nothing.
+    rig.write(NAME, &stock(&[true, false, false]));
+    assert!(rig.take_delivered().is_empty());
+    rig.write(NAME, &stock(&[true, true, false]));
+    assert_eq!(rig.take_delivered(), vec!["s3"]);
+}
+
+#[test]
+fn the_default_prompt_carries_goal_id_title_description_deps_and_file() {
+    let mut rig = Rig::started();
+    rig.write(NAME, &stock(&[true, false]));
+    let (_, _, text) = &rig.delivered[0];
+    assert!(text.contains("Ship it"), "{text}");
+    assert!(text.contains("s2"), "{text}");
+    assert!(text.contains("Step 2"), "{text}");
+    assert!(text.contains("do thing 2"), "{text}");
+    assert!(text.contains("dependencies are complete: s1"), "{text}");
+    assert!(text.contains(&format!("task_complete(\"{NAME}\", \"Step 2\")")), "{text}");
+}
+
+#[test]
+fn renames_through_the_lifecycle_never_reannounce() {
+    let mut rig = Rig::started();
+    rig.write(NAME, &stock(&[false, false]));
+    rig.rename(NAME, WIP);
+    rig.settle();
+    assert_eq!(rig.take_delivered(), vec!["s1"]);
+    let plans = rig.engine.plans();
+    assert_eq!(plans[0].lifecycle, Lifecycle::Wip);
+    rig.write(WIP, &stock(&[true, false]));
+    assert_eq!(rig.take_delivered(), vec!["s2"]);
+    // A slug change is the same plan too.
+    let renamed = "20261130T101500_a1b2c3d4--ship-it-now__wip.md";
+    rig.rename(WIP, renamed);
+    rig.settle();
+    assert!(rig.take_delivered().is_empty());
+    assert_eq!(rig.engine.plan_count(), 1);
+}
+
+#[test]
+fn split_rename_halves_are_one_move() {
+    let mut rig = Rig::started();
+    rig.write(NAME, &stock(&[false, false]));
+    rig.take_delivered();
+    // The from-half arrives alone; the to-half a moment later.
+    let from = PathBuf::from(PLAN_DIR).join(NAME);
+    let to = PathBuf::from(PLAN_DIR).join(WIP);
+    let text = rig.files.remove(&from).unwrap();
+    rig.files.insert(to.clone(), text);
+    rig.feed(Input::Changed { path: from, change: Change::Gone });
+    rig.advance(Duration::from_millis(10));
+    rig.feed(Input::Changed { path: to, change: Change::Appeared });
+    rig.settle();
+    assert!(rig.take_delivered().is_empty());
+    assert_eq!(rig.engine.plans()[0].lifecycle, Lifecycle::Wip);
+    // An unmatched from-half (moved out of the directory) is a removal,
+    // decided by listing the directory after the grace period.
+    let wip = PathBuf::from(PLAN_DIR).join(WIP);
+    rig.files.remove(&wip);
+    rig.feed(Input::Changed { path: wip, change: Change::Gone });
+    assert_eq!(rig.engine.plan_count(), 1, "not removed before the grace period");
+    rig.settle();
+    assert_eq!(rig.engine.plan_count(), 0);
+}
+
+#[test]
+fn done_and_abandoned_plans_wake_no_one_and_withdraw_pending() {
+    let mut rig = Rig::started();
+    rig.readers.insert("s1".into(), false);
+    rig.write(NAME, &stock(&[false, false]));
+    assert_eq!(rig.engine.memory().pending_total(), 1);
+    rig.rename(NAME, DONE);
+    assert_eq!(rig.engine.memory().pending_total(), 0, "pending prompt withdrawn");
+    assert!(rig.logs.iter().any(|l| l.message.contains("withdrew")));
+    rig.readers.insert("s1".into(), true);
+    rig.write(DONE, &stock(&[true, false]));
+    rig.settle();
+    assert!(rig.delivered.is_empty());
+}
+
+#[test]
+fn checked_steps_withdraw_their_pending_prompt() {
+    let mut rig = Rig::started();
+    rig.readers.insert("s1".into(), false);
+    rig.write(NAME, &stock(&[false, false]));
+    rig.write(NAME, &stock(&[true, false]));
+    // s1 was withdrawn, s2 is pending.
+    let pending: Vec<String> = rig.engine.memory().outbox["s1"].iter().map(|p| p.step.clone()).collect();
+    assert_eq!(pending, vec!["s2"]);
+    rig.readers.insert("s1".into(), true);
+    rig.settle();
+    assert_eq!(rig.take_delivered(), vec!["s2"]);
+}
+
+#[test]
+fn an_absent_reader_keeps_prompts_in_order_and_backs_off() {
+    let mut rig = Rig::started();
+    rig.readers.insert("s1".into(), false);
+    let plan = "# G\n\n- [ ] A (after: none)\n- [ ] B (after: none)\n- [ ] C (after: none)\n";
+    rig.write(NAME, plan);
+    assert_eq!(rig.engine.memory().pending_total(), 3);
+    let t1 = rig.engine.poll_timeout().unwrap();
+    rig.advance(t1 - rig.now);
+    let t2 = rig.engine.poll_timeout().unwrap();
+    assert!(t2 - rig.now > t1, "backoff grows: {t1:?} then {:?}", t2 - rig.now);
+    rig.readers.insert("s1".into(), true);
+    // A reader appearing in the session directory triggers an immediate retry.
+    rig.feed(Input::SessionActivity { session: "s1".into() });
+    assert_eq!(rig.take_delivered(), vec!["s1", "s2", "s3"]);
+    assert_eq!(rig.engine.memory().pending_total(), 0);
+    assert_eq!(
+        rig.logs.iter().filter(|l| l.message.contains("cannot deliver")).count(),
+        1,
+        "a failure streak is logged once"
+    );
+}
+
+#[test]
+fn one_stuck_session_does_not_delay_another() {
+    let mut rig = Rig::started();
+    rig.readers.insert("stuck".into(), false);
+    rig.readers.insert("ok".into(), true);
+    rig.write(NAME, "<!-- session: stuck -->\n# A\n\n- [ ] one\n");
+    rig.write(
+        "20261130T101501_00000001--b__todo.md",
+        "<!-- session: ok -->\n# B\n\n- [ ] two\n",
+    );
+    assert_eq!(rig.steps_delivered(), vec!["s1"]);
+    assert_eq!(rig.delivered[0].0, "ok");
+    assert_eq!(rig.engine.memory().outbox["stuck"].len(), 1);
+}
+
+#[test]
+fn first_start_takes_a_baseline_and_announces_what_comes_after() {
+    let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
+    config.default_session = Some("s1".into());
+    let mut rig = Rig::new(config, None);
+    rig.readers.insert("s1".into(), true);
+    rig.files.insert(PathBuf::from(PLAN_DIR).join(NAME), stock(&[true, false, false]));
+    rig.startup();
+    assert!(rig.delivered.is_empty(), "baseline is not announced");
+    assert!(rig.engine.memory().baselined);
+    let base = &rig.engine.memory().announced["plan:20261130T101500_a1b2c3d4"];
+    assert!(base.values().all(|a| a.baseline));
+    rig.write(NAME, &stock(&[true, true, false]));
+    assert_eq!(rig.take_delivered(), vec!["s3"]);
+    // A plan appearing later is announced.
+    rig.write("20261130T101501_00000001--b__todo.md", &stock(&[false]));
+    assert_eq!(rig.take_delivered(), vec!["s1"]);
+}
+
+#[test]
+fn a_restart_announces_what_became_ready_while_down_once() {
+    let mut rig = Rig::started();
+    rig.write(NAME, &stock(&[false, false, false]));
+    rig.take_delivered();
+    let memory = rig.engine.memory().clone();
+    // Down: the agent completes s1.
+    let files = rig.files.clone();
+    let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
+    config.default_session = Some("s1".into());
+    let mut again = Rig::new(config, Some(memory));
+    again.readers.insert("s1".into(), true);
+    again.files = files;
+    again.files.insert(PathBuf::from(PLAN_DIR).join(NAME), stock(&[true, false, false]));
+    again.startup();
+    assert_eq!(again.take_delivered(), vec!["s2"]);
+    // A second restart repeats nothing.
+    let memory = again.engine.memory().clone();
+    let mut third = Rig::new(again.engine.config().clone(), Some(memory));
+    third.readers.insert("s1".into(), true);
+    third.files = again.files.clone();
+    third.startup();
+    assert!(third.delivered.is_empty());
+}
+
+#[test]
+fn a_crash_between_record_and_write_repeats_exactly_that_prompt() {
+    let mut rig = Rig::started();
+    rig.readers.insert("s1".into(), false);
+    rig.write(NAME, &stock(&[false, false]));
+    let memory = rig.engine.memory().clone();
+    let mut again = Rig::new(rig.engine.config().clone(), Some(memory));
+    again.readers.insert("s1".into(), true);
+    again.files = rig.files.clone();
+    again.startup();
+    assert_eq!(again.take_delivered(), vec!["s1"]);
+}
+
+#[test]
+fn plans_deleted_while_down_are_dropped_on_restart() {
+    let mut rig = Rig::started();
+    rig.readers.insert("s1".into(), false);
+    rig.write(NAME, &stock(&[false, false]));
+    let memory = rig.engine.memory().clone();
+    let mut again = Rig::new(rig.engine.config().clone(), Some(memory));
+    again.readers.insert("s1".into(), true);
+    again.startup();
+    assert!(again.delivered.is_empty());
+    assert!(again.engine.memory().announced.is_empty());
+    assert_eq!(again.engine.memory().pending_total(), 0);
+}
+
+#[test]
+fn an_invalid_plan_is_one_error_and_no_wakeups_until_fixed() {
+    let mut rig = Rig::started();
+    let bad = "# G\n\n- [x] A\n- [ ] B (after: 9)\n";
+    // (The stub parser may not detect this; the engine path is what counts:
+    // feed bytes that no parser accepts.)
+    rig.write(NAME, "\u{0}\u{0}binary");
+    rig.write(NAME, "\u{0}\u{0}binary");
+    let errors = rig.logs.iter().filter(|l| l.level() == Level::Error).count();
+    assert_eq!(errors, 1, "{:?}", rig.logs);
+    let _ = bad;
+    rig.write(NAME, &stock(&[true, false]));
+    assert_eq!(rig.take_delivered(), vec!["s2"]);
+}
+
+#[test]
+fn the_all_done_nudge_is_sent_once_for_wip_plans() {
+    let mut rig = Rig::started();
+    rig.write(WIP, &stock(&[true, false]));
+    rig.take_delivered();
+    rig.write(WIP, &stock(&[true, true]));
+    assert_eq!(rig.take_delivered(), vec!["all-done"]);
+    assert!(rig.delivered.is_empty());
+    rig.write(WIP, &stock(&[true, true]));
+    assert!(rig.take_delivered().is_empty(), "sent once");
+    let text = &rig.engine.memory().announced;
+    assert!(text.values().any(|m| m.contains_key(&Item::AllDone)));
+}
+
+#[test]
+fn a_plan_without_a_session_is_tracked_warned_once_and_wakes_later() {
+    let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
+    config.default_session = None;
+    let mut rig = Rig::new(config, Some(Memory { baselined: true, ..Memory::default() }));
+    rig.readers.insert("late".into(), true);
+    rig.startup();
+    rig.write(NAME, &stock(&[false]));
+    rig.write(NAME, &stock(&[false]));
+    assert!(rig.delivered.is_empty());
+    assert_eq!(rig.logs.iter().filter(|l| l.message.contains("no session")).count(), 1);
+    rig.write(NAME, &format!("<!-- session: late -->\n{}", stock(&[false])));
+    assert_eq!(rig.take_delivered(), vec!["s1"]);
+}
+
+#[test]
+fn session_ids_that_climb_out_are_refused() {
+    let mut rig = Rig::started();
+    rig.readers.insert("../x".into(), true);
+    rig.write(NAME, &format!("<!-- session: ../x -->\n{}", stock(&[false])));
+    assert!(rig.delivered.is_empty());
+    assert!(rig.logs.iter().any(|l| l.level() == Level::Error && l.message.contains("../x")));
+}
+
+#[test]
+fn a_settle_read_ignores_a_half_written_last_line() {
+    let mut rig = Rig::started();
+    rig.write(NAME, &stock(&[true]));
+    rig.take_delivered();
+    let path = PathBuf::from(PLAN_DIR).join(NAME);
+    // Mid-write: a new step's title is cut off, and the writer has not closed.
+    rig.files.insert(path.clone(), format!("{}- [ ] Half a ti", stock(&[true])));
+    rig.feed(Input::Changed { path: path.clone(), change: Change::Modified });
+    rig.settle();
+    assert!(rig.delivered.is_empty(), "{:?}", rig.delivered);
+    rig.files.insert(path.clone(), format!("{}- [ ] Half a title\n", stock(&[true])));
+    rig.feed(Input::Changed { path, change: Change::Closed });
+    assert_eq!(rig.take_delivered(), vec!["s2"]);
+}
+
+#[test]
+fn queue_mode_dumps_every_step_in_topological_order_with_the_goal_first() {
+    let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
+    config.default_session = Some("s1".into());
+    config.mode = Mode::Queue;
+    let mut rig = Rig::new(config, Some(Memory { baselined: true, ..Memory::default() }));
+    rig.readers.insert("s1".into(), true);
+    rig.startup();
+    rig.write(NAME, &stock(&[false, false, false]));
+    assert_eq!(rig.steps_delivered(), vec!["q1", "q2", "q3"]);
+    assert!(rig.delivered[0].2.starts_with("Goal: Ship it"));
+    assert!(rig.delivered[1].2.starts_with("q2: Step 2 (after: q1)"), "{}", rig.delivered[1].2);
+    assert!(!rig.delivered[1].2.contains("Goal:"));
+}
+
+#[test]
+fn the_outbox_cap_refuses_loudly_and_loses_nothing() {
+    let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
+    config.default_session = Some("s1".into());
+    config.outbox_cap = 2;
+    let mut rig = Rig::new(config, Some(Memory { baselined: true, ..Memory::default() }));
+    rig.startup();
+    let plan = "# G\n\n- [ ] A (after: none)\n- [ ] B (after: none)\n- [ ] C (after: none)\n";
+    rig.write(NAME, plan);
+    assert_eq!(rig.engine.memory().pending_total(), 2);
+    assert_eq!(rig.engine.refused()["s1"], 1);
+    assert!(rig.logs.iter().any(|l| l.message.contains("outbox full")));
+    rig.readers.insert("s1".into(), true);
+    rig.settle();
+    let mut got = rig.take_delivered();
+    got.sort();
+    assert_eq!(got, vec!["s1", "s2", "s3"]);
+}
+
+// ---- property tests -------------------------------------------------------
+
+#[derive(Debug, Clone)]
+enum Op {
+    Check(usize),
+    Uncheck(usize),
+    Insert(usize),
+    Rename(usize),
+    Delete,
+    Restart,
+    Reader(bool),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (0..12usize).prop_map(Op::Check),
+        1 => (0..12usize).prop_map(Op::Uncheck),
+        1 => (0..12usize).prop_map(Op::Insert),
+        1 => (0..4usize).prop_map(Op::Rename),
+        1 => Just(Op::Delete),
+        1 => Just(Op::Restart),
+        1 => any::<bool>().prop_map(Op::Reader),
+    ]
+}
+
+/// A plan model: titles, checked flags and explicit dependencies by title.
+#[derive(Debug, Clone)]
+struct Model {
+    titles: Vec<String>,
+    checked: Vec<bool>,
+    /// deps[i]: indices < i.
+    deps: Vec<Vec<usize>>,
+    state: &'static str,
+    exists: bool,
+}
+
+impl Model {
+    fn render(&self) -> String {
+        let mut s = String::from("# Goal\n\n");
+        for i in 0..self.titles.len() {
+            let refs: Vec<String> = self.deps[i].iter().map(|d| (d + 1).to_string()).collect();
+            let ann = if refs.is_empty() { "none".to_string() } else { refs.join(", ") };
+            s.push_str(&format!(
+                "- [{}] {}\n  after: {ann}\n",
+                if self.checked[i] { "x" } else { " " },
+                self.titles[i]
+            ));
+        }
+        s
+    }
+    fn name(&self) -> String {
+        format!("20261130T101500_a1b2c3d4--p__{}.md", self.state)
+    }
+    fn ready(&self) -> Vec<String> {
+        (0..self.titles.len())
+            .filter(|&i| !self.checked[i] && self.deps[i].iter().all(|&d| self.checked[d]))
+            .map(|i| self.titles[i].clone())
+            .collect()
+    }
+    fn live(&self) -> bool {
+        self.exists && (self.state == "todo" || self.state == "wip")
+    }
+}
+
+fn dag() -> impl Strategy<Value = Model> {
+    (1..10usize)
+        .prop_flat_map(|n| {
+            let deps = (0..n)
+                .map(|i| proptest::collection::vec(0..i.max(1), 0..3))
+                .collect::<Vec<_>>();
+            (Just(n), deps, proptest::collection::vec(any::<bool>(), n))
+        })
+        .prop_map(|(n, deps, checked)| {
+            let deps = deps
+                .into_iter()
+                .enumerate()
+                .map(|(i, d)| {
+                    let mut d: Vec<usize> = d.into_iter().filter(|&x| x < i).collect();
+                    d.sort();
+                    d.dedup();
+                    d
+                })
+                .collect();
+            Model {
+                titles: (0..n).map(|i| format!("Task {i}")).collect(),
+                checked,
+                deps,
+                state: "todo",
+                exists: true,
+            }
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, .. ProptestConfig::default() })]
+
+    /// Never early, never lost, never repeated (except after a crash that
+    /// interrupted a write), never for ended plans, renames never re-announce.
+    #[test]
+    fn wakeups_are_exact(mut model in dag(), ops in proptest::collection::vec(op(), 1..30)) {
+        let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
+        config.default_session = Some("s1".into());
+        config.nudge_done = false;
+        let mut rig = Rig::new(config.clone(), Some(Memory { baselined: true, ..Memory::default() }));
+        rig.readers.insert("s1".into(), true);
+        rig.startup();
+        rig.write(&model.name(), &model.render());
+        // Titles announced (delivered or pending) and not checked since.
+        let mut outstanding: std::collections::BTreeSet<String> = Default::default();
+        for (_, _, text) in std::mem::take(&mut rig.delivered) {
+            let title = model.titles.iter().find(|t| text.contains(&format!("ready: {t}\n")));
+            outstanding.insert(title.expect("prompt names a step").clone());
+        }
+        let mut next_title = 100;
+        for op in ops {
+            let before = model.name();
+            match op {
+                Op::Check(i) if model.exists && !model.titles.is_empty() => {
+                    let i = i % model.titles.len();
+                    model.checked[i] = true;
+                    outstanding.remove(&model.titles[i]);
+                    rig.write(&model.name(), &model.render());
+                }
+                Op::Uncheck(i) if model.exists && !model.titles.is_empty() => {
+                    let i = i % model.titles.len();
+                    if model.checked[i] {
+                        model.checked[i] = false;
+                        rig.write(&model.name(), &model.render());
+                    }
+                }
+                Op::Insert(i) if model.exists => {
+                    // Insert at the end, depending on an earlier step: keeps
+                    // refs by number valid.
+                    let dep = if model.titles.is_empty() { vec![] } else { vec![i % model.titles.len()] };
+                    model.titles.push(format!("Task {next_title}"));
+                    next_title += 1;
+                    model.checked.push(false);
+                    model.deps.push(dep);
+                    rig.write(&model.name(), &model.render());
+                }
+                Op::Rename(s) if model.exists => {
+                    model.state = ["todo", "wip", "done", "abandoned"][s];
+                    if model.name() != before {
+                        rig.rename(&before, &model.name());
+                        rig.settle();
+                    }
+                }
+                Op::Delete if model.exists => {
+                    model.exists = false;
+                    rig.delete(&before);
+                    rig.settle();
+                    outstanding.clear();
+                }
+                Op::Restart => {
+                    let memory = rig.engine.memory().clone();
+                    let mut again = Rig::new(config.clone(), Some(memory));
+                    again.readers = rig.readers.clone();
+                    again.files = rig.files.clone();
+                    rig = again;
+                    rig.startup();
+                }
+                Op::Reader(on) => {
+                    rig.readers.insert("s1".into(), on);
+                    rig.settle();
+                }
+                _ => {}
+            }
+            // Every delivered prompt was ready at the time, and new.
+            for (_, _, text) in std::mem::take(&mut rig.delivered) {
+                let title = model.titles.iter().find(|t| text.contains(&format!("ready: {t}\n"))).cloned();
+                let title = title.expect("prompt names a step");
+                let i = model.titles.iter().position(|t| *t == title).unwrap();
+                prop_assert!(model.live(), "announced for an ended plan");
+                prop_assert!(!model.checked[i], "announced a checked step {title}");
+                prop_assert!(model.deps[i].iter().all(|&d| model.checked[d]), "announced {title} early");
+                prop_assert!(outstanding.insert(title.clone()), "announced {title} twice");
+            }
+            // Nothing ready is left unannounced (delivered or pending).
+            if model.live() {
+                let pending: std::collections::BTreeSet<String> = rig
+                    .engine
+                    .memory()
+                    .outbox
+                    .values()
+                    .flatten()
+                    .filter_map(|p| model.titles.iter().find(|t| p.text.contains(&format!("ready: {t}\n"))).cloned())
+                    .collect();
+                for title in model.ready() {
+                    prop_assert!(
+                        outstanding.contains(&title) || pending.contains(&title),
+                        "ready step {title} never announced"
+                    );
+                }
+            }
+            // Pending prompts are delivered once the reader comes back; then
+            // they count as outstanding like any other delivery.
+            for title in rig.engine.memory().outbox.values().flatten()
+                .filter_map(|p| model.titles.iter().find(|t| p.text.contains(&format!("ready: {t}\n"))).cloned()) {
+                outstanding.remove(&title);
+            }
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! What the shell tells the engine: things that happened in the world.
+
+use std::path::PathBuf;
+
+/// How a file under a watched root changed, as inotify reported it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// A writer closed it (IN_CLOSE_WRITE): complete, read it now.
+    Closed,
+    /// Created or renamed into place (IN_CREATE, IN_MOVED_TO): read it now.
+    Appeared,
+    /// Modified with no close seen yet: read it after the settle time.
+    Modified,
+    /// Deleted or renamed away (IN_DELETE, IN_MOVED_FROM).
+    Gone,
+}
+
+/// The outcome of reading a file the engine asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileRead {
+    /// The bytes (at most the size cap plus one, so an oversized file is
+    /// recognised without reading all of it).
+    Bytes(Vec<u8>),
+    /// The file does not exist (any more).
+    Missing,
+    /// It exists but could not be read; the error text.
+    Failed(String),
+}
+
+/// Why a prompt could not be written this time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Undeliverable {
+    /// What went wrong, in words (e.g. "no reader on the FIFO (ENXIO)").
+    pub reason: String,
+}
+
+/// An input to the engine. Time is passed beside it, never read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    /// A file under a plan root changed.
+    Changed { path: PathBuf, change: Change },
+    /// Both halves of a rename inside the watched roots were seen.
+    Renamed { from: PathBuf, to: PathBuf },
+    /// The answer to `Effect::Read`.
+    PlanRead {
+        path: PathBuf,
+        read: FileRead,
+        /// Read because a writer closed it, it was renamed into place or a
+        /// scan found it — rather than after a settle with no close, when a
+        /// writer may still be mid-file.
+        complete: bool,
+    },
+    /// Every plan file currently present, in answer to `Effect::List`, at
+    /// start-up, or after an event-queue overflow.
+    Listed {
+        paths: Vec<PathBuf>,
+        /// Read every listed plan, not only those not known yet (start-up and
+        /// overflow rescans, when changes may have been missed).
+        read_all: bool,
+    },
+    /// The start-up reconcile has read everything: the baseline, if this is
+    /// the first start, is complete.
+    StartupDone,
+    /// A prompt reached its session.
+    Delivered { session: String, seq: u64 },
+    /// A prompt could not be written; it stays first in its outbox.
+    Undeliverable {
+        session: String,
+        seq: u64,
+        why: Undeliverable,
+    },
+    /// Something happened in a session's directory (its enqueue file was
+    /// created or opened): a reader may have appeared, retry now.
+    SessionActivity { session: String },
+    /// Timers may be due; carries nothing but the `now` beside it.
+    Tick,
+}

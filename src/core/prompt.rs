@@ -1,0 +1,217 @@
+//! Prompt rendering: `{name}` placeholders filled from a wake-up's facts.
+//!
+//! Templates are per project (`[prompt]` in the configuration). A line whose
+//! placeholders all expand to nothing is dropped, so an empty description
+//! does not leave a blank line in the middle of a prompt. `{{` and `}}` are
+//! literal braces. Rendering is total: it never fails at wake time, because
+//! templates are checked once, when the configuration is loaded.
+
+/// Placeholders a step prompt may use.
+pub const STEP_VARS: &[&str] = &[
+    "goal",
+    "id",
+    "title",
+    "description",
+    "deps",
+    "file",
+    "path",
+    "plan",
+    "session",
+];
+
+/// Placeholders a tracker prompt (bead or issue) may use.
+pub const TASK_VARS: &[&str] = &["id", "title", "mount", "assignee", "session", "source"];
+
+/// Placeholders the all-steps-done prompt may use.
+pub const DONE_VARS: &[&str] = &["goal", "file", "path", "plan", "session", "done_file"];
+
+/// The default step prompt: the goal, the step's id, title, description and
+/// dependencies, and the plan file so the agent can call `task_complete`.
+pub const DEFAULT_STEP: &str = "\
+[reveille] Step {id} of \"{goal}\" is ready: {title}
+{description}
+Its dependencies are complete: {deps}.
+Plan file: {file}
+When it is finished, call task_complete(\"{file}\", \"{title}\").
+";
+
+/// The default prompt when every step of a wip plan is checked.
+pub const DEFAULT_DONE: &str = "\
+[reveille] Every step of \"{goal}\" is checked.
+If the goal is realised, rename {file} to {done_file}.
+";
+
+/// The default prompt for a tracker task entering the ready set.
+pub const DEFAULT_TASK: &str = "\
+[reveille] Task {id} is ready: {title}
+Source: {source}
+";
+
+/// The default prompt for a task assigned to this session by someone else.
+pub const DEFAULT_CLAIM: &str = "\
+[reveille] Task {id} was assigned to {assignee}: {title}
+Source: {source}
+";
+
+/// The default prompt for a task completed elsewhere.
+pub const DEFAULT_COMPLETED: &str = "\
+[reveille] Task {id} was completed elsewhere: {title}
+Stop any work on it.
+Source: {source}
+";
+
+/// A template problem found when the configuration is loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateError(pub String);
+
+impl std::fmt::Display for TemplateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+enum Piece<'a> {
+    Text(&'a str),
+    Brace(char),
+    Var(&'a str),
+}
+
+fn pieces(line: &str) -> Result<Vec<Piece<'_>>, TemplateError> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while !rest.is_empty() {
+        let Some(pos) = rest.find(['{', '}']) else {
+            out.push(Piece::Text(rest));
+            break;
+        };
+        if pos > 0 {
+            out.push(Piece::Text(&rest[..pos]));
+        }
+        let tail = &rest[pos..];
+        if tail.starts_with("{{") {
+            out.push(Piece::Brace('{'));
+            rest = &tail[2..];
+        } else if tail.starts_with("}}") {
+            out.push(Piece::Brace('}'));
+            rest = &tail[2..];
+        } else if let Some(name) = tail.strip_prefix('{') {
+            let Some(end) = name.find('}') else {
+                return Err(TemplateError(format!("unclosed '{{' in {line:?}")));
+            };
+            out.push(Piece::Var(&name[..end]));
+            rest = &name[end + 1..];
+        } else {
+            return Err(TemplateError(format!(
+                "lone '}}' in {line:?} (write '}}}}' for a brace)"
+            )));
+        }
+    }
+    Ok(out)
+}
+
+/// Check a template against the placeholders its kind offers.
+pub fn check(template: &str, allowed: &[&str]) -> Result<(), TemplateError> {
+    for line in template.split('\n') {
+        for piece in pieces(line)? {
+            if let Piece::Var(name) = piece {
+                if !allowed.contains(&name) {
+                    return Err(TemplateError(format!(
+                        "unknown placeholder {{{name}}}; known: {}",
+                        allowed.join(", ")
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Render `template` with `vars`. Unknown placeholders (only possible with
+/// an unchecked template) render as themselves, so nothing is lost.
+pub fn render(template: &str, vars: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len() + 128);
+    for (i, line) in template.split('\n').enumerate() {
+        let Ok(parts) = pieces(line) else {
+            if i > 0 {
+                out.push('\n');
+            }
+            out.push_str(line);
+            continue;
+        };
+        let mut rendered = String::with_capacity(line.len());
+        let mut vars_seen = 0;
+        let mut vars_empty = 0;
+        for part in parts {
+            match part {
+                Piece::Text(t) => rendered.push_str(t),
+                Piece::Brace(c) => rendered.push(c),
+                Piece::Var(name) => {
+                    vars_seen += 1;
+                    match vars.iter().find(|(k, _)| *k == name) {
+                        Some((_, v)) => {
+                            if v.is_empty() {
+                                vars_empty += 1;
+                            }
+                            rendered.push_str(v);
+                        }
+                        None => {
+                            rendered.push('{');
+                            rendered.push_str(name);
+                            rendered.push('}');
+                        }
+                    }
+                }
+            }
+        }
+        if vars_seen > 0 && vars_seen == vars_empty && rendered.trim().is_empty() {
+            continue;
+        }
+        if !out.is_empty() || i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&rendered);
+    }
+    // A template's own leading blank-line handling: keep the text as written.
+    if template.starts_with('\n') && !out.starts_with('\n') {
+        out.insert(0, '\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fills_placeholders_and_drops_empty_lines() {
+        let out = render(
+            "A {title}\n{description}\nB {{x}} {deps}\n",
+            &[("title", "t"), ("description", ""), ("deps", "s1")],
+        );
+        assert_eq!(out, "A t\nB {x} s1\n");
+    }
+
+    #[test]
+    fn a_line_with_text_around_an_empty_var_stays() {
+        let out = render("Deps: {deps}\n", &[("deps", "")]);
+        assert_eq!(out, "Deps: \n");
+    }
+
+    #[test]
+    fn check_names_unknown_placeholders() {
+        assert!(check(DEFAULT_STEP, STEP_VARS).is_ok());
+        assert!(check(DEFAULT_DONE, DONE_VARS).is_ok());
+        assert!(check(DEFAULT_TASK, TASK_VARS).is_ok());
+        assert!(check(DEFAULT_CLAIM, TASK_VARS).is_ok());
+        assert!(check(DEFAULT_COMPLETED, TASK_VARS).is_ok());
+        let err = check("x {nope}", STEP_VARS).unwrap_err();
+        assert!(err.0.contains("{nope}"), "{err}");
+        assert!(check("x {title", STEP_VARS).is_err());
+        assert!(check("x }", STEP_VARS).is_err());
+    }
+
+    #[test]
+    fn unknown_placeholders_render_as_themselves() {
+        assert_eq!(render("{a}{b}", &[("a", "1")]), "1{b}");
+    }
+}

@@ -1,0 +1,314 @@
+//! What reveille remembers across restarts, and the journal records that
+//! change it.
+//!
+//! The engine keeps its durable memory *as* a `Memory` and changes it only by
+//! applying `Record`s — the same records the shell appends to the journal
+//! before acting on them. Replaying the journal over the last snapshot is
+//! therefore exactly the live path, and every record is idempotent (keyed by
+//! source, item or sequence number), so a record replayed twice after a crash
+//! during compaction changes nothing.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// One thing that can be announced, within a source.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Item {
+    /// A plan step, by its key (normalised title, `#k` for duplicates).
+    Step(String),
+    /// The "every step is checked" prompt of a wip plan.
+    AllDone,
+    /// A tracker bead or beads issue entering the ready set, by id.
+    Task(String),
+    /// A task assigned to someone by someone else: (id, assignee).
+    Claim(String, String),
+    /// A task completed elsewhere, told to the session it was announced to.
+    Completed(String),
+}
+
+impl fmt::Display for Item {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Item::Step(k) => write!(f, "step:{k}"),
+            Item::AllDone => f.write_str("all-done"),
+            Item::Task(id) => write!(f, "task:{id}"),
+            Item::Claim(id, who) => write!(f, "claim:{id}\t{who}"),
+            Item::Completed(id) => write!(f, "completed:{id}"),
+        }
+    }
+}
+
+impl Item {
+    /// Parse the `Display` form back (the persisted map key).
+    pub fn parse(s: &str) -> Option<Item> {
+        if s == "all-done" {
+            return Some(Item::AllDone);
+        }
+        let (kind, rest) = s.split_once(':')?;
+        Some(match kind {
+            "step" => Item::Step(rest.to_string()),
+            "task" => Item::Task(rest.to_string()),
+            "completed" => Item::Completed(rest.to_string()),
+            "claim" => {
+                let (id, who) = rest.split_once('\t')?;
+                Item::Claim(id.to_string(), who.to_string())
+            }
+            _ => return None,
+        })
+    }
+
+    /// The step or task id the journal shows for this item.
+    pub fn label(&self) -> &str {
+        match self {
+            Item::Step(k) => k,
+            Item::AllDone => "all-done",
+            Item::Task(id) | Item::Claim(id, _) | Item::Completed(id) => id,
+        }
+    }
+}
+
+impl Serialize for Item {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Item {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Item, D::Error> {
+        let s = String::deserialize(d)?;
+        Item::parse(&s).ok_or_else(|| serde::de::Error::custom(format!("bad item key {s:?}")))
+    }
+}
+
+/// What is remembered about one announced item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Announced {
+    /// The session it was announced to; `None` for baseline entries of
+    /// sources that had no route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// Recorded on the very first start without a prompt.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub baseline: bool,
+}
+
+/// A prompt recorded in a session's outbox and not yet delivered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pending {
+    /// Global, increasing: the delivery order and the idempotency key.
+    pub seq: u64,
+    /// The source the prompt is about (`plan:<id>`, `mount:<name>`, …).
+    pub source: String,
+    /// The item within the source.
+    pub item: Item,
+    /// The id agents see (`s3`, `t2`, `bd-a1b2`), for jsonl framing and logs.
+    pub step: String,
+    /// The plan file name or tracker source, for jsonl framing and logs.
+    pub plan: String,
+    /// The rendered prompt.
+    pub text: String,
+}
+
+/// Where the tracker's event log was read up to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Cursor {
+    pub dev: u64,
+    pub ino: u64,
+    pub offset: u64,
+}
+
+/// One durable change. Appended to the journal before the shell acts on it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "r", rename_all = "snake_case")]
+pub enum Record {
+    /// An item entered the announced set, with its prompt when it has one.
+    Announce {
+        source: String,
+        item: Item,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session: Option<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        baseline: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pending: Option<Pending>,
+    },
+    /// An item left the announced set (checked, closed, gone).
+    Forget { source: String, item: Item },
+    /// A whole source is gone (plan deleted).
+    DropSource { source: String },
+    /// A prompt reached its session.
+    Delivered { session: String, seq: u64 },
+    /// A pending prompt was withdrawn before it could be delivered.
+    Withdrawn { session: String, seq: u64 },
+    /// The tracker's event log was consumed up to here.
+    Cursor { cursor: Cursor },
+    /// The first-start baseline is complete.
+    Baselined,
+}
+
+/// The durable memory: announced sets, outboxes, sequence, cursor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Memory {
+    /// Format version, so a future change can migrate instead of guessing.
+    #[serde(default)]
+    pub version: u32,
+    /// Per source, the items announced and not yet checked/closed.
+    #[serde(default)]
+    pub announced: BTreeMap<String, BTreeMap<Item, Announced>>,
+    /// Per session, prompts recorded and not yet delivered, in order.
+    #[serde(default)]
+    pub outbox: BTreeMap<String, VecDeque<Pending>>,
+    /// The next sequence number to hand out.
+    #[serde(default)]
+    pub next_seq: u64,
+    /// The tracker event log position.
+    #[serde(default)]
+    pub cursor: Option<Cursor>,
+    /// Whether the first-start baseline was taken.
+    #[serde(default)]
+    pub baselined: bool,
+}
+
+impl Memory {
+    pub const VERSION: u32 = 1;
+
+    /// Apply one record. Idempotent: applying the same record twice leaves
+    /// the same memory as applying it once.
+    pub fn apply(&mut self, record: &Record) {
+        match record {
+            Record::Announce {
+                source,
+                item,
+                session,
+                baseline,
+                pending,
+            } => {
+                let announced = Announced {
+                    session: session.clone(),
+                    baseline: *baseline,
+                };
+                self.announced
+                    .entry(source.clone())
+                    .or_default()
+                    .insert(item.clone(), announced);
+                if let (Some(session), Some(p)) = (session, pending) {
+                    let queue = self.outbox.entry(session.clone()).or_default();
+                    if !queue.iter().any(|q| q.seq == p.seq) {
+                        queue.push_back(p.clone());
+                    }
+                    self.next_seq = self.next_seq.max(p.seq + 1);
+                }
+            }
+            Record::Forget { source, item } => {
+                if let Some(items) = self.announced.get_mut(source) {
+                    items.remove(item);
+                    if items.is_empty() {
+                        self.announced.remove(source);
+                    }
+                }
+            }
+            Record::DropSource { source } => {
+                self.announced.remove(source);
+            }
+            Record::Delivered { session, seq } | Record::Withdrawn { session, seq } => {
+                if let Some(queue) = self.outbox.get_mut(session) {
+                    queue.retain(|p| p.seq != *seq);
+                    if queue.is_empty() {
+                        self.outbox.remove(session);
+                    }
+                }
+            }
+            Record::Cursor { cursor } => self.cursor = Some(*cursor),
+            Record::Baselined => self.baselined = true,
+        }
+    }
+
+    /// Whether `item` of `source` is in the announced set.
+    pub fn is_announced(&self, source: &str, item: &Item) -> bool {
+        self.announced
+            .get(source)
+            .is_some_and(|items| items.contains_key(item))
+    }
+
+    /// Total prompts pending across sessions.
+    pub fn pending_total(&self) -> usize {
+        self.outbox.values().map(VecDeque::len).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn announce(seq: u64) -> Record {
+        Record::Announce {
+            source: "plan:p".into(),
+            item: Item::Step(format!("step {seq}")),
+            session: Some("s".into()),
+            baseline: false,
+            pending: Some(Pending {
+                seq,
+                source: "plan:p".into(),
+                item: Item::Step(format!("step {seq}")),
+                step: format!("s{seq}"),
+                plan: "p.md".into(),
+                text: "hi".into(),
+            }),
+        }
+    }
+
+    #[test]
+    fn replaying_records_twice_changes_nothing() {
+        let records = vec![
+            announce(0),
+            announce(1),
+            Record::Delivered {
+                session: "s".into(),
+                seq: 0,
+            },
+            Record::Forget {
+                source: "plan:p".into(),
+                item: Item::Step("step 1".into()),
+            },
+            Record::Cursor {
+                cursor: Cursor {
+                    dev: 1,
+                    ino: 2,
+                    offset: 3,
+                },
+            },
+        ];
+        let mut once = Memory::default();
+        records.iter().for_each(|r| once.apply(r));
+        let mut twice = once.clone();
+        records.iter().for_each(|r| twice.apply(r));
+        assert_eq!(once, twice);
+        assert_eq!(once.pending_total(), 1);
+        assert_eq!(once.next_seq, 2);
+        assert!(once.is_announced("plan:p", &Item::Step("step 0".into())));
+        assert!(!once.is_announced("plan:p", &Item::Step("step 1".into())));
+    }
+
+    #[test]
+    fn records_and_memory_round_trip_through_json() {
+        for item in [
+            Item::Step("a:b\tc".into()),
+            Item::AllDone,
+            Item::Task("bd-1".into()),
+            Item::Claim("bd-1".into(), "agent".into()),
+            Item::Completed("bd-2".into()),
+        ] {
+            assert_eq!(Item::parse(&item.to_string()), Some(item));
+        }
+        let mut m = Memory::default();
+        m.apply(&announce(7));
+        let text = serde_json::to_string(&m).unwrap();
+        let back: Memory = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, m);
+        let r = announce(3);
+        let line = serde_json::to_string(&r).unwrap();
+        assert_eq!(serde_json::from_str::<Record>(&line).unwrap(), r);
+    }
+}
