@@ -318,13 +318,6 @@ impl Engine {
 
     fn on_changed(&mut self, now: Now, path: PathBuf, change: Change, fx: &mut Vec<Effect>) {
         let Some(pp) = self.plan_path(&path) else {
-            // A session directory's own files: the enqueue file appearing or
-            // being opened may mean a reader arrived.
-            if let Some(session) = self.session_of_enqueue_dir(&path) {
-                if change != Change::Gone {
-                    return self.poke(now, session);
-                }
-            }
             return;
         };
         match change {
@@ -357,16 +350,6 @@ impl Engine {
                 self.dirty_lanes.insert(session);
             }
         }
-    }
-
-    /// The session whose directory holds `path`, for paths directly inside
-    /// `<sessions_dir>/<id>/` that are not its plan.
-    fn session_of_enqueue_dir(&self, path: &Path) -> Option<String> {
-        let rel = path.strip_prefix(&self.config.sessions_dir).ok()?;
-        let mut parts = rel.components();
-        let session = parts.next()?.as_os_str().to_str()?.to_string();
-        parts.next()?;
-        Some(session)
     }
 
     /// Which plan a path is, if any.

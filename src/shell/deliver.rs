@@ -1,0 +1,263 @@
+//! Writing prompts into a session's enqueue file.
+//!
+//! The target is `<sessions_dir>/<session>/<enqueue>`, reached with
+//! `openat` and `O_NOFOLLOW` at each step below the configured root, so no
+//! session id and no symlink planted in a session directory can steer a
+//! write outside `sessions_dir`. Named pipes are opened non-blocking: no
+//! reader (ENXIO), a full pipe (EAGAIN) and a closed reader (EPIPE; SIGPIPE is
+//! ignored by the Rust runtime) come back as `Undeliverable` and the prompt
+//! stays first in its outbox. A prompt larger than the pipe's atomic size may
+//! be written partially; the rest is finished in the background when the
+//! pipe drains, before anything else goes to that session (the engine keeps
+//! the session's lane busy until the outcome arrives). Regular and FUSE/9P
+//! files are written on a blocking thread, since a 9P server may take its
+//! time, and one slow session must not hold up the others.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::FileTypeExt;
+use std::path::PathBuf;
+
+use tokio::io::unix::AsyncFd;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::core::effect::Delivery;
+use crate::core::input::Undeliverable;
+use crate::core::session::check_name;
+
+/// How prompts are separated in the enqueue file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Framing {
+    /// `message` for regular and FUSE/9P files, `nul` for named pipes.
+    #[default]
+    Auto,
+    /// One open, one write, one close per prompt.
+    Message,
+    /// The prompt, then one NUL byte.
+    Nul,
+    /// One JSON object per line: `prompt`, `plan`, `step`, `session`.
+    Jsonl,
+}
+
+/// The outcome of a delivery that finished in the background.
+#[derive(Debug)]
+pub struct Outcome {
+    pub session: String,
+    pub seq: u64,
+    pub result: Result<(), Undeliverable>,
+}
+
+/// Writes prompts; one per session at a time (the engine guarantees that).
+pub struct Deliverer {
+    pub sessions_dir: PathBuf,
+    pub enqueue: String,
+    pub framing: Framing,
+    /// Where background completions are reported.
+    pub outcomes: UnboundedSender<Outcome>,
+}
+
+fn undeliverable(reason: impl Into<String>) -> Undeliverable {
+    Undeliverable {
+        reason: reason.into(),
+    }
+}
+
+fn cstr(s: &str) -> Result<CString, Undeliverable> {
+    CString::new(s).map_err(|_| undeliverable("name contains a NUL byte"))
+}
+
+/// `openat(dir, name, flags)` as an owned fd.
+fn openat(dir: libc::c_int, name: &CString, flags: libc::c_int) -> io::Result<OwnedFd> {
+    // SAFETY: `name` is a valid C string and `dir` an fd we own or AT_FDCWD.
+    let fd = unsafe { libc::openat(dir, name.as_ptr(), flags | libc::O_CLOEXEC, 0) };
+    if fd < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        // SAFETY: a fresh fd returned by openat, owned by nobody else.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+}
+
+enum Target {
+    Fifo(File),
+    Regular(File),
+}
+
+impl Deliverer {
+    /// Where the session's enqueue file is.
+    pub fn path_of(&self, session: &str) -> PathBuf {
+        self.sessions_dir.join(session).join(&self.enqueue)
+    }
+
+    fn open(&self, session: &str) -> Result<Target, Undeliverable> {
+        check_name(session).map_err(|why| undeliverable(format!("session id {why}")))?;
+        let path = self.path_of(session);
+        let root = CString::new(self.sessions_dir.as_os_str().as_bytes())
+            .map_err(|_| undeliverable("sessions_dir contains a NUL byte"))?;
+        let root = openat(libc::AT_FDCWD, &root, libc::O_RDONLY | libc::O_DIRECTORY).map_err(
+            |e| undeliverable(format!("sessions_dir {}: {e}", self.sessions_dir.display())),
+        )?;
+        let dir = openat(
+            root.as_raw_fd(),
+            &cstr(session)?,
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+        )
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ENOENT) => undeliverable("no session directory yet"),
+            Some(libc::ELOOP) | Some(libc::ENOTDIR) => undeliverable(
+                "the session directory is a symlink or not a directory; reveille never writes through symlinks",
+            ),
+            _ => undeliverable(format!("session directory: {e}")),
+        })?;
+        let fd = openat(
+            dir.as_raw_fd(),
+            &cstr(&self.enqueue)?,
+            libc::O_WRONLY | libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY,
+        )
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ENXIO) => undeliverable("no reader on the FIFO (ENXIO)"),
+            Some(libc::ENOENT) => {
+                undeliverable(format!("no enqueue file {} yet", path.display()))
+            }
+            Some(libc::ELOOP) => undeliverable(format!(
+                "{} is a symlink; reveille never writes through symlinks",
+                path.display()
+            )),
+            Some(libc::EISDIR) => undeliverable(format!("{} is a directory", path.display())),
+            _ => undeliverable(format!("{}: {e}", path.display())),
+        })?;
+        let file = File::from(fd);
+        let kind = file
+            .metadata()
+            .map_err(|e| undeliverable(format!("{}: {e}", path.display())))?
+            .file_type();
+        if kind.is_fifo() {
+            Ok(Target::Fifo(file))
+        } else if kind.is_file() {
+            Ok(Target::Regular(file))
+        } else {
+            Err(undeliverable(format!(
+                "{} is neither a named pipe nor a regular file",
+                path.display()
+            )))
+        }
+    }
+
+    fn frame(&self, d: &Delivery, fifo: bool) -> Vec<u8> {
+        let framing = match self.framing {
+            Framing::Auto if fifo => Framing::Nul,
+            Framing::Auto => Framing::Message,
+            other => other,
+        };
+        match framing {
+            Framing::Message | Framing::Auto => d.text.as_bytes().to_vec(),
+            Framing::Nul => {
+                let mut b = Vec::with_capacity(d.text.len() + 1);
+                b.extend_from_slice(d.text.as_bytes());
+                b.push(0);
+                b
+            }
+            Framing::Jsonl => {
+                let mut b = serde_json::to_vec(&serde_json::json!({
+                    "prompt": d.text,
+                    "plan": d.plan,
+                    "step": d.step,
+                    "session": d.session,
+                }))
+                .unwrap_or_default();
+                b.push(b'\n');
+                b
+            }
+        }
+    }
+
+    /// Try to deliver now. `Some` is the outcome; `None` means the write
+    /// continues in the background and its `Outcome` will be sent.
+    pub fn deliver(&self, d: &Delivery) -> Option<Result<(), Undeliverable>> {
+        let target = match self.open(&d.session) {
+            Ok(t) => t,
+            Err(e) => return Some(Err(e)),
+        };
+        match target {
+            Target::Fifo(file) => {
+                let bytes = self.frame(d, true);
+                match write_some(&file, &bytes) {
+                    Ok(n) if n == bytes.len() => Some(Ok(())),
+                    Ok(n) => {
+                        self.finish_later(file, bytes, n, d);
+                        None
+                    }
+                    Err(e) => Some(Err(fifo_error(e))),
+                }
+            }
+            Target::Regular(mut file) => {
+                let bytes = self.frame(d, false);
+                let outcomes = self.outcomes.clone();
+                let (session, seq) = (d.session.clone(), d.seq);
+                tokio::task::spawn_blocking(move || {
+                    let result = file
+                        .write_all(&bytes)
+                        .map_err(|e| undeliverable(format!("write: {e}")));
+                    drop(file);
+                    let _ = outcomes.send(Outcome {
+                        session,
+                        seq,
+                        result,
+                    });
+                });
+                None
+            }
+        }
+    }
+
+    /// Finish a partial pipe write when the pipe drains. Nothing else is
+    /// written to this session meanwhile, so the prompt is never interleaved.
+    fn finish_later(&self, file: File, bytes: Vec<u8>, mut done: usize, d: &Delivery) {
+        let outcomes = self.outcomes.clone();
+        let (session, seq) = (d.session.clone(), d.seq);
+        tokio::spawn(async move {
+            let result = async {
+                let afd = AsyncFd::with_interest(file, tokio::io::Interest::WRITABLE)
+                    .map_err(|e| undeliverable(format!("poll: {e}")))?;
+                while done < bytes.len() {
+                    let mut guard = afd
+                        .writable()
+                        .await
+                        .map_err(|e| undeliverable(format!("poll: {e}")))?;
+                    match guard.try_io(|f| write_some(f.get_ref(), &bytes[done..])) {
+                        Ok(Ok(n)) => done += n,
+                        Ok(Err(e)) => return Err(fifo_error(e)),
+                        Err(_would_block) => continue,
+                    }
+                }
+                Ok(())
+            }
+            .await;
+            let _ = outcomes.send(Outcome {
+                session,
+                seq,
+                result,
+            });
+        });
+    }
+}
+
+fn write_some(file: &File, bytes: &[u8]) -> io::Result<usize> {
+    // SAFETY: writing from a valid slice to an fd we own.
+    let n = unsafe { libc::write(file.as_raw_fd(), bytes.as_ptr().cast(), bytes.len()) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n as usize)
+}
+
+fn fifo_error(e: io::Error) -> Undeliverable {
+    match e.raw_os_error() {
+        Some(libc::EAGAIN) => undeliverable("the FIFO is full (EAGAIN)"),
+        Some(libc::EPIPE) => undeliverable("the FIFO's reader went away (EPIPE)"),
+        _ => undeliverable(format!("write: {e}")),
+    }
+}
