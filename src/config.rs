@@ -71,17 +71,27 @@ pub struct ConfigError {
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (&self.key, &self.value) {
-            (Some(k), Some(v)) => write!(f, "{k} = {v}: ")?,
-            (Some(k), None) => write!(f, "{k}: ")?,
-            (None, Some(v)) => write!(f, "value {v}: ")?,
-            (None, None) => {}
+        match (&self.key, &self.value, &self.origin) {
+            (Some(k), v, o) => {
+                match v {
+                    Some(v) => write!(f, "{k} = {v}: {}", self.message)?,
+                    None => write!(f, "{k}: {}", self.message)?,
+                }
+                if let Some(o) = o {
+                    write!(f, " (from {o})")?;
+                }
+                Ok(())
+            }
+            (None, v, o) => {
+                if let Some(o) = o {
+                    write!(f, "{o}: ")?;
+                }
+                if let Some(v) = v {
+                    write!(f, "value {v}: ")?;
+                }
+                f.write_str(&self.message)
+            }
         }
-        f.write_str(&self.message)?;
-        if let Some(o) = &self.origin {
-            write!(f, " (from {o})")?;
-        }
-        Ok(())
     }
 }
 

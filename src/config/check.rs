@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use super::layers::entry_key;
 use super::{Loaded, Settings};
 
 /// A string as TOML (and JSON) quote it.
@@ -60,7 +61,7 @@ pub(crate) fn entries(s: &Settings) -> Vec<(String, String)> {
         add("events.assignees", "{}".to_string());
     }
     for (who, session) in &e.assignees {
-        add(&format!("events.assignees.{who}"), quoted(session));
+        add(&entry_key("events.assignees", who), quoted(session));
     }
     add("beads.issues_jsonl", optional_path(&s.beads.issues_jsonl));
     let t = &s.prompt;

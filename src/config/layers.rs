@@ -152,8 +152,15 @@ impl EnvLayer {
             }
             let dotted = path.join(".");
             let value = if STRUCTURED_KEYS.contains(&dotted.as_str()) {
-                raw.parse::<Value>()
-                    .map_err(|e| fail(format!("cannot parse as an inline array or table: {e}")))?
+                // figment's parser falls back to a plain string on bad syntax.
+                match raw.parse::<Value>() {
+                    Ok(v @ (Value::Array(..) | Value::Dict(..))) => v,
+                    _ => {
+                        return Err(fail(
+                            "expected an inline array `[a, b]` or table `{ \"k\" = \"v\" }`".into(),
+                        ))
+                    }
+                }
             } else {
                 Value::from(raw.clone())
             };
@@ -240,24 +247,29 @@ impl Layers {
     }
 
     /// Where `key` came from: `default`, `file PATH`, `env VAR` or
-    /// `flag --project`. A key figment cannot address (a map entry whose
-    /// name contains a dot) falls back to its enclosing table.
+    /// `flag --project`. Entries of a map table are keyed as
+    /// [`entry_key`] writes them.
     pub fn origin(&self, key: &str) -> String {
-        let mut k = key;
-        let metadata = loop {
-            if let Some(md) = self.figment.find_metadata(k) {
-                break Some(md);
-            }
-            match k.rfind('.') {
-                Some(i) => k = &k[..i],
-                None => break None,
-            }
+        let metadata = match split_entry(key) {
+            Some((table, entry)) => self
+                .figment
+                .find_value(table)
+                .ok()
+                .and_then(|t| t.as_dict()?.get(&entry).map(Value::tag))
+                .and_then(|tag| self.figment.get_metadata(tag)),
+            None => self.figment.find_metadata(key),
         };
         match metadata {
-            Some(md) if md.name == ENV_NAME => match self.env.var_for(key) {
-                Some(var) => format!("{ENV_NAME} {var}"),
-                None => ENV_NAME.to_string(),
-            },
+            Some(md) if md.name == ENV_NAME => {
+                let dotted = match split_entry(key) {
+                    Some((table, entry)) => format!("{table}.{entry}"),
+                    None => key.to_string(),
+                };
+                match self.env.var_for(&dotted) {
+                    Some(var) => format!("{ENV_NAME} {var}"),
+                    None => ENV_NAME.to_string(),
+                }
+            }
             Some(md) => md.name.to_string(),
             None => DEFAULT_NAME.to_string(),
         }
@@ -268,6 +280,37 @@ impl Layers {
         let value = self.figment.find_value(key).ok()?;
         serde_json::to_string(&value).ok()
     }
+}
+
+/// Configuration keys that are tables of user-chosen names.
+pub(crate) const MAP_TABLES: &[&str] = &["events.assignees"];
+
+/// The dotted key of entry `name` in map `table`, quoting the name as TOML
+/// does when it is not a bare key (`events.assignees."a.b"`).
+pub(crate) fn entry_key(table: &str, name: &str) -> String {
+    let bare = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if bare {
+        format!("{table}.{name}")
+    } else {
+        let quoted = serde_json::to_string(name).expect("strings serialise");
+        format!("{table}.{quoted}")
+    }
+}
+
+/// The inverse of [`entry_key`]: `(table, name)` if `key` is a map entry.
+fn split_entry(key: &str) -> Option<(&'static str, String)> {
+    MAP_TABLES.iter().find_map(|table| {
+        let rest = key.strip_prefix(table)?.strip_prefix('.')?;
+        let name = if rest.starts_with('"') {
+            serde_json::from_str(rest).ok()?
+        } else {
+            rest.to_string()
+        };
+        Some((*table, name))
+    })
 }
 
 /// The configuration file used when `--config` is not given:

@@ -367,7 +367,7 @@ impl Settings {
         }
         let mut assignees = BTreeMap::new();
         for (who, session) in &e.assignees {
-            let key = format!("events.assignees.{who}");
+            let key = super::layers::entry_key("events.assignees", who);
             if who.is_empty() {
                 return Err(invalid(&key, "\"\"", "assignee name is empty"));
             }

@@ -433,3 +433,33 @@ fn settings_compare_for_reload() {
     assert_eq!(a.settings, b.settings);
     assert_ne!(a.settings, c.settings.clone());
 }
+
+#[test]
+fn dotted_assignee_names_keep_their_origin() {
+    let (_dir, loaded) = with_file(
+        "[events.assignees]\n\"a.b\" = \"sess-x\"\n",
+        &[("REVEILLE_EVENTS__ASSIGNEES__c", "sess-y")],
+    );
+    let loaded = loaded.unwrap();
+    let (value, origin) = source(&loaded, "events.assignees.\"a.b\"");
+    assert_eq!(value, "\"sess-x\"");
+    assert!(origin.starts_with("file "), "{origin}");
+    assert_eq!(
+        source(&loaded, "events.assignees.c").1,
+        "env REVEILLE_EVENTS__ASSIGNEES__c"
+    );
+}
+
+#[test]
+fn malformed_env_array_names_the_variable() {
+    let err = load(&LoadOptions {
+        env: env(&[("REVEILLE_EVENTS__MOUNTS", "[a,")]),
+        ..LoadOptions::default()
+    })
+    .unwrap_err();
+    assert_eq!(err.origin.as_deref(), Some("env REVEILLE_EVENTS__MOUNTS"));
+    assert!(
+        err.to_string().starts_with("env REVEILLE_EVENTS__MOUNTS: "),
+        "{err}"
+    );
+}
