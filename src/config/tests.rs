@@ -120,6 +120,7 @@ fn env_overrides_file() {
             ("REVEILLE_PROJECT__NUDGE_DONE", "false"),
             ("REVEILLE_EVENTS__POLL_INTERVAL_MS", "500"),
             ("REVEILLE_EVENTS__MOUNTS", "[a, \"b-2\"]"),
+            ("REVEILLE_PROJECT__DEFAULT_SESSION", "12345"),
             ("REVEILLE_KEEP_TMP", "1"),
         ],
     );
@@ -129,6 +130,8 @@ fn env_overrides_file() {
     assert!(!s.project.nudge_done);
     assert_eq!(s.events.poll_interval, Duration::from_millis(500));
     assert_eq!(s.events.mounts, vec!["a".to_string(), "b-2".to_string()]);
+    // A numeric-looking value for a string key stays a string.
+    assert_eq!(s.project.default_session.as_deref(), Some("12345"));
     drop(dir);
 }
 
