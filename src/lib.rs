@@ -3,6 +3,9 @@
 //!
 //! # Layout
 //!
+//! - [`config`]: figment layers (defaults < TOML file < environment <
+//!   flags) validated into [`config::Settings`]; `doc/CONFIG.md` lists
+//!   every key.
 //! - [`core`]: the pure engine — plan parsing, dependency graph, lifecycle,
 //!   announced sets, outbox decisions, prompt rendering. Inputs in, effects
 //!   out; no I/O, no clock.
@@ -11,4 +14,5 @@
 //! signals, sd_notify, the journal) lives in the shell and talks to the core
 //! only through `Input`s and `Effect`s.
 
+pub mod config;
 pub mod core;

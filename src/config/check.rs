@@ -1,0 +1,106 @@
+//! What `reveille check` shows: every resolved key with its value, written
+//! the way the configuration file would write it, and where it came from.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::layers::entry_key;
+use super::{Loaded, Settings};
+
+/// A string as TOML (and JSON) quote it.
+fn quoted(s: &str) -> String {
+    serde_json::to_string(s).expect("strings serialise")
+}
+
+fn path(p: &Path) -> String {
+    quoted(&p.to_string_lossy())
+}
+
+fn optional_path(p: &Option<impl AsRef<Path>>) -> String {
+    p.as_ref().map_or_else(|| quoted(""), |p| path(p.as_ref()))
+}
+
+fn optional(s: &Option<String>) -> String {
+    quoted(s.as_deref().unwrap_or(""))
+}
+
+fn ms(d: Duration) -> String {
+    d.as_millis().to_string()
+}
+
+/// Every resolved key of `s` in file order, as `(dotted key, value)`.
+/// Each `[events.assignees]` entry is its own key; an empty table is shown
+/// as `events.assignees = {}`.
+pub(crate) fn entries(s: &Settings) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut add = |k: &str, v: String| out.push((k.to_string(), v));
+    let p = &s.project;
+    add("project.name", quoted(&p.name));
+    add("project.plan_dir", path(&p.plan_dir));
+    add("project.default_session", optional(&p.default_session));
+    add("project.mode", quoted(p.mode.as_str()));
+    add("project.nudge_done", p.nudge_done.to_string());
+    add("project.max_plan_bytes", p.max_plan_bytes.to_string());
+    add("project.settle_ms", ms(p.settle));
+    let ss = &s.sessions;
+    add("sessions.dir", path(&ss.dir));
+    add("sessions.enqueue", quoted(&ss.enqueue));
+    add("sessions.framing", quoted(ss.framing.as_str()));
+    add("sessions.outbox_cap", ss.outbox_cap.to_string());
+    add("sessions.session_plans", ss.session_plans.to_string());
+    add("sessions.retry_initial_ms", ms(ss.retry_initial));
+    add("sessions.retry_max_ms", ms(ss.retry_max));
+    let e = &s.events;
+    add("events.path", optional_path(&e.path));
+    add("events.beads_root", path(&e.beads_root));
+    let mounts: Vec<String> = e.mounts.iter().map(|m| quoted(m)).collect();
+    add("events.mounts", format!("[{}]", mounts.join(", ")));
+    add("events.poll_interval_ms", ms(e.poll_interval));
+    add("events.notify_completed", e.notify_completed.to_string());
+    if e.assignees.is_empty() {
+        add("events.assignees", "{}".to_string());
+    }
+    for (who, session) in &e.assignees {
+        add(&entry_key("events.assignees", who), quoted(session));
+    }
+    add("beads.issues_jsonl", optional_path(&s.beads.issues_jsonl));
+    let t = &s.prompt;
+    add("prompt.template", optional(&t.template));
+    add("prompt.done_template", optional(&t.done_template));
+    add("prompt.claim_template", optional(&t.claim_template));
+    add("prompt.completed_template", optional(&t.completed_template));
+    add("state.dir", path(&s.state.dir));
+    add("state.sync_interval_ms", ms(s.state.sync_interval));
+    add("state.compact_bytes", s.state.compact_bytes.to_string());
+    add("log.target", quoted(s.log.target.as_str()));
+    add("log.level", quoted(&s.log.level));
+    out
+}
+
+/// The report `reveille check` prints: which file was read, then one line
+/// per key, `key = value` and its origin, in aligned columns.
+pub fn render_check(loaded: &Loaded) -> String {
+    let mut out = match &loaded.file {
+        Some(f) => format!("# configuration file: {}\n", f.display()),
+        None => "# configuration file: none (built-in defaults and environment)\n".to_string(),
+    };
+    let key_width = loaded
+        .sources
+        .iter()
+        .map(|(k, _, _)| k.len())
+        .max()
+        .unwrap_or(0);
+    let value_width = loaded
+        .sources
+        .iter()
+        .map(|(_, v, _)| v.chars().count())
+        .filter(|&w| w <= 48)
+        .max()
+        .unwrap_or(0);
+    for (key, value, origin) in &loaded.sources {
+        out.push_str(&format!(
+            "{key:<key_width$} = {value:<value_width$}  # {origin}\n"
+        ));
+    }
+    out
+}

@@ -1,0 +1,324 @@
+//! The four figment layers — built-in defaults, the TOML file, environment
+//! variables, flags — each tagged with where it came from, and the lookup
+//! that answers "which layer set this key?" for `reveille check` and for
+//! error messages.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use figment::providers::{Format, Serialized, Toml};
+use figment::value::{Dict, Map, Value};
+use figment::{Figment, Metadata, Profile, Provider};
+
+use super::raw::RawConfig;
+use super::ConfigError;
+
+/// Prefix of the environment variables that set configuration keys.
+pub(crate) const ENV_PREFIX: &str = "REVEILLE_";
+/// Separator between section, key and map entry in a variable name.
+pub(crate) const ENV_SEPARATOR: &str = "__";
+
+/// Keys whose environment value is parsed as an inline array or table
+/// (`[a, b]`, `{ "agent-1" = "sess" }`); every other value stays a string.
+const STRUCTURED_KEYS: &[&str] = &["events.mounts", "events.assignees"];
+
+/// The metadata names that identify each layer.
+const DEFAULT_NAME: &str = "default";
+const ENV_NAME: &str = "env";
+const FLAG_PROJECT: &str = "flag --project";
+
+/// One figment layer: data already read and parsed, plus its metadata, so
+/// reading and parsing errors surface before any merging.
+#[derive(Debug, Clone)]
+pub(crate) struct Layer {
+    metadata: Metadata,
+    data: Dict,
+}
+
+impl Provider for Layer {
+    fn metadata(&self) -> Metadata {
+        self.metadata.clone()
+    }
+
+    fn data(&self) -> figment::Result<Map<Profile, Dict>> {
+        let mut map = Map::new();
+        map.insert(Profile::Default, self.data.clone());
+        Ok(map)
+    }
+}
+
+fn default_profile(map: Map<Profile, Dict>) -> Dict {
+    map.into_iter()
+        .find(|(p, _)| *p == Profile::Default)
+        .map(|(_, d)| d)
+        .unwrap_or_default()
+}
+
+impl Layer {
+    /// The built-in defaults for project `name`.
+    pub fn defaults(name: &str) -> Layer {
+        let data = Serialized::defaults(RawConfig::defaults(name))
+            .data()
+            .expect("the defaults serialise");
+        Layer {
+            metadata: Metadata::named(DEFAULT_NAME),
+            data: default_profile(data),
+        }
+    }
+
+    /// The TOML file at `path`; an unreadable file or a syntax error is an
+    /// error naming the file (and, for syntax, the line).
+    pub fn file(path: &Path) -> Result<Layer, ConfigError> {
+        let origin = file_origin(path);
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            key: None,
+            value: None,
+            origin: Some(origin.clone()),
+            message: format!("cannot read the configuration file: {e}"),
+        })?;
+        let data = Toml::string(&text).data().map_err(|e| ConfigError {
+            key: None,
+            value: None,
+            origin: Some(origin.clone()),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        Ok(Layer {
+            metadata: Metadata::from(origin, figment::Source::File(path.to_path_buf())),
+            data: default_profile(data),
+        })
+    }
+
+    /// `--project NAME`.
+    pub fn project_flag(name: &str) -> Layer {
+        let mut project = Dict::new();
+        project.insert("name".into(), Value::from(name.to_string()));
+        let mut data = Dict::new();
+        data.insert("project".into(), Value::from(project));
+        Layer {
+            metadata: Metadata::named(FLAG_PROJECT),
+            data,
+        }
+    }
+}
+
+fn file_origin(path: &Path) -> String {
+    format!("file {}", path.display())
+}
+
+/// The environment layer, and which variable set which dotted key.
+#[derive(Debug, Clone)]
+pub(crate) struct EnvLayer {
+    pub layer: Layer,
+    /// Dotted key (`events.assignees` or `project.plan_dir`) → variable name.
+    vars: BTreeMap<String, String>,
+}
+
+impl EnvLayer {
+    /// Reads the `REVEILLE_<SECTION>__<KEY>` variables out of `env`.
+    /// Section and key are lowercased; anything after a second `__` is a map
+    /// entry name (`REVEILLE_EVENTS__ASSIGNEES__bob`) taken verbatim.
+    /// Variables with the prefix but no `__` (e.g. `REVEILLE_KEEP_TMP`) are
+    /// not configuration and are ignored.
+    pub fn from_env(env: &BTreeMap<String, String>) -> Result<EnvLayer, ConfigError> {
+        let mut data = Dict::new();
+        let mut vars = BTreeMap::new();
+        for (var, raw) in env {
+            let Some(rest) = var.strip_prefix(ENV_PREFIX) else {
+                continue;
+            };
+            if !rest.contains(ENV_SEPARATOR) {
+                continue;
+            }
+            let origin = format!("{ENV_NAME} {var}");
+            let fail = |message: String| ConfigError {
+                key: None,
+                value: Some(format!("{raw:?}")),
+                origin: Some(origin.clone()),
+                message,
+            };
+            let path: Vec<String> = rest
+                .split(ENV_SEPARATOR)
+                .enumerate()
+                .map(|(i, s)| {
+                    if i < 2 {
+                        s.to_ascii_lowercase()
+                    } else {
+                        s.to_string()
+                    }
+                })
+                .collect();
+            if path.iter().any(String::is_empty) {
+                return Err(fail("empty key segment in the variable name".into()));
+            }
+            let dotted = path.join(".");
+            let value = if STRUCTURED_KEYS.contains(&dotted.as_str()) {
+                // figment's parser falls back to a plain string on bad syntax.
+                match raw.parse::<Value>() {
+                    Ok(v @ (Value::Array(..) | Value::Dict(..))) => v,
+                    _ => {
+                        return Err(fail(
+                            "expected an inline array `[a, b]` or table `{ \"k\" = \"v\" }`".into(),
+                        ))
+                    }
+                }
+            } else {
+                Value::from(raw.clone())
+            };
+            insert(&mut data, &path, value);
+            vars.insert(dotted, var.clone());
+        }
+        Ok(EnvLayer {
+            layer: Layer {
+                metadata: Metadata::named(ENV_NAME),
+                data,
+            },
+            vars,
+        })
+    }
+
+    /// The variable that set `key` (or the table containing it).
+    fn var_for(&self, key: &str) -> Option<&str> {
+        let mut k = key;
+        loop {
+            if let Some(v) = self.vars.get(k) {
+                return Some(v);
+            }
+            k = &k[..k.rfind('.')?];
+        }
+    }
+
+    /// The value `REVEILLE_PROJECT__NAME` gives, if any.
+    pub fn project_name(&self) -> Option<&str> {
+        match self.layer.data.get("project")?.as_dict()?.get("name")? {
+            Value::String(_, s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// Inserts `value` at `path` into `dict`, merging tables.
+fn insert(dict: &mut Dict, path: &[String], value: Value) {
+    let (first, rest) = path.split_first().expect("non-empty path");
+    if rest.is_empty() {
+        match (dict.get_mut(first), value) {
+            (Some(Value::Dict(_, old)), Value::Dict(_, new)) => old.extend(new),
+            (_, value) => {
+                dict.insert(first.clone(), value);
+            }
+        }
+        return;
+    }
+    let entry = dict
+        .entry(first.clone())
+        .or_insert_with(|| Value::from(Dict::new()));
+    if entry.as_dict().is_none() {
+        *entry = Value::from(Dict::new());
+    }
+    if let Value::Dict(_, inner) = entry {
+        insert(inner, rest, value);
+    }
+}
+
+/// All layers merged, lowest first, with what is needed to tell a key's origin.
+pub(crate) struct Layers {
+    pub figment: Figment,
+    env: EnvLayer,
+}
+
+impl Layers {
+    pub fn new(
+        defaults: Layer,
+        file: Option<&Layer>,
+        env: &EnvLayer,
+        flag: Option<&Layer>,
+    ) -> Self {
+        let mut figment = Figment::from(defaults);
+        if let Some(file) = file {
+            figment = figment.merge(file.clone());
+        }
+        figment = figment.merge(env.layer.clone());
+        if let Some(flag) = flag {
+            figment = figment.merge(flag.clone());
+        }
+        Layers {
+            figment,
+            env: env.clone(),
+        }
+    }
+
+    /// Where `key` came from: `default`, `file PATH`, `env VAR` or
+    /// `flag --project`. Entries of a map table are keyed as
+    /// [`entry_key`] writes them.
+    pub fn origin(&self, key: &str) -> String {
+        let metadata = match split_entry(key) {
+            Some((table, entry)) => self
+                .figment
+                .find_value(table)
+                .ok()
+                .and_then(|t| t.as_dict()?.get(&entry).map(Value::tag))
+                .and_then(|tag| self.figment.get_metadata(tag)),
+            None => self.figment.find_metadata(key),
+        };
+        match metadata {
+            Some(md) if md.name == ENV_NAME => {
+                let dotted = match split_entry(key) {
+                    Some((table, entry)) => format!("{table}.{entry}"),
+                    None => key.to_string(),
+                };
+                match self.env.var_for(&dotted) {
+                    Some(var) => format!("{ENV_NAME} {var}"),
+                    None => ENV_NAME.to_string(),
+                }
+            }
+            Some(md) => md.name.to_string(),
+            None => DEFAULT_NAME.to_string(),
+        }
+    }
+
+    /// The value at `key` as written, for error messages.
+    pub fn shown_value(&self, key: &str) -> Option<String> {
+        let value = self.figment.find_value(key).ok()?;
+        serde_json::to_string(&value).ok()
+    }
+}
+
+/// Configuration keys that are tables of user-chosen names.
+pub(crate) const MAP_TABLES: &[&str] = &["events.assignees"];
+
+/// The dotted key of entry `name` in map `table`, quoting the name as TOML
+/// does when it is not a bare key (`events.assignees."a.b"`).
+pub(crate) fn entry_key(table: &str, name: &str) -> String {
+    let bare = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if bare {
+        format!("{table}.{name}")
+    } else {
+        let quoted = serde_json::to_string(name).expect("strings serialise");
+        format!("{table}.{quoted}")
+    }
+}
+
+/// The inverse of [`entry_key`]: `(table, name)` if `key` is a map entry.
+fn split_entry(key: &str) -> Option<(&'static str, String)> {
+    MAP_TABLES.iter().find_map(|table| {
+        let rest = key.strip_prefix(table)?.strip_prefix('.')?;
+        let name = if rest.starts_with('"') {
+            serde_json::from_str(rest).ok()?
+        } else {
+            rest.to_string()
+        };
+        Some((*table, name))
+    })
+}
+
+/// The configuration file used when `--config` is not given:
+/// `$XDG_CONFIG_HOME/reveille/<project>.toml`, if it exists.
+pub(crate) fn default_file(project: &str, env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    let base = super::expand::var(env, "XDG_CONFIG_HOME").ok()?;
+    let path = PathBuf::from(base)
+        .join("reveille")
+        .join(format!("{project}.toml"));
+    path.is_file().then_some(path)
+}

@@ -1,0 +1,454 @@
+//! Stage two of the configuration: the validated [`Settings`] the daemon
+//! runs on — paths expanded, enums parsed, numbers range-checked, names
+//! validated — and the name check the daemon reuses for data.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use super::expand::{expand_path, EnvSnapshot};
+use super::raw::RawConfig;
+
+/// Longest accepted name (session id, mount, project), in bytes: a file name.
+pub const MAX_NAME_BYTES: usize = 255;
+
+/// Checks a name that becomes one path component: a project name, a session
+/// id, a mount name, the enqueue file name. `kind` says what the name is, for
+/// the message ("session id", "mount", …). Names from data (plan files,
+/// tracker events) go through this too, before any path is built from them.
+pub fn validate_name(kind: &str, s: &str) -> Result<(), String> {
+    let problem = if s.is_empty() {
+        "is empty"
+    } else if s.len() > MAX_NAME_BYTES {
+        "is longer than 255 bytes"
+    } else if s.contains('/') {
+        "contains '/'"
+    } else if s.contains('\0') {
+        "contains a NUL byte"
+    } else if s == "." || s.contains("..") {
+        "contains '..' or is '.'"
+    } else {
+        return Ok(());
+    };
+    let shown: String = s.chars().take(64).collect();
+    Err(format!("{kind} {shown:?} {problem}"))
+}
+
+/// Defines a configuration enum with its spelling in the config file.
+macro_rules! config_enum {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name { $($(#[$vdoc])* $variant),+ }
+
+        impl $name {
+            /// The accepted spellings, in order.
+            pub const NAMES: &'static [&'static str] = &[$($text),+];
+
+            /// How the value is written in the configuration.
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s {
+                    $($text => Ok($name::$variant),)+
+                    _ => Err(format!("expected one of {}", Self::NAMES.join(", "))),
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+config_enum! {
+    /// `project.mode`: how steps are announced (SPEC §3).
+    Mode {
+        /// Announce each step when it becomes ready.
+        Reactive = "reactive",
+        /// The old fallback: enqueue every step when a plan appears.
+        Queue = "queue",
+    }
+}
+
+config_enum! {
+    /// `sessions.framing`: how prompts are separated in the enqueue file (SPEC §4).
+    Framing {
+        /// `message` for regular and FUSE/9P files, `nul` for named pipes.
+        Auto = "auto",
+        /// One open, one write, one close per prompt.
+        Message = "message",
+        /// The prompt followed by one NUL byte.
+        Nul = "nul",
+        /// One JSON object per line (`prompt`, `plan`, `step`, `session`).
+        Jsonl = "jsonl",
+    }
+}
+
+config_enum! {
+    /// `log.target`: where logs go.
+    LogTarget {
+        /// journald when `JOURNAL_STREAM` matches stderr, else stderr.
+        Auto = "auto",
+        /// Always journald, with structured fields.
+        Journald = "journald",
+        /// Always human-readable on stderr.
+        Stderr = "stderr",
+    }
+}
+
+/// The validated configuration of one project. Compared on SIGHUP reload,
+/// hence `PartialEq`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// `[project]`: what the project is and how its plans are treated.
+    pub project: ProjectSettings,
+    /// `[sessions]`: where prompts go and how.
+    pub sessions: SessionSettings,
+    /// `[events]`: the tracker's event stream and mounts.
+    pub events: EventSettings,
+    /// `[beads]`: a plain beads `issues.jsonl` to watch.
+    pub beads: BeadsSettings,
+    /// `[prompt]`: prompt templates.
+    pub prompt: PromptSettings,
+    /// `[state]`: durable state and its fsync policy.
+    pub state: StateSettings,
+    /// `[log]`: logging target and filter.
+    pub log: LogSettings,
+}
+
+/// `[project]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProjectSettings {
+    /// The project name: state directory, default mount, unit instance.
+    pub name: String,
+    /// The plan directory (SPEC §2); may not exist yet.
+    pub plan_dir: PathBuf,
+    /// Session for plans and tasks with no other route; `None` = nobody.
+    pub default_session: Option<String>,
+    /// Reactive or queue announcements.
+    pub mode: Mode,
+    /// Prompt once when every step of a wip plan is checked.
+    pub nudge_done: bool,
+    /// Plan files larger than this are refused with an error.
+    pub max_plan_bytes: u64,
+    /// How long a file modified without a close settles before a re-read.
+    pub settle: Duration,
+}
+
+/// `[sessions]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionSettings {
+    /// One directory per session id.
+    pub dir: PathBuf,
+    /// The enqueue file name inside a session directory.
+    pub enqueue: String,
+    /// How prompts are separated.
+    pub framing: Framing,
+    /// Pending prompts kept per session; beyond it new ones are refused.
+    pub outbox_cap: usize,
+    /// Also watch `<dir>/<id>/plan`.
+    pub session_plans: bool,
+    /// First retry delay for an undeliverable prompt.
+    pub retry_initial: Duration,
+    /// Longest retry delay (the backoff doubles up to it).
+    pub retry_max: Duration,
+}
+
+/// `[events]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventSettings {
+    /// The tracker's event log; `None` = disabled.
+    pub path: Option<PathBuf>,
+    /// Holds `<mount>/ready` and `<mount>/<id>`.
+    pub beads_root: PathBuf,
+    /// Mounts of this project; never empty (defaults to `[project.name]`).
+    pub mounts: Vec<String>,
+    /// Poll interval for paths where inotify does not work.
+    pub poll_interval: Duration,
+    /// Tell a session when its task was completed elsewhere.
+    pub notify_completed: bool,
+    /// Tracker assignee → session id.
+    pub assignees: BTreeMap<String, String>,
+}
+
+/// `[beads]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BeadsSettings {
+    /// A beads `.beads/issues.jsonl` to watch; `None` = disabled.
+    pub issues_jsonl: Option<PathBuf>,
+}
+
+/// `[prompt]`: `None` means the built-in template.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptSettings {
+    /// A step became ready.
+    pub template: Option<String>,
+    /// Every step of a wip plan is checked.
+    pub done_template: Option<String>,
+    /// A tracker task was assigned (claimed) to the session.
+    pub claim_template: Option<String>,
+    /// A task announced to the session was completed elsewhere.
+    pub completed_template: Option<String>,
+}
+
+/// `[state]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StateSettings {
+    /// The state directory (lock, journal, state file, outboxes).
+    pub dir: PathBuf,
+    /// Group-commit interval: how long an acknowledged record may wait for fsync.
+    pub sync_interval: Duration,
+    /// Journal size that triggers compaction into the state file.
+    pub compact_bytes: u64,
+}
+
+/// `[log]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogSettings {
+    /// journald, stderr, or chosen automatically.
+    pub target: LogTarget,
+    /// A tracing filter: a level or `EnvFilter` directives.
+    pub level: String,
+}
+
+/// A stage-two failure: the dotted key and what is wrong with its value.
+#[derive(Debug)]
+pub(crate) struct Invalid {
+    pub key: String,
+    pub value: String,
+    pub message: String,
+}
+
+fn invalid(key: &str, value: impl fmt::Display, message: impl Into<String>) -> Invalid {
+    Invalid {
+        key: key.to_string(),
+        value: value.to_string(),
+        message: message.into(),
+    }
+}
+
+/// Expands a path key.
+fn path(key: &str, raw: &str, env: &EnvSnapshot) -> Result<PathBuf, Invalid> {
+    expand_path(raw, env).map_err(|m| invalid(key, format!("{raw:?}"), m))
+}
+
+/// Expands a path key where `""` means disabled.
+fn optional_path(key: &str, raw: &str, env: &EnvSnapshot) -> Result<Option<PathBuf>, Invalid> {
+    if raw.is_empty() {
+        Ok(None)
+    } else {
+        path(key, raw, env).map(Some)
+    }
+}
+
+fn parse_enum<T: FromStr<Err = String>>(key: &str, raw: &str) -> Result<T, Invalid> {
+    raw.parse().map_err(|m| invalid(key, format!("{raw:?}"), m))
+}
+
+fn range(key: &str, v: u64, min: u64, max: u64) -> Result<u64, Invalid> {
+    if (min..=max).contains(&v) {
+        Ok(v)
+    } else {
+        Err(invalid(key, v, format!("must be between {min} and {max}")))
+    }
+}
+
+fn millis(key: &str, v: u64, min: u64, max: u64) -> Result<Duration, Invalid> {
+    range(key, v, min, max).map(Duration::from_millis)
+}
+
+fn name(key: &str, kind: &str, s: &str) -> Result<String, Invalid> {
+    validate_name(kind, s).map_err(|m| invalid(key, format!("{s:?}"), m))?;
+    Ok(s.to_string())
+}
+
+fn template(raw: &str) -> Option<String> {
+    (!raw.is_empty()).then(|| raw.to_string())
+}
+
+/// The spellings `log.level` accepts besides `EnvFilter` directives.
+const LEVELS: &[&str] = &["off", "error", "warn", "info", "debug", "trace"];
+
+fn log_level(raw: &str) -> Result<String, Invalid> {
+    let key = "log.level";
+    let lower = raw.trim().to_ascii_lowercase();
+    if LEVELS.contains(&lower.as_str()) {
+        return Ok(lower);
+    }
+    // A bare word would be read by EnvFilter as a target name, silently
+    // filtering everything else out: only accept directive syntax.
+    if raw.contains('=') || raw.contains(',') {
+        if let Err(e) = tracing_subscriber::EnvFilter::try_new(raw) {
+            return Err(invalid(key, format!("{raw:?}"), e.to_string()));
+        }
+        return Ok(raw.to_string());
+    }
+    Err(invalid(
+        key,
+        format!("{raw:?}"),
+        format!(
+            "expected one of {} or tracing directives like \"reveille=debug,info\"",
+            LEVELS.join(", ")
+        ),
+    ))
+}
+
+impl Settings {
+    /// Stage two: validates `raw` and derives the settings, resolving
+    /// paths against `env`.
+    pub(crate) fn from_raw(raw: &RawConfig, env: &EnvSnapshot) -> Result<Settings, Invalid> {
+        let p = &raw.project;
+        let project_name = name("project.name", "project name", &p.name)?;
+        let default_session = if p.default_session.is_empty() {
+            None
+        } else {
+            Some(name(
+                "project.default_session",
+                "session id",
+                &p.default_session,
+            )?)
+        };
+        let project = ProjectSettings {
+            plan_dir: path("project.plan_dir", &p.plan_dir, env)?,
+            default_session,
+            mode: parse_enum("project.mode", &p.mode)?,
+            nudge_done: p.nudge_done,
+            max_plan_bytes: range("project.max_plan_bytes", p.max_plan_bytes, 1024, 1 << 30)?,
+            settle: millis("project.settle_ms", p.settle_ms, 0, 60_000)?,
+            name: project_name,
+        };
+
+        let s = &raw.sessions;
+        let retry_initial = millis(
+            "sessions.retry_initial_ms",
+            s.retry_initial_ms,
+            1,
+            3_600_000,
+        )?;
+        let retry_max = millis("sessions.retry_max_ms", s.retry_max_ms, 1, 3_600_000)?;
+        if retry_max < retry_initial {
+            return Err(invalid(
+                "sessions.retry_max_ms",
+                s.retry_max_ms,
+                format!(
+                    "must be at least sessions.retry_initial_ms ({})",
+                    s.retry_initial_ms
+                ),
+            ));
+        }
+        let sessions = SessionSettings {
+            dir: path("sessions.dir", &s.dir, env)?,
+            enqueue: name("sessions.enqueue", "enqueue file name", &s.enqueue)?,
+            framing: parse_enum("sessions.framing", &s.framing)?,
+            outbox_cap: range("sessions.outbox_cap", s.outbox_cap, 1, 1_000_000)? as usize,
+            session_plans: s.session_plans,
+            retry_initial,
+            retry_max,
+        };
+
+        let e = &raw.events;
+        let mut mounts = Vec::new();
+        for (i, m) in e.mounts.iter().enumerate() {
+            mounts.push(name(&format!("events.mounts[{i}]"), "mount", m)?);
+        }
+        if mounts.is_empty() {
+            mounts.push(project.name.clone());
+        }
+        let mut assignees = BTreeMap::new();
+        for (who, session) in &e.assignees {
+            let key = super::layers::entry_key("events.assignees", who);
+            if who.is_empty() {
+                return Err(invalid(&key, "\"\"", "assignee name is empty"));
+            }
+            assignees.insert(who.clone(), name(&key, "session id", session)?);
+        }
+        let events = EventSettings {
+            path: optional_path("events.path", &e.path, env)?,
+            beads_root: path("events.beads_root", &e.beads_root, env)?,
+            mounts,
+            poll_interval: millis("events.poll_interval_ms", e.poll_interval_ms, 10, 3_600_000)?,
+            notify_completed: e.notify_completed,
+            assignees,
+        };
+
+        let beads = BeadsSettings {
+            issues_jsonl: optional_path("beads.issues_jsonl", &raw.beads.issues_jsonl, env)?,
+        };
+
+        let t = &raw.prompt;
+        let prompt = PromptSettings {
+            template: template(&t.template),
+            done_template: template(&t.done_template),
+            claim_template: template(&t.claim_template),
+            completed_template: template(&t.completed_template),
+        };
+
+        let st = &raw.state;
+        let state = StateSettings {
+            dir: path("state.dir", &st.dir, env)?,
+            sync_interval: millis("state.sync_interval_ms", st.sync_interval_ms, 1, 60_000)?,
+            compact_bytes: range("state.compact_bytes", st.compact_bytes, 4096, 1 << 40)?,
+        };
+
+        let log = LogSettings {
+            target: parse_enum("log.target", &raw.log.target)?,
+            level: log_level(&raw.log.level)?,
+        };
+
+        Ok(Settings {
+            project,
+            sessions,
+            events,
+            beads,
+            prompt,
+            state,
+            log,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_checked() {
+        assert!(validate_name("session id", "1744276689123456789-2b986c").is_ok());
+        assert!(validate_name("session id", "a.b").is_ok());
+        for bad in ["", ".", "..", "a/b", "a..b", "x\0y"] {
+            let err = validate_name("session id", bad).unwrap_err();
+            assert!(err.starts_with("session id "), "{bad:?}: {err}");
+        }
+        assert!(validate_name("mount", &"m".repeat(255)).is_ok());
+        assert!(validate_name("mount", &"m".repeat(256))
+            .unwrap_err()
+            .contains("255"));
+    }
+
+    #[test]
+    fn enums_parse_and_print() {
+        assert_eq!("queue".parse::<Mode>(), Ok(Mode::Queue));
+        assert_eq!("jsonl".parse::<Framing>(), Ok(Framing::Jsonl));
+        assert_eq!(LogTarget::Journald.to_string(), "journald");
+        let err = "loud".parse::<LogTarget>().unwrap_err();
+        assert_eq!(err, "expected one of auto, journald, stderr");
+    }
+
+    #[test]
+    fn log_level_rejects_bare_words() {
+        assert_eq!(log_level("INFO").unwrap(), "info");
+        assert!(log_level("reveille=debug,warn").is_ok());
+        assert!(log_level("verbose").is_err());
+    }
+}

@@ -1,0 +1,468 @@
+//! Tests of `load` as a whole: layering, provenance and error messages.
+//! The environment is always an explicit snapshot; no test touches the
+//! process environment.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::*;
+
+const HOME: &str = "/home/u";
+
+fn env(pairs: &[(&str, &str)]) -> Option<Vec<(String, String)>> {
+    let mut v = vec![("HOME".to_string(), HOME.to_string())];
+    v.extend(
+        pairs
+            .iter()
+            .map(|(k, val)| (k.to_string(), val.to_string())),
+    );
+    Some(v)
+}
+
+fn write_config(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("x.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn with_file(
+    text: &str,
+    pairs: &[(&str, &str)],
+) -> (tempfile::TempDir, Result<Loaded, ConfigError>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(dir.path(), text);
+    let loaded = load(&LoadOptions {
+        config: Some(path),
+        project: None,
+        env: env(pairs),
+    });
+    (dir, loaded)
+}
+
+fn source<'a>(loaded: &'a Loaded, key: &str) -> (&'a str, &'a str) {
+    let (_, v, o) = loaded
+        .sources
+        .iter()
+        .find(|(k, _, _)| k == key)
+        .unwrap_or_else(|| panic!("no source for {key}"));
+    (v, o)
+}
+
+#[test]
+fn defaults_work_with_nothing_configured() {
+    let loaded = load(&LoadOptions {
+        env: env(&[]),
+        ..LoadOptions::default()
+    })
+    .unwrap();
+    let s = &loaded.settings;
+    assert_eq!(loaded.file, None);
+    assert_eq!(s.project.name, "default");
+    assert_eq!(s.project.plan_dir, PathBuf::from("/home/u/src/default/pl"));
+    assert_eq!(s.project.default_session, None);
+    assert_eq!(s.project.mode, Mode::Reactive);
+    assert!(s.project.nudge_done);
+    assert_eq!(s.project.max_plan_bytes, 4_194_304);
+    assert_eq!(s.project.settle, Duration::from_millis(50));
+    assert_eq!(s.sessions.dir, PathBuf::from("/home/u/mnt/ollie/s"));
+    assert_eq!(s.sessions.enqueue, "fifo.in");
+    assert_eq!(s.sessions.framing, Framing::Auto);
+    assert_eq!(s.sessions.outbox_cap, 1000);
+    assert!(s.sessions.session_plans);
+    assert_eq!(s.sessions.retry_initial, Duration::from_millis(50));
+    assert_eq!(s.sessions.retry_max, Duration::from_millis(2000));
+    assert_eq!(
+        s.events.path,
+        Some(PathBuf::from("/home/u/mnt/beads/events"))
+    );
+    assert_eq!(s.events.beads_root, PathBuf::from("/home/u/mnt/beads"));
+    assert_eq!(s.events.mounts, vec!["default".to_string()]);
+    assert_eq!(s.events.poll_interval, Duration::from_millis(250));
+    assert!(!s.events.notify_completed);
+    assert!(s.events.assignees.is_empty());
+    assert_eq!(s.beads.issues_jsonl, None);
+    assert_eq!(s.prompt.template, None);
+    assert_eq!(s.prompt.completed_template, None);
+    assert_eq!(
+        s.state.dir,
+        PathBuf::from("/home/u/.local/state/reveille/default")
+    );
+    assert_eq!(s.state.sync_interval, Duration::from_millis(100));
+    assert_eq!(s.state.compact_bytes, 1_048_576);
+    assert_eq!(s.log.target, LogTarget::Auto);
+    assert_eq!(s.log.level, "info");
+    assert!(loaded.sources.iter().all(|(_, _, o)| o == "default"));
+}
+
+#[test]
+fn file_overrides_defaults() {
+    let (dir, loaded) = with_file(
+        "[project]\nname = \"myproj\"\nmode = \"queue\"\n[sessions]\noutbox_cap = 7\n",
+        &[],
+    );
+    let loaded = loaded.unwrap();
+    let s = &loaded.settings;
+    assert_eq!(s.project.name, "myproj");
+    assert_eq!(s.project.mode, Mode::Queue);
+    assert_eq!(s.sessions.outbox_cap, 7);
+    // Defaults that depend on the name follow the file's name.
+    assert_eq!(s.project.plan_dir, PathBuf::from("/home/u/src/myproj/pl"));
+    assert_eq!(s.events.mounts, vec!["myproj".to_string()]);
+    assert_eq!(loaded.file, Some(dir.path().join("x.toml")));
+}
+
+#[test]
+fn env_overrides_file() {
+    let (dir, loaded) = with_file(
+        "[project]\nplan_dir = \"/from/file\"\nnudge_done = true\n",
+        &[
+            ("REVEILLE_PROJECT__PLAN_DIR", "/from/env"),
+            ("REVEILLE_PROJECT__NUDGE_DONE", "false"),
+            ("REVEILLE_EVENTS__POLL_INTERVAL_MS", "500"),
+            ("REVEILLE_EVENTS__MOUNTS", "[a, \"b-2\"]"),
+            ("REVEILLE_PROJECT__DEFAULT_SESSION", "12345"),
+            ("REVEILLE_KEEP_TMP", "1"),
+        ],
+    );
+    let loaded = loaded.unwrap();
+    let s = &loaded.settings;
+    assert_eq!(s.project.plan_dir, PathBuf::from("/from/env"));
+    assert!(!s.project.nudge_done);
+    assert_eq!(s.events.poll_interval, Duration::from_millis(500));
+    assert_eq!(s.events.mounts, vec!["a".to_string(), "b-2".to_string()]);
+    // A numeric-looking value for a string key stays a string.
+    assert_eq!(s.project.default_session.as_deref(), Some("12345"));
+    drop(dir);
+}
+
+#[test]
+fn project_flag_sets_name_and_state_dir() {
+    let (_dir, loaded) = {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_config(dir.path(), "[project]\nname = \"fromfile\"\n");
+        let loaded = load(&LoadOptions {
+            config: Some(path),
+            project: Some("flagged".into()),
+            env: env(&[
+                ("REVEILLE_PROJECT__NAME", "fromenv"),
+                ("XDG_STATE_HOME", "/st"),
+            ]),
+        });
+        (dir, loaded)
+    };
+    let loaded = loaded.unwrap();
+    assert_eq!(loaded.settings.project.name, "flagged");
+    assert_eq!(
+        loaded.settings.state.dir,
+        PathBuf::from("/st/reveille/flagged")
+    );
+    assert_eq!(
+        source(&loaded, "project.name"),
+        ("\"flagged\"", "flag --project")
+    );
+    assert_eq!(source(&loaded, "state.dir").1, "default");
+}
+
+#[test]
+fn project_flag_picks_the_default_file() {
+    let xdg = tempfile::tempdir().unwrap();
+    std::fs::create_dir(xdg.path().join("reveille")).unwrap();
+    let file = xdg.path().join("reveille/alpha.toml");
+    std::fs::write(&file, "[project]\ndefault_session = \"s1\"\n").unwrap();
+    let xdg_str = xdg.path().to_str().unwrap();
+    let loaded = load(&LoadOptions {
+        config: None,
+        project: Some("alpha".into()),
+        env: env(&[("XDG_CONFIG_HOME", xdg_str)]),
+    })
+    .unwrap();
+    assert_eq!(loaded.file, Some(file.clone()));
+    assert_eq!(
+        loaded.settings.project.default_session.as_deref(),
+        Some("s1")
+    );
+    // Another project does not read alpha's file.
+    let other = load(&LoadOptions {
+        config: None,
+        project: Some("beta".into()),
+        env: env(&[("XDG_CONFIG_HOME", xdg_str)]),
+    })
+    .unwrap();
+    assert_eq!(other.file, None);
+    assert_eq!(other.settings.project.default_session, None);
+}
+
+#[test]
+fn unknown_key_names_key_and_file() {
+    let (dir, loaded) = with_file("[project]\nname = \"p\"\nplan_dri = \"/x\"\n", &[]);
+    let err = loaded.unwrap_err();
+    let file = dir.path().join("x.toml");
+    assert_eq!(err.key.as_deref(), Some("project.plan_dri"));
+    assert_eq!(err.origin, Some(format!("file {}", file.display())));
+    let text = err.to_string();
+    assert!(text.contains("project.plan_dri"), "{text}");
+    assert!(text.contains(&file.display().to_string()), "{text}");
+    assert!(text.contains("plan_dir"), "expected keys listed: {text}");
+
+    let (_dir, loaded) = with_file("[bogus]\nx = 1\n", &[]);
+    assert_eq!(loaded.unwrap_err().key.as_deref(), Some("bogus"));
+}
+
+#[test]
+fn unknown_env_key_names_the_variable() {
+    let loaded = load(&LoadOptions {
+        env: env(&[("REVEILLE_PROJECT__PLANDIR", "/x")]),
+        ..LoadOptions::default()
+    });
+    let err = loaded.unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("project.plandir"));
+    assert_eq!(err.origin.as_deref(), Some("env REVEILLE_PROJECT__PLANDIR"));
+}
+
+#[test]
+fn wrong_type_is_an_error() {
+    let (_dir, loaded) = with_file("[events]\npoll_interval_ms = \"fast\"\n", &[]);
+    let err = loaded.unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("events.poll_interval_ms"));
+    assert_eq!(err.value.as_deref(), Some("\"fast\""));
+    assert!(err.message.contains("invalid type"), "{err}");
+
+    let (_dir, loaded) = with_file("[project]\nnudge_done = \"maybe\"\n", &[]);
+    assert_eq!(
+        loaded.unwrap_err().key.as_deref(),
+        Some("project.nudge_done")
+    );
+}
+
+#[test]
+fn bad_enum_value_lists_the_choices() {
+    let (dir, loaded) = with_file("[sessions]\nframing = \"lines\"\n", &[]);
+    let err = loaded.unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("sessions.framing"));
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "sessions.framing = \"lines\": expected one of auto, message, nul, jsonl (from file {})",
+            dir.path().join("x.toml").display()
+        )
+    );
+}
+
+#[test]
+fn out_of_range_numbers_are_refused() {
+    for (text, key) in [
+        (
+            "[events]\npoll_interval_ms = 5\n",
+            "events.poll_interval_ms",
+        ),
+        ("[sessions]\noutbox_cap = 0\n", "sessions.outbox_cap"),
+        (
+            "[project]\nmax_plan_bytes = 100\n",
+            "project.max_plan_bytes",
+        ),
+        (
+            "[sessions]\nretry_initial_ms = 500\nretry_max_ms = 100\n",
+            "sessions.retry_max_ms",
+        ),
+        ("[sessions]\noutbox_cap = -1\n", "sessions.outbox_cap"),
+    ] {
+        let (_dir, loaded) = with_file(text, &[]);
+        assert_eq!(loaded.unwrap_err().key.as_deref(), Some(key), "{text}");
+    }
+}
+
+#[test]
+fn paths_expand_tilde_and_variables() {
+    let (_dir, loaded) = with_file(
+        "[project]\nplan_dir = \"~/work/$PROJ/pl\"\n[sessions]\ndir = \"${MNT}/s\"\n",
+        &[("PROJ", "p9"), ("MNT", "/mnt/o")],
+    );
+    let loaded = loaded.unwrap();
+    assert_eq!(
+        loaded.settings.project.plan_dir,
+        PathBuf::from("/home/u/work/p9/pl")
+    );
+    assert_eq!(loaded.settings.sessions.dir, PathBuf::from("/mnt/o/s"));
+    assert_eq!(source(&loaded, "sessions.dir").0, "\"/mnt/o/s\"");
+}
+
+#[test]
+fn undefined_variable_names_the_key() {
+    let (_dir, loaded) = with_file(
+        "[beads]\nissues_jsonl = \"$REPO/.beads/issues.jsonl\"\n",
+        &[],
+    );
+    let err = loaded.unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("beads.issues_jsonl"));
+    assert!(err.message.contains("$REPO"), "{err}");
+}
+
+#[test]
+fn empty_paths_disable() {
+    let (_dir, loaded) = with_file("[events]\npath = \"\"\n[beads]\nissues_jsonl = \"\"\n", &[]);
+    let s = loaded.unwrap().settings;
+    assert_eq!(s.events.path, None);
+    assert_eq!(s.beads.issues_jsonl, None);
+}
+
+#[test]
+fn assignees_map_from_file_and_env() {
+    let (_dir, loaded) = with_file(
+        "[events.assignees]\n\"agent-1\" = \"sess-a\"\nbob = \"sess-b\"\n",
+        &[
+            ("REVEILLE_EVENTS__ASSIGNEES", "{ \"agent-2\" = \"sess-c\" }"),
+            ("REVEILLE_EVENTS__ASSIGNEES__bob", "sess-d"),
+        ],
+    );
+    let loaded = loaded.unwrap();
+    let a = &loaded.settings.events.assignees;
+    assert_eq!(a.len(), 3, "{a:?}");
+    assert_eq!(a["agent-1"], "sess-a");
+    assert_eq!(a["agent-2"], "sess-c");
+    assert_eq!(a["bob"], "sess-d");
+    assert!(source(&loaded, "events.assignees.agent-1")
+        .1
+        .starts_with("file "));
+    assert_eq!(
+        source(&loaded, "events.assignees.agent-2").1,
+        "env REVEILLE_EVENTS__ASSIGNEES"
+    );
+    assert_eq!(
+        source(&loaded, "events.assignees.bob").1,
+        "env REVEILLE_EVENTS__ASSIGNEES__bob"
+    );
+}
+
+#[test]
+fn assignee_session_ids_are_validated() {
+    let (_dir, loaded) = with_file("[events.assignees]\nmallory = \"../../etc\"\n", &[]);
+    let err = loaded.unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("events.assignees.mallory"));
+    let (_dir, loaded) = with_file("[project]\ndefault_session = \"a/b\"\n", &[]);
+    assert_eq!(
+        loaded.unwrap_err().key.as_deref(),
+        Some("project.default_session")
+    );
+}
+
+#[test]
+fn provenance_strings() {
+    let (dir, loaded) = with_file(
+        "[project]\nmode = \"queue\"\n",
+        &[("REVEILLE_LOG__LEVEL", "debug")],
+    );
+    let loaded = loaded.unwrap();
+    let file = dir.path().join("x.toml");
+    assert_eq!(
+        source(&loaded, "project.mode"),
+        ("\"queue\"", format!("file {}", file.display()).as_str())
+    );
+    assert_eq!(
+        source(&loaded, "log.level"),
+        ("\"debug\"", "env REVEILLE_LOG__LEVEL")
+    );
+    assert_eq!(source(&loaded, "sessions.framing"), ("\"auto\"", "default"));
+    let report = render_check(&loaded);
+    let line = report
+        .lines()
+        .find(|l| l.starts_with("log.level "))
+        .unwrap();
+    assert!(line.ends_with("# env REVEILLE_LOG__LEVEL"), "{line}");
+    // Columns line up: every `=` at the same offset.
+    let offsets: Vec<usize> = report
+        .lines()
+        .skip(1)
+        .map(|l| l.find(" = ").unwrap())
+        .collect();
+    assert!(offsets.windows(2).all(|w| w[0] == w[1]), "{report}");
+}
+
+#[test]
+fn missing_config_file_is_named() {
+    let err = load(&LoadOptions {
+        config: Some("/nonexistent/reveille.toml".into()),
+        project: None,
+        env: env(&[]),
+    })
+    .unwrap_err();
+    assert_eq!(
+        err.origin.as_deref(),
+        Some("file /nonexistent/reveille.toml")
+    );
+    assert!(err.to_string().contains("cannot read"), "{err}");
+}
+
+#[test]
+fn syntax_error_names_file_and_line() {
+    let (dir, loaded) = with_file("[project]\nname = \"p\"\nmode = \n", &[]);
+    let err = loaded.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains(&dir.path().join("x.toml").display().to_string()),
+        "{text}"
+    );
+    assert!(text.contains("line 3"), "{text}");
+}
+
+#[test]
+fn bad_project_names_are_refused() {
+    let err = load(&LoadOptions {
+        project: Some("../etc".into()),
+        env: env(&[]),
+        ..LoadOptions::default()
+    })
+    .unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("project.name"));
+    assert_eq!(err.origin.as_deref(), Some("flag --project"));
+}
+
+#[test]
+fn settings_compare_for_reload() {
+    let a = load(&LoadOptions {
+        env: env(&[]),
+        ..LoadOptions::default()
+    })
+    .unwrap();
+    let b = load(&LoadOptions {
+        env: env(&[]),
+        ..LoadOptions::default()
+    })
+    .unwrap();
+    let c = load(&LoadOptions {
+        env: env(&[("REVEILLE_SESSIONS__OUTBOX_CAP", "5")]),
+        ..LoadOptions::default()
+    })
+    .unwrap();
+    assert_eq!(a.settings, b.settings);
+    assert_ne!(a.settings, c.settings.clone());
+}
+
+#[test]
+fn dotted_assignee_names_keep_their_origin() {
+    let (_dir, loaded) = with_file(
+        "[events.assignees]\n\"a.b\" = \"sess-x\"\n",
+        &[("REVEILLE_EVENTS__ASSIGNEES__c", "sess-y")],
+    );
+    let loaded = loaded.unwrap();
+    let (value, origin) = source(&loaded, "events.assignees.\"a.b\"");
+    assert_eq!(value, "\"sess-x\"");
+    assert!(origin.starts_with("file "), "{origin}");
+    assert_eq!(
+        source(&loaded, "events.assignees.c").1,
+        "env REVEILLE_EVENTS__ASSIGNEES__c"
+    );
+}
+
+#[test]
+fn malformed_env_array_names_the_variable() {
+    let err = load(&LoadOptions {
+        env: env(&[("REVEILLE_EVENTS__MOUNTS", "[a,")]),
+        ..LoadOptions::default()
+    })
+    .unwrap_err();
+    assert_eq!(err.origin.as_deref(), Some("env REVEILLE_EVENTS__MOUNTS"));
+    assert!(
+        err.to_string().starts_with("env REVEILLE_EVENTS__MOUNTS: "),
+        "{err}"
+    );
+}
