@@ -1,0 +1,2 @@
+//! The one integration-test binary (`autotests = false`): every module here
+//! is a group of tests, `util` is their shared harness.
