@@ -1,4 +1,4 @@
-//! The one integration-test binary (`autotests = false`): each module below
-//! exercises the library or the real daemon from outside.
+//! The one integration-test binary (`autotests = false`): every module here
+//! is a group of tests, `util` is their shared harness.
 
 mod config_example;

@@ -1,0 +1,141 @@
+//! Where log lines go: the journal (structured, filterable by field) when we
+//! run under systemd or are told to, human-readable text on stderr
+//! otherwise.
+//!
+//! # Field names in the journal
+//!
+//! The journald layer is built without a field prefix, so a tracing field
+//! becomes a journal field of the same name, upper-cased (`.` becomes `_`):
+//!
+//! ```text
+//! tracing::info!(plan = %id, step = %step, session = %sid, "announced");
+//! journalctl --user -u reveille@proj PLAN=20250101T120000_0a1b2c3d STEP=s2
+//! ```
+//!
+//! Span fields are copied onto every event inside the span, under the same
+//! names. The domain fields are `plan`, `step`, `session`, `mount`,
+//! `project`, `file`, `line`; never name a field `message`, `priority`,
+//! `target`, `code_file`, `code_line` or `syslog_identifier`, which the
+//! layer or journald already use.
+
+use std::io::IsTerminal;
+use std::os::fd::AsRawFd;
+
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::EnvFilter;
+
+/// The `SYSLOG_IDENTIFIER=` of every entry we write (`journalctl -t reveille`).
+pub const SYSLOG_IDENTIFIER: &str = "reveille";
+
+/// Where the configuration asks logs to go (`[log] target`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogTarget {
+    /// The journal if stderr is a journal stream (`JOURNAL_STREAM` matches
+    /// stderr's device and inode), stderr otherwise.
+    Auto,
+    /// The journal; stderr, with a warning, if journald cannot be reached.
+    Journald,
+    /// Human-readable lines on stderr.
+    Stderr,
+}
+
+/// Where logs actually went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogSink {
+    /// journald's native socket, with structured fields.
+    Journald,
+    /// Formatted text on stderr.
+    Stderr,
+}
+
+/// Installs the global tracing subscriber. The filter is `RUST_LOG` when set,
+/// else `level` (`info`, `debug`, or any `EnvFilter` directive such as
+/// `reveille=debug,notify=warn`). Errors: an invalid filter, or a subscriber
+/// already installed.
+pub fn init(target: LogTarget, level: &str) -> Result<LogSink, String> {
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(env) if !env.trim().is_empty() => {
+            EnvFilter::try_new(&env).map_err(|e| format!("invalid RUST_LOG {env:?}: {e}"))?
+        }
+        _ => EnvFilter::try_new(level).map_err(|e| format!("invalid log level {level:?}: {e}"))?,
+    };
+
+    let want_journal = match target {
+        LogTarget::Journald => true,
+        LogTarget::Stderr => false,
+        LogTarget::Auto => stderr_is_journal_stream(),
+    };
+    let mut fallback = None;
+    if want_journal {
+        match tracing_journald::layer() {
+            Ok(layer) => {
+                let layer = layer
+                    .with_field_prefix(None)
+                    .with_syslog_identifier(SYSLOG_IDENTIFIER.to_owned());
+                tracing_subscriber::registry()
+                    .with(filter)
+                    .with(layer)
+                    .try_init()
+                    .map_err(|e| format!("cannot install the log subscriber: {e}"))?;
+                return Ok(LogSink::Journald);
+            }
+            Err(err) => fallback = Some(err),
+        }
+    }
+
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(std::io::stderr().is_terminal()),
+        )
+        .try_init()
+        .map_err(|e| format!("cannot install the log subscriber: {e}"))?;
+    if let Some(err) = fallback {
+        tracing::warn!(error = %err, "journald is unreachable; logging to stderr instead");
+    }
+    Ok(LogSink::Stderr)
+}
+
+/// systemd sets `JOURNAL_STREAM=<dev>:<ino>` for a unit whose stderr (or
+/// stdout) is connected to the journal. It is inherited by children whose
+/// stderr may point elsewhere, so it only counts when it matches stderr.
+pub fn stderr_is_journal_stream() -> bool {
+    let Ok(value) = std::env::var("JOURNAL_STREAM") else {
+        return false;
+    };
+    match nix::sys::stat::fstat(std::io::stderr().as_raw_fd()) {
+        Ok(st) => journal_stream_matches(&value, st.st_dev, st.st_ino),
+        Err(_) => false,
+    }
+}
+
+/// Whether a `JOURNAL_STREAM` value (`<dev>:<ino>`, decimal) names the file
+/// with this device and inode.
+pub fn journal_stream_matches(value: &str, dev: u64, ino: u64) -> bool {
+    let Some((d, i)) = value.trim().split_once(':') else {
+        return false;
+    };
+    matches!((d.parse::<u64>(), i.parse::<u64>()), (Ok(d), Ok(i)) if d == dev && i == ino)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn journal_stream_must_match_device_and_inode() {
+        assert!(journal_stream_matches("8:1234", 8, 1234));
+        assert!(!journal_stream_matches("8:1234", 8, 1235));
+        assert!(!journal_stream_matches("9:1234", 8, 1234));
+    }
+
+    #[test]
+    fn malformed_journal_stream_never_matches() {
+        for bad in ["", "8", "8:", ":1234", "a:b", "8:1234:5", "-1:3"] {
+            assert!(!journal_stream_matches(bad, 8, 1234), "{bad:?}");
+        }
+    }
+}

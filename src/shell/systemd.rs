@@ -1,0 +1,172 @@
+//! The service manager's side channel: `sd_notify(3)` messages (READY,
+//! STATUS, RELOADING, STOPPING, WATCHDOG) over the `sd-notify` crate.
+//!
+//! Outside systemd (`NOTIFY_SOCKET` unset) a [`Notifier`] does nothing at
+//! all. A failed send is logged and otherwise ignored: losing a status line
+//! must never stop the daemon. (A lost `WATCHDOG=1` gets us restarted, which
+//! is what the watchdog is for.)
+
+use std::time::Duration;
+
+use sd_notify::NotifyState;
+
+/// Sends state changes to the service manager that started us, if any.
+#[derive(Debug, Clone)]
+pub struct Notifier {
+    /// Whether `NOTIFY_SOCKET` was set at start-up; when it was not, every
+    /// method is a no-op, so the daemon runs unchanged in a terminal.
+    enabled: bool,
+}
+
+impl Notifier {
+    /// A notifier for the current process. Reads `NOTIFY_SOCKET` once and
+    /// leaves it in the environment (children started by the daemon are not
+    /// expected, but unsetting it would also hide it from later calls).
+    pub fn from_env() -> Self {
+        Self {
+            enabled: std::env::var_os("NOTIFY_SOCKET").is_some_and(|s| !s.is_empty()),
+        }
+    }
+
+    /// A notifier that never sends anything (tests, `reveille check`).
+    pub fn disabled() -> Self {
+        Self { enabled: false }
+    }
+
+    /// Whether messages are sent at all.
+    pub fn is_enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// `READY=1`: start-up (or a reload) is complete; we are watching.
+    pub fn ready(&self) {
+        self.send("READY", &[NotifyState::Ready]);
+    }
+
+    /// `STATUS=<text>`: a one-line summary shown by `systemctl status`.
+    /// Line breaks would end the field early, so they become spaces.
+    pub fn status(&self, text: &str) {
+        let line = one_line(text);
+        self.send("STATUS", &[NotifyState::Status(&line)]);
+    }
+
+    /// `RELOADING=1` with `MONOTONIC_USEC=<now>` in the same datagram, as
+    /// `sd_notify(3)` asks; send [`ready`](Self::ready) when the reload is
+    /// done (whether the new configuration was taken or refused).
+    pub fn reloading(&self) {
+        if !self.enabled {
+            return;
+        }
+        match NotifyState::monotonic_usec_now() {
+            Ok(now) => self.send("RELOADING", &[NotifyState::Reloading, now]),
+            Err(err) => {
+                tracing::warn!(error = %err, "cannot read CLOCK_MONOTONIC; sending RELOADING=1 alone");
+                self.send("RELOADING", &[NotifyState::Reloading]);
+            }
+        }
+    }
+
+    /// `STOPPING=1`: shutdown has begun (draining, persisting state).
+    pub fn stopping(&self) {
+        self.send("STOPPING", &[NotifyState::Stopping]);
+    }
+
+    /// `WATCHDOG=1`: the event loop is alive. Call it from the loop itself,
+    /// every [`watchdog_interval`](Self::watchdog_interval), so that a
+    /// stalled loop misses it.
+    pub fn watchdog(&self) {
+        self.send("WATCHDOG", &[NotifyState::Watchdog]);
+    }
+
+    /// How often to send [`watchdog`](Self::watchdog): half of
+    /// `WATCHDOG_USEC`, when the watchdog is meant for this process
+    /// (`WATCHDOG_PID` unset or our pid). `None` when there is no watchdog
+    /// or no service manager to ping.
+    pub fn watchdog_interval(&self) -> Option<Duration> {
+        if !self.enabled {
+            return None;
+        }
+        watchdog_interval_from(
+            std::env::var("WATCHDOG_USEC").ok().as_deref(),
+            std::env::var("WATCHDOG_PID").ok().as_deref(),
+            std::process::id(),
+        )
+    }
+
+    fn send(&self, what: &str, states: &[NotifyState<'_>]) {
+        if !self.enabled {
+            return;
+        }
+        if let Err(err) = sd_notify::notify(false, states) {
+            tracing::warn!(error = %err, "sd_notify {what} failed");
+        }
+    }
+}
+
+/// The watchdog rule of `sd_watchdog_enabled(3)`, on plain values: half the
+/// timeout, if `usec` is a positive number and `pid` is absent or ours.
+pub fn watchdog_interval_from(
+    usec: Option<&str>,
+    pid: Option<&str>,
+    our_pid: u32,
+) -> Option<Duration> {
+    let usec: u64 = usec?.trim().parse().ok().filter(|&u| u > 0)?;
+    if let Some(pid) = pid {
+        if pid.trim().parse::<u32>().ok()? != our_pid {
+            return None;
+        }
+    }
+    Some(Duration::from_micros(usec) / 2)
+}
+
+/// `STATUS=` is one line of a newline-separated datagram.
+fn one_line(text: &str) -> String {
+    text.replace(['\n', '\r'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watchdog_is_half_the_timeout() {
+        assert_eq!(
+            watchdog_interval_from(Some("30000000"), None, 7),
+            Some(Duration::from_secs(15))
+        );
+    }
+
+    #[test]
+    fn watchdog_for_our_pid_only() {
+        assert_eq!(
+            watchdog_interval_from(Some("1000000"), Some("7"), 7),
+            Some(Duration::from_millis(500))
+        );
+        assert_eq!(watchdog_interval_from(Some("1000000"), Some("8"), 7), None);
+        assert_eq!(watchdog_interval_from(Some("1000000"), Some("x"), 7), None);
+    }
+
+    #[test]
+    fn no_watchdog_without_a_positive_timeout() {
+        assert_eq!(watchdog_interval_from(None, None, 7), None);
+        assert_eq!(watchdog_interval_from(Some("0"), None, 7), None);
+        assert_eq!(watchdog_interval_from(Some("soon"), None, 7), None);
+    }
+
+    #[test]
+    fn status_is_one_line() {
+        assert_eq!(one_line("3 plans\nwatching\r\n"), "3 plans watching  ");
+    }
+
+    #[test]
+    fn disabled_notifier_sends_nothing_and_has_no_watchdog() {
+        let n = Notifier::disabled();
+        assert!(!n.is_enabled());
+        assert_eq!(n.watchdog_interval(), None);
+        n.ready();
+        n.reloading();
+        n.status("x");
+        n.stopping();
+        n.watchdog();
+    }
+}
