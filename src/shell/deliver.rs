@@ -220,8 +220,12 @@ impl Deliverer {
         let (session, seq) = (d.session.clone(), d.seq);
         tokio::spawn(async move {
             let result = async {
-                let afd = AsyncFd::with_interest(file, tokio::io::Interest::WRITABLE)
-                    .map_err(|e| undeliverable(format!("poll: {e}")))?;
+                // SAFETY: `File` owns its fd and nothing replaces or closes
+                // it while the `AsyncFd` holds it.
+                let afd = unsafe {
+                    AsyncFd::register_with_interest(file, tokio::io::Interest::WRITABLE)
+                }
+                .map_err(|e| undeliverable(format!("poll: {e}")))?;
                 while done < bytes.len() {
                     let mut guard = afd
                         .writable()

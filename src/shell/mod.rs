@@ -1,6 +1,17 @@
-//! The shell: small workers that touch the world (sd_notify, the journal,
-//! and later files, FIFOs, inotify, signals) and talk to the core only
+//! The shell: small workers that touch the world and talk to the core only
 //! through `Input`s and `Effect`s.
+//!
+//! - `daemon`: the event loop of `reveille run`;
+//! - `watch`: inotify roots, polling fallback, rescans;
+//! - `deliver`: writing prompts into enqueue files and FIFOs;
+//! - `store`: the journal, the snapshot and the one-instance lock;
+//! - `status`: `reveille status`, offline from the state directory;
+//! - `systemd`: sd_notify; `logging`: journald or stderr.
 
+pub mod daemon;
+pub mod deliver;
 pub mod logging;
+pub mod status;
+pub mod store;
 pub mod systemd;
+pub mod watch;

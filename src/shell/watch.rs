@@ -358,14 +358,7 @@ impl Watch {
             }
             match root.kind {
                 RootKind::Plans => out.extend(list_files(&root.path)),
-                RootKind::Sessions if self.session_plans => {
-                    for dir in list_dirs(&root.path) {
-                        let plan = dir.join("plan");
-                        if plan.is_file() {
-                            out.push(plan);
-                        }
-                    }
-                }
+                RootKind::Sessions if self.session_plans => out.extend(session_plans(&root.path)),
                 RootKind::Sessions => {}
             }
         }
@@ -408,6 +401,24 @@ impl Watch {
         self.polled = now;
         seen
     }
+}
+
+/// Every plan-relevant file: the files of the plan directory and, when
+/// enabled, `<sessions_dir>/<id>/plan`. Missing directories list as empty.
+pub fn list_plans(plan_dir: &Path, sessions_dir: &Path, with_session_plans: bool) -> Vec<PathBuf> {
+    let mut out = list_files(plan_dir);
+    if with_session_plans {
+        out.extend(session_plans(sessions_dir));
+    }
+    out
+}
+
+fn session_plans(sessions_dir: &Path) -> Vec<PathBuf> {
+    list_dirs(sessions_dir)
+        .into_iter()
+        .map(|d| d.join("plan"))
+        .filter(|p| p.is_file())
+        .collect()
 }
 
 fn list_files(dir: &Path) -> Vec<PathBuf> {
