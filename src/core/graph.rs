@@ -87,7 +87,7 @@ pub(crate) fn check_target(
             "step {} \"{}\" depends on step {}, which does not exist (the plan has {} step{})",
             step.num,
             step.title,
-            target + 1,
+            target.wrapping_add(1), // `after: 0` arrives as usize::MAX
             steps.len(),
             if steps.len() == 1 { "" } else { "s" }
         )

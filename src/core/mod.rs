@@ -4,5 +4,6 @@
 //! synchronously, without threads, sleeps or temp dirs.
 
 pub mod graph;
+pub mod markdown;
 pub mod name;
 pub mod plan;
