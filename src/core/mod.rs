@@ -7,3 +7,5 @@ pub mod graph;
 pub mod markdown;
 pub mod name;
 pub mod plan;
+pub mod planjson;
+pub mod ready_report;
