@@ -435,5 +435,45 @@ mod tests {
             prop_assert!(err.message.starts_with("dependency cycle: "), "{}", err.message);
             prop_assert!(q.topo_order().len() < q.steps.len());
         }
+
+        // The parsers feed this module; whatever they accept must be a valid
+        // graph, and nothing a file holds may panic them.
+        #[test]
+        fn markdown_never_panics_on_arbitrary_text(text in any::<String>()) {
+            if let Ok(p) = crate::core::markdown::parse(&text) {
+                prop_assert!(p.validate().is_ok());
+            }
+        }
+
+        #[test]
+        fn markdown_plan_shaped_text_parses_to_a_valid_graph(
+            text in r"(# [a-z ]{0,8}\r?\n|[-*+] \[[ xX]\] [a-z ]{0,6}( \((after|AFTER): ?([sq]?[1-4][, ]{0,2}){1,3}\))?\r?\n|[ \t]{1,3}(after: ([1-3]|none)|<!-- session: [a-z]{0,3} -->|[a-z]{0,5})\r?\n|---\n|```\n|[0-9]{1,3}[.)] \[ \] x\n|\n){0,30}"
+        ) {
+            match crate::core::markdown::parse(&text) {
+                Ok(p) => {
+                    prop_assert!(p.validate().is_ok());
+                    prop_assert_eq!(p.topo_order().len(), p.steps.len());
+                    for (i, s) in p.steps.iter().enumerate() {
+                        prop_assert_eq!(s.num, i + 1);
+                        prop_assert!(!s.deps.contains(&i));
+                    }
+                }
+                Err(e) => {
+                    // every error points at a real line of the file
+                    prop_assert!(e.line >= 1 && e.line <= text.split('\n').count(), "{:?}", e);
+                    prop_assert!(!e.message.is_empty());
+                }
+            }
+        }
+
+        #[test]
+        fn parse_plan_never_panics_on_arbitrary_bytes(
+            bytes in proptest::collection::vec(any::<u8>(), 0..200),
+            json in any::<bool>(),
+        ) {
+            use crate::core::plan::{parse_plan, PlanFormat};
+            let format = if json { PlanFormat::Json } else { PlanFormat::Markdown };
+            let _ = parse_plan(format, &bytes, 150);
+        }
     }
 }
