@@ -924,6 +924,17 @@ impl Engine {
             .collect();
         for item in items {
             self.withdraw_item(source, &item, why, fx);
+            // A withdrawn prompt was never heard: un-announce it, so a plan
+            // that is reopened announces it again rather than losing it.
+            if self.memory.is_announced(source, &item) {
+                self.record(
+                    Record::Forget {
+                        source: source.to_string(),
+                        item,
+                    },
+                    fx,
+                );
+            }
         }
     }
 

@@ -2,6 +2,14 @@
 //! depends on tokio or notify: time and file contents arrive as arguments,
 //! and decisions leave as data (`Effect`s). That keeps every rule testable
 //! synchronously, without threads, sleeps or temp dirs.
+//!
+//! - `name`: the plan file-name grammar and plan identity;
+//! - `plan`, `markdown`, `planjson`, `graph`: parsing and the ready set;
+//! - `lifecycle`: Todo → Wip → Done | Abandoned;
+//! - `record`: the durable memory and the journal records that change it;
+//! - `engine`, `input`, `effect`: the engine and its interface;
+//! - `prompt`: templates; `session`: names from data;
+//! - `ready_report`: `reveille ready` output.
 
 pub mod effect;
 pub mod engine;
@@ -13,5 +21,6 @@ pub mod name;
 pub mod plan;
 pub mod planjson;
 pub mod prompt;
+pub mod ready_report;
 pub mod record;
 pub mod session;

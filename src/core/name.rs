@@ -1,19 +1,285 @@
-//! STUB (replaced by the plan branch).
-use serde::Serialize;
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+//! The plan-file name grammar: which files in a plan directory are plans, and
+//! the identity that survives the `__todo` → `__wip` → `__done` renames.
+//!
+//! `<stamp>_<uid>--<slug>__<state>.md`, or `<stem>.plan.json`. Everything else
+//! — debug logs, editor swap and temp files — is not a plan, so a watcher can
+//! drop its events without reading it.
+
+use serde::{Deserialize, Serialize};
+
+use super::plan::PlanFormat;
+
+/// The filesystem-level state a markdown plan's name carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum FileState { Todo, Wip, Done, Abandoned }
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlanName { pub stamp: String, pub uid: String, pub slug: String, pub state: FileState }
-impl PlanName { pub fn id(&self) -> String { format!("{}_{}", self.stamp, self.uid) } }
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PlanFile { Markdown(PlanName), Json { stem: String } }
+pub enum FileState {
+    Todo,
+    Wip,
+    Done,
+    Abandoned,
+}
+
+impl FileState {
+    /// The suffix as it appears in file names.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FileState::Todo => "todo",
+            FileState::Wip => "wip",
+            FileState::Done => "done",
+            FileState::Abandoned => "abandoned",
+        }
+    }
+
+    fn parse(s: &str) -> Option<FileState> {
+        match s {
+            "todo" => Some(FileState::Todo),
+            "wip" => Some(FileState::Wip),
+            "done" => Some(FileState::Done),
+            "abandoned" => Some(FileState::Abandoned),
+            _ => None,
+        }
+    }
+}
+
+/// A markdown plan's file name, taken apart.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PlanName {
+    /// `YYYYMMDDTHHMMSS`, digits checked, not the calendar.
+    pub stamp: String,
+    /// Eight lowercase hex digits.
+    pub uid: String,
+    /// `[a-z0-9-]*`; may be empty. Not part of the identity.
+    pub slug: String,
+    /// The lifecycle suffix. Not part of the identity.
+    pub state: FileState,
+}
+
+impl PlanName {
+    /// `<stamp>_<uid>`: the plan's identity, unchanged by renames that touch
+    /// only the slug or the state.
+    pub fn id(&self) -> String {
+        format!("{}_{}", self.stamp, self.uid)
+    }
+
+    /// The file name this plan has in `state`, with the same stamp, uid and slug.
+    pub fn file_name(&self) -> String {
+        format!(
+            "{}_{}--{}__{}.md",
+            self.stamp,
+            self.uid,
+            self.slug,
+            self.state.as_str()
+        )
+    }
+}
+
+/// A file in a plan directory that is a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum PlanFile {
+    /// A checklist written by the planning tool.
+    Markdown(PlanName),
+    /// A structured `<stem>.plan.json`; it has no lifecycle suffix.
+    Json { stem: String },
+}
+
+impl PlanFile {
+    /// Which parser the file needs.
+    pub fn format(&self) -> PlanFormat {
+        match self {
+            PlanFile::Markdown(_) => PlanFormat::Markdown,
+            PlanFile::Json { .. } => PlanFormat::Json,
+        }
+    }
+
+    /// The key a plan is tracked under. Markdown: `<stamp>_<uid>`. JSON: the
+    /// whole file name, which contains a dot and so never collides with a
+    /// markdown identity.
+    pub fn identity(&self) -> String {
+        match self {
+            PlanFile::Markdown(name) => name.id(),
+            PlanFile::Json { stem } => format!("{stem}{JSON_SUFFIX}"),
+        }
+    }
+}
+
+const JSON_SUFFIX: &str = ".plan.json";
+
+/// Decides whether `file_name` (a bare name, not a path) is a plan.
+///
+/// Editor and tool leftovers are refused before the grammar is tried, so that
+/// e.g. `.x.plan.json.swp` or `x.plan.json~` never reach a parser half-written.
 pub fn classify(file_name: &str) -> Option<PlanFile> {
-    if let Some(stem) = file_name.strip_suffix(".plan.json") { return Some(PlanFile::Json { stem: stem.into() }); }
-    let base = file_name.strip_suffix(".md")?;
-    let (head, state) = base.rsplit_once("__")?;
-    let state = match state { "todo" => FileState::Todo, "wip" => FileState::Wip, "done" => FileState::Done, "abandoned" => FileState::Abandoned, _ => return None };
-    let (id, slug) = head.split_once("--")?;
-    let (stamp, uid) = id.split_once('_')?;
-    Some(PlanFile::Markdown(PlanName { stamp: stamp.into(), uid: uid.into(), slug: slug.into(), state }))
+    if is_scratch(file_name) {
+        return None;
+    }
+    if let Some(stem) = file_name.strip_suffix(JSON_SUFFIX) {
+        return (!stem.is_empty()).then(|| PlanFile::Json {
+            stem: stem.to_string(),
+        });
+    }
+    parse_markdown_name(file_name).map(PlanFile::Markdown)
+}
+
+/// Hidden files (vim `.x.swp`, emacs `.#x` lock links), backups (`x~`),
+/// emacs autosaves (`#x#`), temp files, vim's `4913` write probe, and
+/// anything that could not be a single path component.
+fn is_scratch(name: &str) -> bool {
+    const TEMP_SUFFIXES: [&str; 6] = [".tmp", ".swp", ".swx", ".swo", ".bak", ".part"];
+    name.is_empty()
+        || name.starts_with('.')
+        || name.starts_with('#')
+        || name.ends_with('~')
+        || name.contains(['/', '\0'])
+        || name == "4913"
+        || TEMP_SUFFIXES.iter().any(|s| name.ends_with(s))
+}
+
+fn parse_markdown_name(name: &str) -> Option<PlanName> {
+    let rest = name.strip_suffix(".md")?;
+    let (rest, state) = rest.rsplit_once("__")?;
+    let state = FileState::parse(state)?;
+    // The stamp and uid have fixed widths, so the first `--` after them starts
+    // the slug even when the slug itself contains `--`.
+    let (head, slug) = (rest.get(..24)?, rest.get(24..)?);
+    let slug = slug.strip_prefix("--")?;
+    let (stamp, uid) = head.split_once('_')?;
+    let valid = is_stamp(stamp)
+        && uid.len() == 8
+        && uid.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        && slug
+            .bytes()
+            .all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-'));
+    valid.then(|| PlanName {
+        stamp: stamp.to_string(),
+        uid: uid.to_string(),
+        slug: slug.to_string(),
+        state,
+    })
+}
+
+fn is_stamp(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 15
+        && b[8] == b'T'
+        && b[..8].iter().all(u8::is_ascii_digit)
+        && b[9..].iter().all(u8::is_ascii_digit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = "20260101T093000_0a1b2c3d";
+
+    fn md(name: &str) -> Option<PlanName> {
+        match classify(name) {
+            Some(PlanFile::Markdown(n)) => Some(n),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn accepts_plan_names() {
+        let cases = [
+            ("--ship-it__todo.md", "ship-it", FileState::Todo),
+            ("--ship-it__wip.md", "ship-it", FileState::Wip),
+            ("--ship-it__done.md", "ship-it", FileState::Done),
+            ("--x__abandoned.md", "x", FileState::Abandoned),
+            ("--__todo.md", "", FileState::Todo),
+            ("--a--b-__wip.md", "a--b-", FileState::Wip),
+            ("--v2-0__todo.md", "v2-0", FileState::Todo),
+        ];
+        for (suffix, slug, state) in cases {
+            let name = format!("{BASE}{suffix}");
+            let n = md(&name).unwrap_or_else(|| panic!("{name} should be a plan"));
+            assert_eq!(n.stamp, "20260101T093000", "{name}");
+            assert_eq!(n.uid, "0a1b2c3d", "{name}");
+            assert_eq!(n.slug, slug, "{name}");
+            assert_eq!(n.state, state, "{name}");
+            assert_eq!(n.id(), BASE, "{name}");
+            assert_eq!(n.file_name(), name);
+        }
+    }
+
+    #[test]
+    fn identity_survives_slug_and_state_renames() {
+        let a = classify(&format!("{BASE}--first__todo.md")).unwrap();
+        let b = classify(&format!("{BASE}--renamed__done.md")).unwrap();
+        assert_eq!(a.identity(), b.identity());
+        let other = classify("20260101T093000_0a1b2c3e--first__todo.md").unwrap();
+        assert_ne!(a.identity(), other.identity());
+    }
+
+    #[test]
+    fn rejects_near_misses() {
+        let cases = [
+            "20260101T093000_0a1b2c3d--ship__todo.txt",
+            "20260101T093000_0a1b2c3d--ship__later.md",
+            "20260101T093000_0a1b2c3d--Ship__todo.md",
+            "20260101T093000_0a1b2c3d--ship_it__todo.md",
+            "20260101T093000_0A1B2C3D--ship__todo.md",
+            "20260101T093000_0a1b2c3--ship__todo.md",
+            "20260101T093000_0a1b2c3dd--ship__todo.md",
+            "20260101X093000_0a1b2c3d--ship__todo.md",
+            "2026010AT093000_0a1b2c3d--ship__todo.md",
+            "20260101T09300_0a1b2c3d--ship__todo.md",
+            "20260101T093000-0a1b2c3d--ship__todo.md",
+            "20260101T093000_0a1b2c3d-ship__todo.md",
+            "20260101T093000_0a1b2c3d--ship__todo",
+            "20260101T093000_0a1b2c3d--ship.md",
+            "20260101T093000_0a1b2c3d__todo.md",
+            "20260101T093000_0a1b2c3é--ship__todo.md",
+            "debug.log",
+            "README.md",
+            "",
+        ];
+        for name in cases {
+            assert_eq!(classify(name), None, "{name:?}");
+        }
+    }
+
+    #[test]
+    fn rejects_editor_and_tool_scratch_files() {
+        let plan = format!("{BASE}--ship__todo.md");
+        let cases = [
+            format!(".{plan}.swp"),
+            format!(".{plan}.swx"),
+            format!(".#{plan}"),
+            format!("#{plan}#"),
+            format!("{plan}~"),
+            format!("{plan}.tmp"),
+            format!(".{plan}"),
+            "4913".to_string(),
+            ".x.plan.json".to_string(),
+            "x.plan.json~".to_string(),
+            "x.plan.json.tmp".to_string(),
+            ".x.plan.json.swp".to_string(),
+            ".plan.json".to_string(),
+            "a/x.plan.json".to_string(),
+        ];
+        for name in &cases {
+            assert_eq!(classify(name), None, "{name:?}");
+        }
+        assert!(md(&plan).is_some());
+    }
+
+    #[test]
+    fn json_plans() {
+        assert_eq!(
+            classify("refactor.plan.json"),
+            Some(PlanFile::Json {
+                stem: "refactor".into()
+            })
+        );
+        let f = classify("a.b.plan.json").unwrap();
+        assert_eq!(f.format(), PlanFormat::Json);
+        assert_eq!(f.identity(), "a.b.plan.json");
+        assert_eq!(classify("x.json"), None);
+    }
+
+    #[test]
+    fn file_state_serializes_lowercase() {
+        let s = serde_json::to_string(&FileState::Abandoned).unwrap();
+        assert_eq!(s, "\"abandoned\"");
+    }
 }
