@@ -1,2 +1,5 @@
 //! The one integration-test binary (`autotests = false`): every module here
 //! is a group of tests, `util` is their shared harness.
+
+mod systemd;
+mod util;
