@@ -138,6 +138,13 @@ fn reveille_unit_runs_hardened_reloads_logs_fields_and_stops() {
         Some(sd.uid().to_string().as_str())
     );
 
+    // The very first entry about the unit is there (journalctl
+    // --after-cursor with matches would lose it: see util::journald::query).
+    let starting = sd.wait_for_journal(unit, "the manager's 'Starting' line", |e| {
+        field(e, "MESSAGE").starts_with("Starting reveille@proj.service")
+    });
+    assert_eq!(sd.journal_json(unit)[0], starting, "it is the first entry");
+
     // Auto logging chose journald, with our identifier and bare field names.
     let start = sd.wait_for_journal(unit, "the stand-in's start record", |e| {
         field(e, "MESSAGE") == "stand-in starting"
@@ -150,6 +157,19 @@ fn reveille_unit_runs_hardened_reloads_logs_fields_and_stops() {
         "half of WatchdogSec=30"
     );
     assert_eq!(field(&start, "SYSLOG_IDENTIFIER"), "reveille");
+    assert!(
+        field(&start, "INET").contains("Address family not supported"),
+        "AF_INET is refused: {:?}",
+        field(&start, "INET")
+    );
+    // The manager accepted every line: no "ignoring"/"Unknown" about it.
+    let complaints: Vec<String> =
+        crate::util::journald::query(&[format!("_PID={}", sd.manager_pid())], None)
+            .iter()
+            .map(|e| field(e, "MESSAGE").to_owned())
+            .filter(|m| m.contains("reveille@") && (m.contains("gnoring") || m.contains("nknown")))
+            .collect();
+    assert!(complaints.is_empty(), "manager warnings: {complaints:?}");
     let announced = sd.wait_for_journal(unit, "PLAN= field", |e| field(e, "PLAN") == PLAN_ID);
     assert_eq!(field(&announced, "MESSAGE"), "announced step");
     assert_eq!(field(&announced, "STEP"), "s2");
@@ -158,6 +178,13 @@ fn reveille_unit_runs_hardened_reloads_logs_fields_and_stops() {
     assert_eq!(field(&announced, "PROJECT"), "proj");
     assert_eq!(field(&announced, "PRIORITY"), "5", "info is notice");
     assert!(field(&announced, "F_PLAN").is_empty(), "no field prefix");
+    // ...so journalctl can filter on them directly.
+    let by_field = sd.journal_matching(&[
+        &format!("PLAN={PLAN_ID}"),
+        "STEP=s2",
+        "SYSLOG_IDENTIFIER=reveille",
+    ]);
+    assert_eq!(messages(&by_field), ["announced step"]);
 
     // Reload: SIGHUP → RELOADING=1 + MONOTONIC_USEC → READY=1. On 252 the
     // reload job may finish when `kill` exits, before the daemon reacts, so
@@ -237,9 +264,13 @@ fn standin_daemon() {
     let sink = logging::init(LogTarget::Auto, "info").expect("logging");
     let notifier = Notifier::from_env();
     let interval = notifier.watchdog_interval();
+    // RestrictAddressFamilies=AF_UNIX must make this fail.
+    let inet = std::net::UdpSocket::bind("127.0.0.1:0")
+        .map_or_else(|e| e.to_string(), |_| "allowed".into());
     tracing::info!(
         sink = ?sink,
         args = %args,
+        inet = %inet,
         watchdog_ms = interval.map_or(0, |d| d.as_millis() as u64),
         "stand-in starting"
     );

@@ -122,11 +122,16 @@ pub fn last_cursor() -> Option<String> {
 
 /// Entries matching `matches` (journalctl match syntax, `+` for OR), after
 /// `cursor`, oldest first, each as journalctl's JSON object.
+///
+/// Not `--after-cursor`: with matches, journalctl 252 skips two entries from
+/// the cursor assuming the cursor's own entry matched, so when it does not,
+/// the first matching entry is silently lost. `--cursor` (inclusive) plus
+/// dropping the cursor's own entry is exact.
 pub fn query(matches: &[String], cursor: Option<&str>) -> Vec<serde_json::Value> {
     let mut cmd = Command::new("journalctl");
     cmd.args(["--no-pager", "-q", "-o", "json"]);
     if let Some(cursor) = cursor {
-        cmd.arg(format!("--after-cursor={cursor}"));
+        cmd.arg(format!("--cursor={cursor}"));
     }
     cmd.args(matches);
     let out = cmd.output().expect("run journalctl");
@@ -137,6 +142,7 @@ pub fn query(matches: &[String], cursor: Option<&str>) -> Vec<serde_json::Value>
     );
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|e| cursor.is_none() || e.get("__CURSOR").and_then(|c| c.as_str()) != cursor)
         .collect()
 }

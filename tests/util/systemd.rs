@@ -351,6 +351,14 @@ impl SystemdUser {
         journald::query(&matches, self.cursor.as_deref())
     }
 
+    /// Entries since the harness started from the manager's user that match
+    /// `matches` (journalctl syntax, e.g. `["PLAN=…", "STEP=s2"]`).
+    pub fn journal_matching(&self, matches: &[&str]) -> Vec<serde_json::Value> {
+        let mut all: Vec<String> = matches.iter().map(|m| (*m).to_owned()).collect();
+        all.push(format!("_UID={}", self.uid));
+        journald::query(&all, self.cursor.as_deref())
+    }
+
     /// Waits for an entry about `unit` that satisfies `pred`; returns it.
     pub fn wait_for_journal(
         &self,
