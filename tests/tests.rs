@@ -2,3 +2,5 @@
 //! is a group of tests, `util` is their shared harness.
 
 mod config_example;
+mod systemd;
+mod util;
