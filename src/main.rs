@@ -112,11 +112,7 @@ fn start(settings: Settings, flags: ConfigFlags) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the event loop")?;
-    let reload = Box::new(move || {
-        load(&flags)
-            .map(|l| l.settings)
-            .map_err(|e| e.to_string())
-    });
+    let reload = Box::new(move || load(&flags).map(|l| l.settings).map_err(|e| e.to_string()));
     match runtime.block_on(daemon::run(settings, reload)) {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => {
@@ -147,7 +143,10 @@ fn ready(file: &Path, json: bool) -> anyhow::Result<ExitCode> {
         Err(e) => bail!("{}: {e}", file.display()),
     };
     if json {
-        println!("{}", serde_json::to_string_pretty(&ready_report::ready_json(&plan))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&ready_report::ready_json(&plan))?
+        );
     } else {
         print!("{}", ready_report::ready_lines(&plan));
     }

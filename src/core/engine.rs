@@ -402,14 +402,17 @@ impl Engine {
                 // Gone between the event and the read. If this was the plan's
                 // current file, a listing decides whether it moved.
                 if self.plans.get(&pp.source).is_some_and(|p| p.path == path) {
-                    self.vanished.insert(pp.source, now + self.config.rename_grace);
+                    self.vanished
+                        .insert(pp.source, now + self.config.rename_grace);
                 }
                 return;
             }
             FileRead::Failed(err) => {
                 let msg = format!("cannot read plan file: {err}");
                 let plan = self.plans.get_mut(&pp.source);
-                let already = plan.as_ref().is_some_and(|p| p.error.as_deref() == Some(&msg));
+                let already = plan
+                    .as_ref()
+                    .is_some_and(|p| p.error.as_deref() == Some(&msg));
                 if !already {
                     fx.push(Effect::Log(
                         Log::new(Level::Error, msg.clone())
@@ -472,12 +475,7 @@ impl Engine {
                     fx.push(Effect::Log(
                         Log::new(
                             Level::Info,
-                            format!(
-                                "plan {}: {:?} → {:?}",
-                                t.name(),
-                                state.lifecycle,
-                                next
-                            ),
+                            format!("plan {}: {:?} → {:?}", t.name(), state.lifecycle, next),
                         )
                         .plan(&pp.source)
                         .file(&file),
@@ -532,10 +530,7 @@ impl Engine {
             if let Some(pp) = self.plan_path(&path) {
                 // Two files of one identity (a copy before a delete): the
                 // one already tracked wins, so the plan does not flap.
-                let keep_existing = self
-                    .plans
-                    .get(&pp.source)
-                    .is_some_and(|p| p.path == path);
+                let keep_existing = self.plans.get(&pp.source).is_some_and(|p| p.path == path);
                 if keep_existing || !present.contains_key(&pp.source) {
                     present.insert(pp.source, path);
                 }
@@ -586,7 +581,10 @@ impl Engine {
             fx.push(Effect::Log(
                 Log::new(
                     Level::Info,
-                    format!("plan abandon: {:?} → Abandoned (file deleted)", state.lifecycle),
+                    format!(
+                        "plan abandon: {:?} → Abandoned (file deleted)",
+                        state.lifecycle
+                    ),
                 )
                 .plan(source)
                 .file(&display_name(&state.path)),
@@ -743,7 +741,11 @@ impl Engine {
         };
         let new: Vec<usize> = candidates
             .into_iter()
-            .filter(|&i| !self.memory.is_announced(source, &Item::Step(plan.steps[i].key.clone())))
+            .filter(|&i| {
+                !self
+                    .memory
+                    .is_announced(source, &Item::Step(plan.steps[i].key.clone()))
+            })
             .collect();
         let nudge = all_checked
             && self.config.nudge_done
@@ -784,18 +786,35 @@ impl Engine {
             return;
         };
         // Queue mode puts the goal on the first prompt of the plan's dump.
-        let first_dump = self.config.mode == Mode::Queue && !self.memory.announced.contains_key(source);
+        let first_dump =
+            self.config.mode == Mode::Queue && !self.memory.announced.contains_key(source);
         for (n, i) in new.into_iter().enumerate() {
             let step = &plan.steps[i];
             let text = match self.config.mode {
-                Mode::Reactive => render_step(&self.config.templates.step, &plan, i, &file, &path, source, &session),
+                Mode::Reactive => render_step(
+                    &self.config.templates.step,
+                    &plan,
+                    i,
+                    &file,
+                    &path,
+                    source,
+                    &session,
+                ),
                 Mode::Queue => render_queue(&plan, i, &file, first_dump && n == 0),
             };
             let label = match self.config.mode {
                 Mode::Reactive => step.label.clone(),
                 Mode::Queue => format!("q{}", step.num),
             };
-            if !self.announce(source, Item::Step(step.key.clone()), &session, label, file.clone(), text, fx) {
+            if !self.announce(
+                source,
+                Item::Step(step.key.clone()),
+                &session,
+                label,
+                file.clone(),
+                text,
+                fx,
+            ) {
                 return;
             }
         }
@@ -812,7 +831,15 @@ impl Engine {
                     ("done_file", &done_file),
                 ],
             );
-            self.announce(source, Item::AllDone, &session, "all-done".into(), file.clone(), text, fx);
+            self.announce(
+                source,
+                Item::AllDone,
+                &session,
+                "all-done".into(),
+                file.clone(),
+                text,
+                fx,
+            );
         }
     }
 
@@ -905,10 +932,13 @@ impl Engine {
                 fx,
             );
             fx.push(Effect::Log(
-                Log::new(Level::Info, format!("withdrew pending prompt for {step}: {why}"))
-                    .plan(source)
-                    .step(&step)
-                    .session(&session),
+                Log::new(
+                    Level::Info,
+                    format!("withdrew pending prompt for {step}: {why}"),
+                )
+                .plan(source)
+                .step(&step)
+                .session(&session),
             ));
         }
     }
@@ -1031,7 +1061,10 @@ impl Engine {
                     error: s.error.clone(),
                     steps: plan.map_or(0, |p| p.steps.len()),
                     checked: plan.map_or(0, |p| {
-                        p.steps.iter().filter(|s| s.status == StepStatus::Checked).count()
+                        p.steps
+                            .iter()
+                            .filter(|s| s.status == StepStatus::Checked)
+                            .count()
                     }),
                     ready: plan.map_or_else(Vec::new, |p| {
                         p.ready()

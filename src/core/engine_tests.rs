@@ -43,7 +43,13 @@ impl Rig {
     fn started() -> Rig {
         let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
         config.default_session = Some("s1".into());
-        let mut rig = Rig::new(config, Some(Memory { baselined: true, ..Memory::default() }));
+        let mut rig = Rig::new(
+            config,
+            Some(Memory {
+                baselined: true,
+                ..Memory::default()
+            }),
+        );
         rig.readers.insert("s1".into(), true);
         rig.startup();
         rig
@@ -51,7 +57,10 @@ impl Rig {
 
     fn startup(&mut self) {
         let paths = self.files.keys().cloned().collect();
-        self.feed(Input::Listed { paths, read_all: true });
+        self.feed(Input::Listed {
+            paths,
+            read_all: true,
+        });
         self.feed(Input::StartupDone);
     }
 
@@ -72,7 +81,11 @@ impl Rig {
                         Some(text) => FileRead::Bytes(text.clone().into_bytes()),
                         None => FileRead::Missing,
                     };
-                    Some(Input::PlanRead { path, read, complete })
+                    Some(Input::PlanRead {
+                        path,
+                        read,
+                        complete,
+                    })
                 }
                 Effect::List { read_all } => Some(Input::Listed {
                     paths: self.files.keys().cloned().collect(),
@@ -80,13 +93,19 @@ impl Rig {
                 }),
                 Effect::Deliver(d) => {
                     if self.readers.get(&d.session).copied().unwrap_or(false) {
-                        self.delivered.push((d.session.clone(), d.step.clone(), d.text.clone()));
-                        Some(Input::Delivered { session: d.session, seq: d.seq })
+                        self.delivered
+                            .push((d.session.clone(), d.step.clone(), d.text.clone()));
+                        Some(Input::Delivered {
+                            session: d.session,
+                            seq: d.seq,
+                        })
                     } else {
                         Some(Input::Undeliverable {
                             session: d.session,
                             seq: d.seq,
-                            why: Undeliverable { reason: "no reader (ENXIO)".into() },
+                            why: Undeliverable {
+                                reason: "no reader (ENXIO)".into(),
+                            },
                         })
                     }
                 }
@@ -101,7 +120,10 @@ impl Rig {
     fn write(&mut self, name: &str, text: &str) {
         let path = PathBuf::from(PLAN_DIR).join(name);
         self.files.insert(path.clone(), text.to_string());
-        self.feed(Input::Changed { path, change: Change::Closed });
+        self.feed(Input::Changed {
+            path,
+            change: Change::Closed,
+        });
     }
 
     fn rename(&mut self, from: &str, to: &str) {
@@ -115,7 +137,10 @@ impl Rig {
     fn delete(&mut self, name: &str) {
         let path = PathBuf::from(PLAN_DIR).join(name);
         self.files.remove(&path);
-        self.feed(Input::Changed { path, change: Change::Gone });
+        self.feed(Input::Changed {
+            path,
+            change: Change::Gone,
+        });
     }
 
     fn advance(&mut self, by: Duration) {
@@ -155,7 +180,12 @@ const DONE: &str = "20261130T101500_a1b2c3d4--ship-it__done.md";
 fn stock(checked: &[bool]) -> String {
     let mut s = String::from("# Ship it\n\n");
     for (i, c) in checked.iter().enumerate() {
-        s.push_str(&format!("- [{}] Step {}\n  do thing {}\n", if *c { "x" } else { " " }, i + 1, i + 1));
+        s.push_str(&format!(
+            "- [{}] Step {}\n  do thing {}\n",
+            if *c { "x" } else { " " },
+            i + 1,
+            i + 1
+        ));
     }
     s
 }
@@ -193,7 +223,10 @@ fn the_default_prompt_carries_goal_id_title_description_deps_and_file() {
     assert!(text.contains("Step 2"), "{text}");
     assert!(text.contains("do thing 2"), "{text}");
     assert!(text.contains("dependencies are complete: s1"), "{text}");
-    assert!(text.contains(&format!("task_complete(\"{NAME}\", \"Step 2\")")), "{text}");
+    assert!(
+        text.contains(&format!("task_complete(\"{NAME}\", \"Step 2\")")),
+        "{text}"
+    );
 }
 
 #[test]
@@ -225,9 +258,15 @@ fn split_rename_halves_are_one_move() {
     let to = PathBuf::from(PLAN_DIR).join(WIP);
     let text = rig.files.remove(&from).unwrap();
     rig.files.insert(to.clone(), text);
-    rig.feed(Input::Changed { path: from, change: Change::Gone });
+    rig.feed(Input::Changed {
+        path: from,
+        change: Change::Gone,
+    });
     rig.advance(Duration::from_millis(10));
-    rig.feed(Input::Changed { path: to, change: Change::Appeared });
+    rig.feed(Input::Changed {
+        path: to,
+        change: Change::Appeared,
+    });
     rig.settle();
     assert!(rig.take_delivered().is_empty());
     assert_eq!(rig.engine.plans()[0].lifecycle, Lifecycle::Wip);
@@ -235,8 +274,15 @@ fn split_rename_halves_are_one_move() {
     // decided by listing the directory after the grace period.
     let wip = PathBuf::from(PLAN_DIR).join(WIP);
     rig.files.remove(&wip);
-    rig.feed(Input::Changed { path: wip, change: Change::Gone });
-    assert_eq!(rig.engine.plan_count(), 1, "not removed before the grace period");
+    rig.feed(Input::Changed {
+        path: wip,
+        change: Change::Gone,
+    });
+    assert_eq!(
+        rig.engine.plan_count(),
+        1,
+        "not removed before the grace period"
+    );
     rig.settle();
     assert_eq!(rig.engine.plan_count(), 0);
 }
@@ -248,7 +294,11 @@ fn done_and_abandoned_plans_wake_no_one_and_withdraw_pending() {
     rig.write(NAME, &stock(&[false, false]));
     assert_eq!(rig.engine.memory().pending_total(), 1);
     rig.rename(NAME, DONE);
-    assert_eq!(rig.engine.memory().pending_total(), 0, "pending prompt withdrawn");
+    assert_eq!(
+        rig.engine.memory().pending_total(),
+        0,
+        "pending prompt withdrawn"
+    );
     assert!(rig.logs.iter().any(|l| l.message.contains("withdrew")));
     rig.readers.insert("s1".into(), true);
     rig.write(DONE, &stock(&[true, false]));
@@ -263,7 +313,10 @@ fn checked_steps_withdraw_their_pending_prompt() {
     rig.write(NAME, &stock(&[false, false]));
     rig.write(NAME, &stock(&[true, false]));
     // s1 was withdrawn, s2 is pending.
-    let pending: Vec<String> = rig.engine.memory().outbox["s1"].iter().map(|p| p.step.clone()).collect();
+    let pending: Vec<String> = rig.engine.memory().outbox["s1"]
+        .iter()
+        .map(|p| p.step.clone())
+        .collect();
     assert_eq!(pending, vec!["s2"]);
     rig.readers.insert("s1".into(), true);
     rig.settle();
@@ -280,14 +333,23 @@ fn an_absent_reader_keeps_prompts_in_order_and_backs_off() {
     let t1 = rig.engine.poll_timeout().unwrap();
     rig.advance(t1 - rig.now);
     let t2 = rig.engine.poll_timeout().unwrap();
-    assert!(t2 - rig.now > t1, "backoff grows: {t1:?} then {:?}", t2 - rig.now);
+    assert!(
+        t2 - rig.now > t1,
+        "backoff grows: {t1:?} then {:?}",
+        t2 - rig.now
+    );
     rig.readers.insert("s1".into(), true);
     // A reader appearing in the session directory triggers an immediate retry.
-    rig.feed(Input::SessionActivity { session: "s1".into() });
+    rig.feed(Input::SessionActivity {
+        session: "s1".into(),
+    });
     assert_eq!(rig.take_delivered(), vec!["s1", "s2", "s3"]);
     assert_eq!(rig.engine.memory().pending_total(), 0);
     assert_eq!(
-        rig.logs.iter().filter(|l| l.message.contains("cannot deliver")).count(),
+        rig.logs
+            .iter()
+            .filter(|l| l.message.contains("cannot deliver"))
+            .count(),
         1,
         "a failure streak is logged once"
     );
@@ -314,7 +376,10 @@ fn first_start_takes_a_baseline_and_announces_what_comes_after() {
     config.default_session = Some("s1".into());
     let mut rig = Rig::new(config, None);
     rig.readers.insert("s1".into(), true);
-    rig.files.insert(PathBuf::from(PLAN_DIR).join(NAME), stock(&[true, false, false]));
+    rig.files.insert(
+        PathBuf::from(PLAN_DIR).join(NAME),
+        stock(&[true, false, false]),
+    );
     rig.startup();
     assert!(rig.delivered.is_empty(), "baseline is not announced");
     assert!(rig.engine.memory().baselined);
@@ -340,7 +405,10 @@ fn a_restart_announces_what_became_ready_while_down_once() {
     let mut again = Rig::new(config, Some(memory));
     again.readers.insert("s1".into(), true);
     again.files = files;
-    again.files.insert(PathBuf::from(PLAN_DIR).join(NAME), stock(&[true, false, false]));
+    again.files.insert(
+        PathBuf::from(PLAN_DIR).join(NAME),
+        stock(&[true, false, false]),
+    );
     again.startup();
     assert_eq!(again.take_delivered(), vec!["s2"]);
     // A second restart repeats nothing.
@@ -387,7 +455,11 @@ fn an_invalid_plan_is_one_error_and_no_wakeups_until_fixed() {
     // feed bytes that no parser accepts.)
     rig.write(NAME, "\u{0}\u{0}binary");
     rig.write(NAME, "\u{0}\u{0}binary");
-    let errors = rig.logs.iter().filter(|l| l.level() == Level::Error).count();
+    let errors = rig
+        .logs
+        .iter()
+        .filter(|l| l.level() == Level::Error)
+        .count();
     assert_eq!(errors, 1, "{:?}", rig.logs);
     let _ = bad;
     rig.write(NAME, &stock(&[true, false]));
@@ -412,14 +484,29 @@ fn the_all_done_nudge_is_sent_once_for_wip_plans() {
 fn a_plan_without_a_session_is_tracked_warned_once_and_wakes_later() {
     let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
     config.default_session = None;
-    let mut rig = Rig::new(config, Some(Memory { baselined: true, ..Memory::default() }));
+    let mut rig = Rig::new(
+        config,
+        Some(Memory {
+            baselined: true,
+            ..Memory::default()
+        }),
+    );
     rig.readers.insert("late".into(), true);
     rig.startup();
     rig.write(NAME, &stock(&[false]));
     rig.write(NAME, &stock(&[false]));
     assert!(rig.delivered.is_empty());
-    assert_eq!(rig.logs.iter().filter(|l| l.message.contains("no session")).count(), 1);
-    rig.write(NAME, &format!("<!-- session: late -->\n{}", stock(&[false])));
+    assert_eq!(
+        rig.logs
+            .iter()
+            .filter(|l| l.message.contains("no session"))
+            .count(),
+        1
+    );
+    rig.write(
+        NAME,
+        &format!("<!-- session: late -->\n{}", stock(&[false])),
+    );
     assert_eq!(rig.take_delivered(), vec!["s1"]);
 }
 
@@ -427,9 +514,15 @@ fn a_plan_without_a_session_is_tracked_warned_once_and_wakes_later() {
 fn session_ids_that_climb_out_are_refused() {
     let mut rig = Rig::started();
     rig.readers.insert("../x".into(), true);
-    rig.write(NAME, &format!("<!-- session: ../x -->\n{}", stock(&[false])));
+    rig.write(
+        NAME,
+        &format!("<!-- session: ../x -->\n{}", stock(&[false])),
+    );
     assert!(rig.delivered.is_empty());
-    assert!(rig.logs.iter().any(|l| l.level() == Level::Error && l.message.contains("../x")));
+    assert!(rig
+        .logs
+        .iter()
+        .any(|l| l.level() == Level::Error && l.message.contains("../x")));
 }
 
 #[test]
@@ -439,12 +532,22 @@ fn a_settle_read_ignores_a_half_written_last_line() {
     rig.take_delivered();
     let path = PathBuf::from(PLAN_DIR).join(NAME);
     // Mid-write: a new step's title is cut off, and the writer has not closed.
-    rig.files.insert(path.clone(), format!("{}- [ ] Half a ti", stock(&[true])));
-    rig.feed(Input::Changed { path: path.clone(), change: Change::Modified });
+    rig.files
+        .insert(path.clone(), format!("{}- [ ] Half a ti", stock(&[true])));
+    rig.feed(Input::Changed {
+        path: path.clone(),
+        change: Change::Modified,
+    });
     rig.settle();
     assert!(rig.delivered.is_empty(), "{:?}", rig.delivered);
-    rig.files.insert(path.clone(), format!("{}- [ ] Half a title\n", stock(&[true])));
-    rig.feed(Input::Changed { path, change: Change::Closed });
+    rig.files.insert(
+        path.clone(),
+        format!("{}- [ ] Half a title\n", stock(&[true])),
+    );
+    rig.feed(Input::Changed {
+        path,
+        change: Change::Closed,
+    });
     assert_eq!(rig.take_delivered(), vec!["s2"]);
 }
 
@@ -453,13 +556,23 @@ fn queue_mode_dumps_every_step_in_topological_order_with_the_goal_first() {
     let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
     config.default_session = Some("s1".into());
     config.mode = Mode::Queue;
-    let mut rig = Rig::new(config, Some(Memory { baselined: true, ..Memory::default() }));
+    let mut rig = Rig::new(
+        config,
+        Some(Memory {
+            baselined: true,
+            ..Memory::default()
+        }),
+    );
     rig.readers.insert("s1".into(), true);
     rig.startup();
     rig.write(NAME, &stock(&[false, false, false]));
     assert_eq!(rig.steps_delivered(), vec!["q1", "q2", "q3"]);
     assert!(rig.delivered[0].2.starts_with("Goal: Ship it"));
-    assert!(rig.delivered[1].2.starts_with("q2: Step 2 (after: q1)"), "{}", rig.delivered[1].2);
+    assert!(
+        rig.delivered[1].2.starts_with("q2: Step 2 (after: q1)"),
+        "{}",
+        rig.delivered[1].2
+    );
     assert!(!rig.delivered[1].2.contains("Goal:"));
 }
 
@@ -468,7 +581,13 @@ fn the_outbox_cap_refuses_loudly_and_loses_nothing() {
     let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
     config.default_session = Some("s1".into());
     config.outbox_cap = 2;
-    let mut rig = Rig::new(config, Some(Memory { baselined: true, ..Memory::default() }));
+    let mut rig = Rig::new(
+        config,
+        Some(Memory {
+            baselined: true,
+            ..Memory::default()
+        }),
+    );
     rig.startup();
     let plan = "# G\n\n- [ ] A (after: none)\n- [ ] B (after: none)\n- [ ] C (after: none)\n";
     rig.write(NAME, plan);
@@ -523,7 +642,11 @@ impl Model {
         let mut s = String::from("# Goal\n\n");
         for i in 0..self.titles.len() {
             let refs: Vec<String> = self.deps[i].iter().map(|d| (d + 1).to_string()).collect();
-            let ann = if refs.is_empty() { "none".to_string() } else { refs.join(", ") };
+            let ann = if refs.is_empty() {
+                "none".to_string()
+            } else {
+                refs.join(", ")
+            };
             s.push_str(&format!(
                 "- [{}] {}\n  after: {ann}\n",
                 if self.checked[i] { "x" } else { " " },

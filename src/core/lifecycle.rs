@@ -135,7 +135,12 @@ mod tests {
         );
         // Every transition a rename produces is legal from its state.
         for from in [Todo, Wip, Done, Abandoned] {
-            for to in [FileState::Todo, FileState::Wip, FileState::Done, FileState::Abandoned] {
+            for to in [
+                FileState::Todo,
+                FileState::Wip,
+                FileState::Done,
+                FileState::Abandoned,
+            ] {
                 if let Some(t) = from.transition_to(to) {
                     assert_eq!(from.apply(t), Some(Lifecycle::first_seen(to)));
                 }

@@ -88,12 +88,12 @@ fn pieces(line: &str) -> Result<Vec<Piece<'_>>, TemplateError> {
             out.push(Piece::Text(&rest[..pos]));
         }
         let tail = &rest[pos..];
-        if tail.starts_with("{{") {
+        if let Some(after) = tail.strip_prefix("{{") {
             out.push(Piece::Brace('{'));
-            rest = &tail[2..];
-        } else if tail.starts_with("}}") {
+            rest = after;
+        } else if let Some(after) = tail.strip_prefix("}}") {
             out.push(Piece::Brace('}'));
-            rest = &tail[2..];
+            rest = after;
         } else if let Some(name) = tail.strip_prefix('{') {
             let Some(end) = name.find('}') else {
                 return Err(TemplateError(format!("unclosed '{{' in {line:?}")));

@@ -261,7 +261,7 @@ mod tests {
 
     #[test]
     fn replaying_records_twice_changes_nothing() {
-        let records = vec![
+        let records = [
             announce(0),
             announce(1),
             Record::Delivered {

@@ -79,9 +79,21 @@ pub fn engine_config(s: &Settings) -> EngineConfig {
 pub fn check_templates(s: &Settings) -> Result<(), String> {
     let checks = [
         ("prompt.template", &s.prompt.template, prompt::STEP_VARS),
-        ("prompt.done_template", &s.prompt.done_template, prompt::DONE_VARS),
-        ("prompt.claim_template", &s.prompt.claim_template, prompt::TASK_VARS),
-        ("prompt.completed_template", &s.prompt.completed_template, prompt::TASK_VARS),
+        (
+            "prompt.done_template",
+            &s.prompt.done_template,
+            prompt::DONE_VARS,
+        ),
+        (
+            "prompt.claim_template",
+            &s.prompt.claim_template,
+            prompt::TASK_VARS,
+        ),
+        (
+            "prompt.completed_template",
+            &s.prompt.completed_template,
+            prompt::TASK_VARS,
+        ),
     ];
     for (key, template, vars) in checks {
         if let Some(t) = template {
@@ -129,13 +141,18 @@ pub fn read_capped(path: &Path, cap: usize) -> FileRead {
 }
 
 /// Emit an engine log entry as a tracing event with structured fields.
+/// `PLAN=` carries the bare plan identity (`<stamp>_<uid>`) for markdown
+/// plans, so `journalctl PLAN=20261130T101500_a1b2c3d4` works.
 fn emit(project: &str, l: &Log) {
     macro_rules! ev {
         ($lvl:expr) => {
             tracing::event!(
                 $lvl,
                 project = project,
-                plan = l.plan.as_deref(),
+                plan = l
+                    .plan
+                    .as_deref()
+                    .map(|p| p.strip_prefix("plan:").unwrap_or(p)),
                 step = l.step.as_deref(),
                 session = l.session.as_deref(),
                 mount = l.mount.as_deref(),
@@ -370,9 +387,7 @@ impl Daemon {
                 RootMode::Polled(why) => {
                     s.push_str(&format!("; polling {} ({why})", path.display()))
                 }
-                RootMode::Missing(_) => {
-                    s.push_str(&format!("; waiting for {}", path.display()))
-                }
+                RootMode::Missing(_) => s.push_str(&format!("; waiting for {}", path.display())),
                 RootMode::Inotify => {}
             }
         }
@@ -464,9 +479,12 @@ pub async fn run(
     }
     let first_start = memory.as_ref().is_none_or(|m| !m.baselined);
     let engine = Engine::new(engine_config(&settings), memory);
-    let (mut watch, mut events) =
-        Watch::new(&settings.sessions.enqueue, settings.sessions.session_plans, 8192)
-            .map_err(|e| DaemonError::Watch(e.to_string()))?;
+    let (mut watch, mut events) = Watch::new(
+        &settings.sessions.enqueue,
+        settings.sessions.session_plans,
+        8192,
+    )
+    .map_err(|e| DaemonError::Watch(e.to_string()))?;
     watch.add_root(&settings.project.plan_dir, RootKind::Plans);
     watch.add_root(&settings.sessions.dir, RootKind::Sessions);
     // Prime the poller so its first round reports changes, not everything.
@@ -478,9 +496,12 @@ pub async fn run(
         framing: framing(&settings),
         outcomes: outcomes_tx,
     };
-    let mut sigterm = signal(SignalKind::terminate()).map_err(|e| DaemonError::Runtime(e.to_string()))?;
-    let mut sigint = signal(SignalKind::interrupt()).map_err(|e| DaemonError::Runtime(e.to_string()))?;
-    let mut sighup = signal(SignalKind::hangup()).map_err(|e| DaemonError::Runtime(e.to_string()))?;
+    let mut sigterm =
+        signal(SignalKind::terminate()).map_err(|e| DaemonError::Runtime(e.to_string()))?;
+    let mut sigint =
+        signal(SignalKind::interrupt()).map_err(|e| DaemonError::Runtime(e.to_string()))?;
+    let mut sighup =
+        signal(SignalKind::hangup()).map_err(|e| DaemonError::Runtime(e.to_string()))?;
 
     let mut d = Daemon {
         settings,
@@ -497,9 +518,15 @@ pub async fn run(
     };
     for (path, mode) in d.watch.modes() {
         match mode {
-            RootMode::Inotify => tracing::info!(project = %project, "watching {} with inotify", path.display()),
-            RootMode::Polled(why) => tracing::warn!(project = %project, "polling {} every {:?}: {why}", path.display(), d.settings.events.poll_interval),
-            RootMode::Missing(a) => tracing::warn!(project = %project, "{} does not exist yet; watching {} for it", path.display(), a.display()),
+            RootMode::Inotify => {
+                tracing::info!(project = %project, "watching {} with inotify", path.display())
+            }
+            RootMode::Polled(why) => {
+                tracing::warn!(project = %project, "polling {} every {:?}: {why}", path.display(), d.settings.events.poll_interval)
+            }
+            RootMode::Missing(a) => {
+                tracing::warn!(project = %project, "{} does not exist yet; watching {} for it", path.display(), a.display())
+            }
         }
     }
     // Start-up reconcile: every plan is read and diffed against the memory.

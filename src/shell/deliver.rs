@@ -97,9 +97,10 @@ impl Deliverer {
         let path = self.path_of(session);
         let root = CString::new(self.sessions_dir.as_os_str().as_bytes())
             .map_err(|_| undeliverable("sessions_dir contains a NUL byte"))?;
-        let root = openat(libc::AT_FDCWD, &root, libc::O_RDONLY | libc::O_DIRECTORY).map_err(
-            |e| undeliverable(format!("sessions_dir {}: {e}", self.sessions_dir.display())),
-        )?;
+        let root =
+            openat(libc::AT_FDCWD, &root, libc::O_RDONLY | libc::O_DIRECTORY).map_err(|e| {
+                undeliverable(format!("sessions_dir {}: {e}", self.sessions_dir.display()))
+            })?;
         let dir = openat(
             root.as_raw_fd(),
             &cstr(session)?,
@@ -119,9 +120,7 @@ impl Deliverer {
         )
         .map_err(|e| match e.raw_os_error() {
             Some(libc::ENXIO) => undeliverable("no reader on the FIFO (ENXIO)"),
-            Some(libc::ENOENT) => {
-                undeliverable(format!("no enqueue file {} yet", path.display()))
-            }
+            Some(libc::ENOENT) => undeliverable(format!("no enqueue file {} yet", path.display())),
             Some(libc::ELOOP) => undeliverable(format!(
                 "{} is a symlink; reveille never writes through symlinks",
                 path.display()
@@ -222,10 +221,9 @@ impl Deliverer {
             let result = async {
                 // SAFETY: `File` owns its fd and nothing replaces or closes
                 // it while the `AsyncFd` holds it.
-                let afd = unsafe {
-                    AsyncFd::register_with_interest(file, tokio::io::Interest::WRITABLE)
-                }
-                .map_err(|e| undeliverable(format!("poll: {e}")))?;
+                let afd =
+                    unsafe { AsyncFd::register_with_interest(file, tokio::io::Interest::WRITABLE) }
+                        .map_err(|e| undeliverable(format!("poll: {e}")))?;
                 while done < bytes.len() {
                     let mut guard = afd
                         .writable()

@@ -52,7 +52,11 @@ pub struct PlanStatus {
 }
 
 fn running_pid(dir: &Path) -> Option<u32> {
-    let pid: u32 = std::fs::read_to_string(dir.join("lock")).ok()?.trim().parse().ok()?;
+    let pid: u32 = std::fs::read_to_string(dir.join("lock"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     String::from_utf8_lossy(&cmdline)
         .contains("reveille")

@@ -37,7 +37,10 @@ pub enum StoreError {
 impl std::fmt::Display for StoreError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            StoreError::Locked { dir, pid: Some(pid) } => write!(
+            StoreError::Locked {
+                dir,
+                pid: Some(pid),
+            } => write!(
                 f,
                 "another reveille (pid {pid}) is already running for this project (lock in {})",
                 dir.display()
@@ -78,12 +81,14 @@ pub fn read_memory(dir: &Path) -> Result<(Option<Memory>, LoadReport), StoreErro
     let snapshot = dir.join("state.json");
     let journal = dir.join("journal.jsonl");
     let mut memory = match fs::read(&snapshot) {
-        Ok(bytes) => Some(
-            serde_json::from_slice::<Memory>(&bytes).map_err(|e| StoreError::Corrupt {
-                path: snapshot.clone(),
-                why: e.to_string(),
-            })?,
-        ),
+        Ok(bytes) => {
+            Some(
+                serde_json::from_slice::<Memory>(&bytes).map_err(|e| StoreError::Corrupt {
+                    path: snapshot.clone(),
+                    why: e.to_string(),
+                })?,
+            )
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => return Err(io_at(&snapshot)(e)),
     };

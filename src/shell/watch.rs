@@ -249,7 +249,8 @@ impl Watch {
             return;
         }
         if let Some(fs) = is_remote_fs(&path) {
-            self.roots[i].mode = RootMode::Polled(format!("{fs} filesystem, inotify sees no remote changes"));
+            self.roots[i].mode =
+                RootMode::Polled(format!("{fs} filesystem, inotify sees no remote changes"));
             return;
         }
         let mut dirs = vec![path.clone()];
@@ -282,7 +283,10 @@ impl Watch {
 
     /// How each root is watched, for status.
     pub fn modes(&self) -> Vec<(PathBuf, RootMode)> {
-        self.roots.iter().map(|r| (r.path.clone(), r.mode.clone())).collect()
+        self.roots
+            .iter()
+            .map(|r| (r.path.clone(), r.mode.clone()))
+            .collect()
     }
 
     /// Whether any root needs the poll timer.
