@@ -3,4 +3,6 @@
 //! and decisions leave as data (`Effect`s). That keeps every rule testable
 //! synchronously, without threads, sleeps or temp dirs.
 
+pub mod lines;
 pub mod plan;
+pub mod tracker;
