@@ -3,6 +3,8 @@
 //! and decisions leave as data (`Effect`s). That keeps every rule testable
 //! synchronously, without threads, sleeps or temp dirs.
 
+pub mod beads;
 pub mod lines;
 pub mod plan;
+pub mod timestamp;
 pub mod tracker;
