@@ -9,13 +9,17 @@
 //! - `record`: the durable memory and the journal records that change it;
 //! - `engine`, `input`, `effect`: the engine and its interface;
 //! - `prompt`: templates; `session`: names from data;
+//! - `tracker`, `beads`, `timestamp`, `lines`: the task tracker's event
+//!   lines, ready files and `issues.jsonl` with `bd ready`'s rule;
 //! - `ready_report`: `reveille ready` output.
 
+pub mod beads;
 pub mod effect;
 pub mod engine;
 pub mod graph;
 pub mod input;
 pub mod lifecycle;
+pub mod lines;
 pub mod markdown;
 pub mod name;
 pub mod plan;
@@ -24,3 +28,5 @@ pub mod prompt;
 pub mod ready_report;
 pub mod record;
 pub mod session;
+pub mod timestamp;
+pub mod tracker;

@@ -1,0 +1,444 @@
+//! The 9beads task tracker as reveille sees it: one line of the events log,
+//! a mount's `ready` file, a bead file — each parsed from bytes already read
+//! — and the rule for ids and mount names that will become path components.
+//!
+//! Everything here is a pure function of its input. Reading, tailing and
+//! de-duplicating the log is the shell's job; deciding what to announce is
+//! the engine's.
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+use super::lines::{json_too_deep, LineError, MAX_JSON_DEPTH};
+
+/// Longest events-log line accepted. Real events are a few hundred bytes; a
+/// longer line is garbage or an attack, and parsing it would only cost time.
+pub const MAX_EVENT_LINE: usize = 1 << 20;
+
+/// Longest bead id or mount name accepted (a file name's limit on Linux).
+pub const MAX_ID_LEN: usize = 255;
+
+/// One event of the tracker's log, in either of the two shapes found in the
+/// wild. Every id and mount name in here has passed [`valid_id`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TrackerEvent {
+    /// `created`: a bead was filed.
+    Created { id: String, mount: String },
+    /// `claimed` or the older `BeadClaimed`: someone took the bead.
+    /// `assignee` is `None` when absent, null or empty.
+    Claimed {
+        id: String,
+        mount: String,
+        assignee: Option<String>,
+    },
+    /// `completed`: the bead is done.
+    Completed { id: String, mount: String },
+    /// `failed`: the bead's work failed.
+    Failed { id: String, mount: String },
+    /// `deleted`: the bead is gone.
+    Deleted { id: String, mount: String },
+    /// `updated`: something about the bead changed; re-read the `ready` file.
+    Updated { id: String, mount: String },
+    /// The older `BeadReady`: the bead entered its mount's ready set.
+    Ready {
+        id: String,
+        mount: String,
+        title: Option<String>,
+        assignee: Option<String>,
+    },
+    /// `mount`: a project's beads were mounted under `name`. `cwd` is the
+    /// project directory as the tracker reports it (not validated: it is a
+    /// path, never joined onto one of ours).
+    Mount { name: String, cwd: Option<String> },
+    /// `umount`: the mount `name` went away.
+    Umount { name: String },
+    /// A well-formed event of a type reveille does not know: not an error,
+    /// the tracker may grow new types.
+    Unknown { type_name: String },
+}
+
+/// Why one events-log line could not be read. Each is one journal entry;
+/// none stops the reader.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventError {
+    /// An empty or all-blank line: harmless, callers may skip it silently.
+    Empty,
+    /// Longer than [`MAX_EVENT_LINE`]; `len` is the line's length in bytes.
+    TooLong { len: usize },
+    /// Nested deeper than [`MAX_JSON_DEPTH`]: rejected before parsing.
+    TooDeep,
+    /// Not UTF-8, or not JSON.
+    Malformed(String),
+    /// Valid JSON that is not an event: not an object, a missing field, a
+    /// field of the wrong type.
+    WrongShape(String),
+    /// An id or mount name that must not become a path component.
+    BadName { field: &'static str, value: String },
+}
+
+impl fmt::Display for EventError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EventError::Empty => f.write_str("empty line"),
+            EventError::TooLong { len } => {
+                write!(f, "line of {len} bytes exceeds {MAX_EVENT_LINE}")
+            }
+            EventError::TooDeep => write!(f, "JSON nested deeper than {MAX_JSON_DEPTH}"),
+            EventError::Malformed(m) => write!(f, "malformed: {m}"),
+            EventError::WrongShape(m) => write!(f, "not an event: {m}"),
+            EventError::BadName { field, value } => {
+                write!(f, "invalid {field} {value:?}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for EventError {}
+
+/// Parse one line of the events log, without its `\n` (a trailing `\r` is
+/// tolerated).
+pub fn parse_event(line: &[u8]) -> Result<TrackerEvent, EventError> {
+    if line.len() > MAX_EVENT_LINE {
+        return Err(EventError::TooLong { len: line.len() });
+    }
+    let text =
+        std::str::from_utf8(line).map_err(|e| EventError::Malformed(format!("not UTF-8: {e}")))?;
+    if text.trim().is_empty() {
+        return Err(EventError::Empty);
+    }
+    if json_too_deep(line, MAX_JSON_DEPTH) {
+        return Err(EventError::TooDeep);
+    }
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| EventError::Malformed(e.to_string()))?;
+    let Value::Object(obj) = value else {
+        return Err(shape("not a JSON object"));
+    };
+    let kind = match obj.get("type") {
+        Some(Value::String(s)) => s.as_str(),
+        Some(_) => return Err(shape("`type` is not a string")),
+        None => return Err(shape("no `type` field")),
+    };
+    let current = |make: fn(String, String) -> TrackerEvent| -> Result<_, EventError> {
+        Ok(make(name(&obj, "id")?, name(&obj, "mount")?))
+    };
+    match kind {
+        "created" => current(|id, mount| TrackerEvent::Created { id, mount }),
+        "completed" => current(|id, mount| TrackerEvent::Completed { id, mount }),
+        "failed" => current(|id, mount| TrackerEvent::Failed { id, mount }),
+        "deleted" => current(|id, mount| TrackerEvent::Deleted { id, mount }),
+        "updated" => current(|id, mount| TrackerEvent::Updated { id, mount }),
+        "claimed" => Ok(TrackerEvent::Claimed {
+            id: name(&obj, "id")?,
+            mount: name(&obj, "mount")?,
+            assignee: opt_string(&obj, "assignee")?,
+        }),
+        "mount" => Ok(TrackerEvent::Mount {
+            name: mount_name(&obj)?,
+            cwd: opt_string(&obj, "cwd")?,
+        }),
+        "umount" => Ok(TrackerEvent::Umount {
+            name: mount_name(&obj)?,
+        }),
+        "BeadReady" => {
+            let data = envelope_data(&obj)?;
+            Ok(TrackerEvent::Ready {
+                id: first_name(data, &["id", "bead_id"])?,
+                mount: envelope_mount(&obj, data)?,
+                title: opt_string(data, "title")?,
+                assignee: opt_string(data, "assignee")?,
+            })
+        }
+        "BeadClaimed" => {
+            let data = envelope_data(&obj)?;
+            Ok(TrackerEvent::Claimed {
+                id: first_name(data, &["bead_id", "id"])?,
+                mount: envelope_mount(&obj, data)?,
+                assignee: opt_string(data, "assignee")?,
+            })
+        }
+        other => Ok(TrackerEvent::Unknown {
+            type_name: other.to_string(),
+        }),
+    }
+}
+
+fn shape(message: impl Into<String>) -> EventError {
+    EventError::WrongShape(message.into())
+}
+
+/// A string field that may be absent, null or empty (all `None`).
+fn opt_string(obj: &Map<String, Value>, field: &str) -> Result<Option<String>, EventError> {
+    match obj.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.is_empty() => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(shape(format!("`{field}` is not a string"))),
+    }
+}
+
+/// A required id or mount name, checked with [`valid_id`].
+fn name(obj: &Map<String, Value>, field: &'static str) -> Result<String, EventError> {
+    first_name(obj, &[field])
+}
+
+/// The first of `fields` present, required, checked with [`valid_id`].
+fn first_name(obj: &Map<String, Value>, fields: &[&'static str]) -> Result<String, EventError> {
+    for &field in fields {
+        if let Some(value) = opt_string(obj, field)? {
+            return checked(field, value);
+        }
+    }
+    Err(shape(format!("no `{}` field", fields.join("` or `"))))
+}
+
+fn checked(field: &'static str, value: String) -> Result<String, EventError> {
+    if valid_id(&value) {
+        Ok(value)
+    } else {
+        Err(EventError::BadName { field, value })
+    }
+}
+
+/// `mount`/`umount` carry `name`; tolerate `mount` as seen in other events.
+fn mount_name(obj: &Map<String, Value>) -> Result<String, EventError> {
+    first_name(obj, &["name", "mount"])
+}
+
+fn envelope_data(obj: &Map<String, Value>) -> Result<&Map<String, Value>, EventError> {
+    match obj.get("data") {
+        Some(Value::Object(data)) => Ok(data),
+        Some(_) => Err(shape("`data` is not an object")),
+        None => Err(shape("no `data` field")),
+    }
+}
+
+/// The older envelope names its mount in `data.mount`, or in `source` as
+/// `beads/<mount>`; `data` wins because it is the more specific.
+fn envelope_mount(
+    obj: &Map<String, Value>,
+    data: &Map<String, Value>,
+) -> Result<String, EventError> {
+    if let Some(mount) = opt_string(data, "mount")? {
+        return checked("mount", mount);
+    }
+    match opt_string(obj, "source")? {
+        Some(source) => match source.strip_prefix("beads/") {
+            Some(mount) => checked("mount", mount.to_string()),
+            None => Err(shape(format!("`source` {source:?} is not beads/<mount>"))),
+        },
+        None => Err(shape("no `data.mount` or `source` field")),
+    }
+}
+
+/// Whether `s` may be used as a bead id or mount name, i.e. as one path
+/// component under `beads_root` or the state directory.
+///
+/// Accepted: 1..=255 bytes; no `/`, no NUL or other control character
+/// (tabs and newlines would also break the `ready` format and log lines);
+/// no leading `.` — which rules out `.` and `..` and keeps ids from looking
+/// like the hidden, temp and swap files the watchers ignore. Real ids
+/// (`bd-a1b2`) and mount names (project names) are never affected.
+pub fn valid_id(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= MAX_ID_LEN
+        && !s.starts_with('.')
+        && !s.chars().any(|c| c == '/' || c.is_control())
+}
+
+/// One row of `<beads_root>/<mount>/ready`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadyRow {
+    /// The bead id, checked with [`valid_id`].
+    pub id: String,
+    /// As the tracker wrote it (`open` in practice); kept for the engine to
+    /// decide, not interpreted here.
+    pub status: String,
+    /// How many beads block this one (0 in a well-formed ready file).
+    pub blockers: u32,
+    /// `None` for `-`.
+    pub assignee: Option<String>,
+    /// Last-update stamp, opaque; `None` for `-`.
+    pub updated: Option<String>,
+    /// The rest of the line; empty for `-`.
+    pub title: String,
+}
+
+/// Parse a mount's `ready` file: one bead per line, tab-separated
+/// `id status blockers-count assignee updated title`. Blank lines are
+/// skipped; a row with too few fields, a non-numeric count or an invalid id
+/// is a [`LineError`] and is dropped, the other rows are still returned.
+pub fn parse_ready(text: &str) -> (Vec<ReadyRow>, Vec<LineError>) {
+    let mut rows = Vec::new();
+    let mut errors = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        if line.trim().is_empty() {
+            continue;
+        }
+        match parse_ready_row(line) {
+            Ok(row) => rows.push(row),
+            Err(message) => errors.push(LineError::new(i + 1, message)),
+        }
+    }
+    (rows, errors)
+}
+
+fn parse_ready_row(line: &str) -> Result<ReadyRow, String> {
+    let fields: Vec<&str> = line.splitn(6, '\t').collect();
+    let [id, status, blockers, assignee, updated, title] = fields[..] else {
+        return Err(format!(
+            "expected 6 tab-separated fields (id status blockers assignee updated title), found {}",
+            fields.len()
+        ));
+    };
+    if !valid_id(id) {
+        return Err(format!("invalid bead id {id:?}"));
+    }
+    let blockers = blockers
+        .trim()
+        .parse::<u32>()
+        .map_err(|_| format!("blockers count {blockers:?} is not a number"))?;
+    let dash = |s: &str| (s != "-" && !s.is_empty()).then(|| s.to_string());
+    Ok(ReadyRow {
+        id: id.to_string(),
+        status: status.to_string(),
+        blockers,
+        assignee: dash(assignee),
+        updated: dash(updated),
+        title: dash(title).unwrap_or_default(),
+    })
+}
+
+/// A bead file, `<beads_root>/<mount>/<id>`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BeadFile {
+    /// Required; checked with [`valid_id`].
+    pub id: String,
+    /// Empty when absent.
+    pub title: String,
+    /// Empty when absent.
+    pub status: String,
+    /// The parent bead's id, if any.
+    pub parent: Option<String>,
+    pub labels: Vec<String>,
+    /// Ids of the beads blocking this one.
+    pub blockers: Vec<String>,
+    /// `None` when absent, empty, `~` or `null`.
+    pub assignee: Option<String>,
+    /// Everything after the closing `---` line.
+    pub body: String,
+}
+
+/// Parse a bead file: YAML front matter between `---` lines, then the body.
+///
+/// Only the subset 9beads writes is understood: `key: value` scalars (plain
+/// or quoted), flow lists `[a, "b"]` and block lists (`key:` followed by
+/// `  - item` lines); `#` comment lines and unknown keys are ignored. A
+/// scalar where a list is expected is a one-item list.
+pub fn parse_bead_file(text: &str) -> Result<BeadFile, String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut lines = text.split_inclusive('\n');
+    match lines.next() {
+        Some(first) if first.trim_end() == "---" => {}
+        _ => return Err("no front matter: the first line is not `---`".into()),
+    }
+    let mut bead = BeadFile::default();
+    let mut id = None;
+    // The list key whose `- item` lines we are collecting, if any.
+    let mut open_list: Option<&str> = None;
+    let mut closed = false;
+    for (n, raw) in lines.by_ref().enumerate() {
+        let line = raw.trim_end();
+        if line == "---" {
+            closed = true;
+            break;
+        }
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        if let Some(item) = trimmed
+            .strip_prefix("- ")
+            .or((trimmed == "-").then_some(""))
+        {
+            let Some(key) = open_list else {
+                return Err(format!("line {}: list item outside a list", n + 2));
+            };
+            if let Some(list) = list_field(&mut bead, key) {
+                let item = unquote(item.trim());
+                if !item.is_empty() {
+                    list.push(item.to_string());
+                }
+            }
+            continue;
+        }
+        let Some((key, value)) = trimmed.split_once(':') else {
+            return Err(format!("line {}: expected `key: value`", n + 2));
+        };
+        let (key, value) = (key.trim(), value.trim());
+        open_list = value.is_empty().then_some(key);
+        match key {
+            "id" => id = scalar(value),
+            "title" => bead.title = scalar(value).unwrap_or_default(),
+            "status" => bead.status = scalar(value).unwrap_or_default(),
+            "parent" => bead.parent = scalar(value),
+            "assignee" => bead.assignee = scalar(value),
+            "labels" => bead.labels = list(value),
+            "blockers" => bead.blockers = list(value),
+            _ => {}
+        }
+    }
+    if !closed {
+        return Err("front matter is not closed by a `---` line".into());
+    }
+    bead.body = lines.collect();
+    match id {
+        Some(id) if valid_id(&id) => bead.id = id,
+        Some(id) => return Err(format!("invalid bead id {id:?}")),
+        None => return Err("front matter has no `id`".into()),
+    }
+    Ok(bead)
+}
+
+fn list_field<'a>(bead: &'a mut BeadFile, key: &str) -> Option<&'a mut Vec<String>> {
+    match key {
+        "labels" => Some(&mut bead.labels),
+        "blockers" => Some(&mut bead.blockers),
+        _ => None,
+    }
+}
+
+/// A scalar value; `None` for empty, `~` and `null`.
+fn scalar(value: &str) -> Option<String> {
+    let v = unquote(value);
+    (!v.is_empty() && (v != "~" && v != "null" || value.starts_with(['"', '\''])))
+        .then(|| v.to_string())
+}
+
+/// A flow list `[a, b]`, or a scalar as a one-item list.
+fn list(value: &str) -> Vec<String> {
+    let inner = match value.strip_prefix('[').and_then(|v| v.strip_suffix(']')) {
+        Some(inner) => inner,
+        None => return scalar(value).into_iter().collect(),
+    };
+    inner
+        .split(',')
+        .map(|item| unquote(item.trim()))
+        .filter(|item| !item.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn unquote(value: &str) -> &str {
+    for q in ['"', '\''] {
+        if let Some(inner) = value.strip_prefix(q).and_then(|v| v.strip_suffix(q)) {
+            return inner;
+        }
+    }
+    value
+}
+
+#[cfg(test)]
+mod tests;
