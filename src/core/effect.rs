@@ -54,6 +54,10 @@ impl Log {
         self.file = Some(file.to_string());
         self
     }
+    pub fn mount(mut self, mount: &str) -> Log {
+        self.mount = Some(mount.to_string());
+        self
+    }
     pub fn line(mut self, line: usize) -> Log {
         if line > 0 {
             self.line = Some(line);
@@ -65,7 +69,7 @@ impl Log {
     }
 }
 
-/// A prompt to write to a session's enqueue file.
+/// A prompt to write to a session's enqueue file (`Engine::poll_delivery`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delivery {
     pub session: String,
@@ -87,8 +91,10 @@ pub enum Effect {
     Read { path: PathBuf, complete: bool },
     /// List every plan file and answer with `Input::Listed`.
     List { read_all: bool },
-    /// Write one prompt; answer with `Delivered` or `Undeliverable`.
-    Deliver(Delivery),
     /// Write a journal entry.
     Log(Log),
+    /// Read `<beads_root>/<mount>/ready`; answer with `Input::MountRead`.
+    ReadMount { mount: String },
+    /// Read the beads `issues.jsonl`; answer with `Input::BeadsRead`.
+    ReadBeads,
 }

@@ -89,6 +89,14 @@ pub struct EngineConfig {
     /// (unannounced, so nothing is lost) until the outbox drains.
     pub outbox_cap: usize,
     pub templates: Templates,
+    /// The tracker mounts of this project; events for others are ignored.
+    pub mounts: Vec<String>,
+    /// Tracker assignee → session id.
+    pub assignees: BTreeMap<String, String>,
+    /// Tell a session when a task announced to it was completed elsewhere.
+    pub notify_completed: bool,
+    /// The beads `issues.jsonl` file name, for prompts (`None`: not watched).
+    pub beads_file: Option<String>,
 }
 
 impl EngineConfig {
@@ -108,6 +116,10 @@ impl EngineConfig {
             retry_max: Duration::from_secs(2),
             outbox_cap: 1000,
             templates: Templates::default(),
+            mounts: Vec::new(),
+            assignees: BTreeMap::new(),
+            notify_completed: false,
+            beads_file: None,
         }
     }
 }
@@ -194,6 +206,18 @@ pub struct Engine {
     /// Sessions whose outbox hit the cap since the last drain: when they
     /// drain, every plan routed there is reconciled again.
     capped: BTreeSet<String>,
+    /// Mounts with tracker events since their ready file was last read.
+    dirty_mounts: BTreeSet<String>,
+    /// Things said once (unknown event types, unroutable assignees, …).
+    said: BTreeSet<String>,
+    /// When a deferred beads issue comes due and the file must be judged
+    /// again, though it did not change.
+    beads_due: Option<Now>,
+    /// Line errors of the current issues.jsonl, so a rewrite with the same
+    /// broken line does not log it again.
+    beads_errors: BTreeSet<String>,
+    /// Tracker task titles by source and id, for claim/completed prompts.
+    task_titles: BTreeMap<(String, String), String>,
 }
 
 impl Engine {
@@ -216,6 +240,11 @@ impl Engine {
             baseline,
             dirty_lanes,
             capped: BTreeSet::new(),
+            dirty_mounts: BTreeSet::new(),
+            said: BTreeSet::new(),
+            beads_due: None,
+            beads_errors: BTreeSet::new(),
+            task_titles: BTreeMap::new(),
         }
     }
 
@@ -246,7 +275,10 @@ impl Engine {
         let settle = self.settling.values().min().copied();
         let vanish = self.vanished.values().min().copied();
         let retry = self.lanes.values().filter_map(|l| l.retry_at).min();
-        [settle, vanish, retry].into_iter().flatten().min()
+        [settle, vanish, retry, self.beads_due]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Handle one input; the returned effects are to be carried out in order.
@@ -310,9 +342,15 @@ impl Engine {
             }
             Input::SessionActivity { session } => self.poke(now, session),
             Input::Tick => {}
+            Input::TrackerLines { lines, cursor } => self.on_tracker_lines(lines, cursor, &mut fx),
+            Input::TrackerRestarted { why } => fx.push(Effect::Log(Log::new(
+                Level::Warn,
+                format!("tracker event log {why}: reading it again from the start"),
+            ))),
+            Input::MountRead { mount, read } => self.on_mount_read(&mount, read, &mut fx),
+            Input::BeadsRead { read, now_unix } => self.on_beads_read(now, read, now_unix, &mut fx),
         }
         self.run_timers(now, &mut fx);
-        self.pump(now, &mut fx);
         fx
     }
 
@@ -615,6 +653,10 @@ impl Engine {
                 complete: false,
             });
         }
+        if self.beads_due.is_some_and(|at| at <= now) {
+            self.beads_due = None;
+            fx.push(Effect::ReadBeads);
+        }
         if self.vanished.values().any(|at| *at <= now) && !self.listing {
             self.vanished.retain(|_, at| *at > now);
             self.listing = true;
@@ -739,6 +781,35 @@ impl Engine {
                 .filter(|&i| plan.steps[i].status == StepStatus::Open)
                 .collect(),
         };
+        if self.config.mode == Mode::Reactive {
+            // A prompt still waiting in an outbox for a step that is no
+            // longer ready (a dependency was unchecked) would now be early:
+            // withdraw it and un-announce, so it is announced again when it
+            // is ready again.
+            let ready: BTreeSet<&str> = candidates
+                .iter()
+                .map(|&i| plan.steps[i].key.as_str())
+                .collect();
+            let stale: BTreeSet<Item> = self
+                .memory
+                .outbox
+                .values()
+                .flatten()
+                .filter(|p| p.source == source)
+                .filter(|p| matches!(&p.item, Item::Step(k) if !ready.contains(k.as_str())))
+                .map(|p| p.item.clone())
+                .collect();
+            for item in stale {
+                self.withdraw_item(source, &item, "its step is no longer ready", fx);
+                self.record(
+                    Record::Forget {
+                        source: source.to_string(),
+                        item,
+                    },
+                    fx,
+                );
+            }
+        }
         let new: Vec<usize> = candidates
             .into_iter()
             .filter(|&i| {
@@ -1001,13 +1072,18 @@ impl Engine {
                     .session(&session),
             ));
         }
+        self.after_drain(&session, fx);
         self.dirty_lanes.insert(session);
     }
 
-    /// Start a delivery on every lane that can send.
-    fn pump(&mut self, now: Now, fx: &mut Vec<Effect>) {
-        let mut drained = Vec::new();
-        for session in std::mem::take(&mut self.dirty_lanes) {
+    /// The next prompt to write, if a lane can send — asked by the shell
+    /// when it is ready to write (as quinn's `poll_transmit`), so a prompt
+    /// withdrawn by an input handled in the meantime is never written. Each
+    /// answer marks that session's lane busy until `Delivered` or
+    /// `Undeliverable` comes back: one prompt per session at a time, never
+    /// interleaved, and one stuck session never holds up another.
+    pub fn poll_delivery(&mut self, now: Now) -> Option<Delivery> {
+        while let Some(session) = self.dirty_lanes.pop_first() {
             let lane = self.lanes.entry(session.clone()).or_default();
             // In flight, or backing off: the retry timer brings it back.
             if lane.inflight.is_some() || lane.retry_at.is_some_and(|at| at > now) {
@@ -1015,31 +1091,37 @@ impl Engine {
             }
             let Some(front) = self.memory.outbox.get(&session).and_then(|q| q.front()) else {
                 lane.retry_at = None;
-                if self.capped.remove(&session) {
-                    drained.push(session);
-                }
                 continue;
             };
             lane.inflight = Some(front.seq);
             lane.retry_at = None;
-            fx.push(Effect::Deliver(Delivery {
-                session: session.clone(),
+            return Some(Delivery {
+                session,
                 seq: front.seq,
                 text: front.text.clone(),
                 plan: front.plan.clone(),
                 step: front.step.clone(),
-            }));
+            });
         }
-        // Wake-ups refused at the cap were left unannounced: now that the
-        // outbox drained, diff every plan again so they go out.
-        if !drained.is_empty() {
-            let sources: Vec<String> = self.plans.keys().cloned().collect();
-            for source in sources {
-                self.reconcile_plan(&source, true, fx);
-            }
-            if !self.dirty_lanes.is_empty() {
-                self.pump(now, fx);
-            }
+        None
+    }
+
+    /// Wake-ups refused at the cap were left unannounced: once the outbox
+    /// has room again, diff every source again so they go out.
+    fn after_drain(&mut self, session: &str, fx: &mut Vec<Effect>) {
+        let queued = self.memory.outbox.get(session).map_or(0, |q| q.len());
+        if queued >= self.config.outbox_cap || !self.capped.remove(session) {
+            return;
+        }
+        let sources: Vec<String> = self.plans.keys().cloned().collect();
+        for source in sources {
+            self.reconcile_plan(&source, true, fx);
+        }
+        for mount in self.config.mounts.clone() {
+            fx.push(Effect::ReadMount { mount });
+        }
+        if self.config.beads_file.is_some() {
+            fx.push(Effect::ReadBeads);
         }
     }
 
@@ -1190,6 +1272,6 @@ fn render_queue(plan: &Plan, i: usize, file: &str, with_goal: bool) -> String {
     out
 }
 
+mod tasks;
 #[cfg(test)]
-#[path = "engine_tests.rs"]
 mod tests;

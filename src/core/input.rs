@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use super::record::Cursor;
+
 /// How a file under a watched root changed, as inotify reported it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Change {
@@ -74,4 +76,18 @@ pub enum Input {
     SessionActivity { session: String },
     /// Timers may be due; carries nothing but the `now` beside it.
     Tick,
+    /// New complete lines of the tracker's event log, each with the byte
+    /// offset it starts at, and the position after the last of them.
+    TrackerLines {
+        lines: Vec<(u64, Vec<u8>)>,
+        cursor: Cursor,
+    },
+    /// The tracker's event log was truncated or replaced and is read again
+    /// from the start; what it repeats is de-duplicated by the engine.
+    TrackerRestarted { why: String },
+    /// The answer to `Effect::ReadMount`: `<beads_root>/<mount>/ready`.
+    MountRead { mount: String, read: FileRead },
+    /// The beads `issues.jsonl`, with the wall-clock time (unix seconds) it
+    /// is judged at, for `defer_until`.
+    BeadsRead { read: FileRead, now_unix: i64 },
 }

@@ -116,7 +116,12 @@ pub struct Pending {
 pub struct Cursor {
     pub dev: u64,
     pub ino: u64,
+    /// The start of the first line not yet consumed.
     pub offset: u64,
+    /// A hash of the log's first bytes: a synthetic FUSE file keeps its
+    /// inode when the tracker restarts, but not its first event.
+    #[serde(default)]
+    pub head: u64,
 }
 
 /// One durable change. Appended to the journal before the shell acts on it.
@@ -277,6 +282,7 @@ mod tests {
                     dev: 1,
                     ino: 2,
                     offset: 3,
+                    head: 4,
                 },
             },
         ];

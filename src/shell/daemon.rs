@@ -24,9 +24,11 @@ use crate::core::effect::{Effect, Level, Log};
 use crate::core::engine::{Engine, EngineConfig, Mode, Templates};
 use crate::core::input::{Change, FileRead, Input};
 use crate::core::prompt;
+use crate::core::session::check_name;
 use crate::shell::deliver::{Deliverer, Framing, Outcome};
 use crate::shell::store::{Store, StoreError};
 use crate::shell::systemd::Notifier;
+use crate::shell::tail::Tail;
 use crate::shell::watch::{RootKind, RootMode, Seen, Watch, WatchEvents};
 
 /// Why the daemon could not start or had to stop.
@@ -64,6 +66,14 @@ pub fn engine_config(s: &Settings) -> EngineConfig {
     c.retry_initial = s.sessions.retry_initial;
     c.retry_max = s.sessions.retry_max;
     c.outbox_cap = s.sessions.outbox_cap;
+    c.mounts = s.events.mounts.clone();
+    c.assignees = s.events.assignees.clone();
+    c.notify_completed = s.events.notify_completed;
+    c.beads_file = s
+        .beads
+        .issues_jsonl
+        .as_ref()
+        .map(|p| p.display().to_string());
     let pick = |t: &Option<String>, d: &str| t.clone().unwrap_or_else(|| d.to_string());
     c.templates = Templates {
         step: pick(&s.prompt.template, prompt::DEFAULT_STEP),
@@ -140,6 +150,26 @@ pub fn read_capped(path: &Path, cap: usize) -> FileRead {
     }
 }
 
+/// Tracker files (ready lists, issues.jsonl) larger than this are refused.
+const TRACKER_FILE_CAP: usize = 256 << 20;
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+fn add_roots(watch: &mut Watch, s: &Settings) {
+    watch.add_root(&s.project.plan_dir, RootKind::Plans);
+    watch.add_root(&s.sessions.dir, RootKind::Sessions);
+    if let Some(p) = &s.events.path {
+        watch.add_root(p, RootKind::File);
+    }
+    if let Some(p) = &s.beads.issues_jsonl {
+        watch.add_root(p, RootKind::File);
+    }
+}
+
 /// Emit an engine log entry as a tracing event with structured fields.
 /// `PLAN=` carries the bare plan identity (`<stamp>_<uid>`) for markdown
 /// plans, so `journalctl PLAN=20261130T101500_a1b2c3d4` works.
@@ -190,6 +220,8 @@ struct Daemon {
     /// Deliveries finishing in the background (partial pipe writes, regular
     /// and 9P files); a stop waits briefly for them.
     background: usize,
+    /// The tracker's event log, when `[events] path` is set.
+    tail: Option<Tail>,
 }
 
 impl Daemon {
@@ -201,7 +233,18 @@ impl Daemon {
     fn feed(&mut self, input: Input) {
         let now = self.now();
         let mut queue: VecDeque<Effect> = self.engine.handle(now, input).into();
-        while let Some(effect) = queue.pop_front() {
+        loop {
+            let Some(effect) = queue.pop_front() else {
+                // Every effect is carried out (records are in the journal):
+                // now write what the engine says can go out.
+                match self.deliver_next(now) {
+                    Some(input) => {
+                        queue.extend(self.engine.handle(now, input));
+                        continue;
+                    }
+                    None => return,
+                }
+            };
             let follow = match effect {
                 Effect::Record(r) => {
                     self.persist(&r);
@@ -223,21 +266,8 @@ impl Daemon {
                     paths: self.watch.list(),
                     read_all,
                 }),
-                Effect::Deliver(d) => match self.deliverer.deliver(&d) {
-                    Some(Ok(())) => Some(Input::Delivered {
-                        session: d.session,
-                        seq: d.seq,
-                    }),
-                    Some(Err(why)) => Some(Input::Undeliverable {
-                        session: d.session,
-                        seq: d.seq,
-                        why,
-                    }),
-                    None => {
-                        self.background += 1;
-                        None
-                    }
-                },
+                Effect::ReadMount { mount } => Some(self.read_mount(mount)),
+                Effect::ReadBeads => self.read_beads(),
             };
             if let Some(input) = follow {
                 // Depth-first: what follows from an effect happens before the
@@ -245,6 +275,87 @@ impl Daemon {
                 let more = self.engine.handle(now, input);
                 for e in more.into_iter().rev() {
                     queue.push_front(e);
+                }
+            }
+        }
+    }
+
+    /// Attempt the next delivery the engine offers; the outcome is the next
+    /// input, unless the write finishes in the background.
+    fn deliver_next(&mut self, now: Duration) -> Option<Input> {
+        while let Some(d) = self.engine.poll_delivery(now) {
+            match self.deliverer.deliver(&d) {
+                Some(Ok(())) => {
+                    return Some(Input::Delivered {
+                        session: d.session,
+                        seq: d.seq,
+                    })
+                }
+                Some(Err(why)) => {
+                    return Some(Input::Undeliverable {
+                        session: d.session,
+                        seq: d.seq,
+                        why,
+                    })
+                }
+                None => self.background += 1,
+            }
+        }
+        None
+    }
+
+    /// `<beads_root>/<mount>/ready`. Mount names come from configuration or
+    /// from events, where they were validated as one path component.
+    fn read_mount(&self, mount: String) -> Input {
+        let read = match check_name(&mount) {
+            Ok(()) => read_capped(
+                &self.settings.events.beads_root.join(&mount).join("ready"),
+                TRACKER_FILE_CAP,
+            ),
+            Err(why) => FileRead::Failed(format!("mount name {why}")),
+        };
+        Input::MountRead { mount, read }
+    }
+
+    fn read_beads(&self) -> Option<Input> {
+        let path = self.settings.beads.issues_jsonl.as_ref()?;
+        Some(Input::BeadsRead {
+            read: read_capped(path, TRACKER_FILE_CAP),
+            now_unix: unix_now(),
+        })
+    }
+
+    /// Read what the event log gained and feed it to the engine.
+    fn read_events(&mut self) {
+        loop {
+            let Some(tail) = self.tail.as_mut() else {
+                return;
+            };
+            match tail.read() {
+                Ok(Some(r)) => {
+                    if let Some(why) = r.restarted {
+                        self.feed(Input::TrackerRestarted { why });
+                    }
+                    let more = r.more;
+                    if !r.lines.is_empty() || Some(r.cursor) != self.engine.memory().cursor {
+                        self.feed(Input::TrackerLines {
+                            lines: r.lines,
+                            cursor: r.cursor,
+                        });
+                    }
+                    if !more {
+                        return;
+                    }
+                }
+                Ok(None) => {
+                    if tail.first_missing() {
+                        tracing::warn!(project = %self.settings.project.name, "tracker event log {} does not exist (yet); waiting for it", tail.path().display());
+                    }
+                    return;
+                }
+                Err(e) => {
+                    tracing::error!(project = %self.settings.project.name, "cannot read the tracker event log {}: {e}", tail.path().display());
+                    return;
                 }
             }
         }
@@ -354,16 +465,47 @@ impl Daemon {
             }
             return;
         }
+        if self.tail.as_ref().is_some_and(|t| t.path() == path) {
+            if change != Change::Gone {
+                self.read_events();
+            }
+            return;
+        }
+        if self.settings.beads.issues_jsonl.as_deref() == Some(path.as_path()) {
+            // An export rewrites the file whole: read it once it is closed
+            // or renamed into place, not mid-write.
+            if matches!(change, Change::Closed | Change::Appeared) {
+                if let Some(input) = self.read_beads() {
+                    self.feed(input);
+                }
+            }
+            return;
+        }
         self.feed(Input::Changed { path, change });
     }
 
+    /// Read everything again: plans, tracker mounts, beads, the event log.
     fn rescan(&mut self) {
-        tracing::info!(project = %self.settings.project.name, "rescanning every plan root");
+        tracing::info!(project = %self.settings.project.name, "rescanning every root");
+        self.scan();
+    }
+
+    fn scan(&mut self) {
         let paths = self.watch.list();
         self.feed(Input::Listed {
             paths,
             read_all: true,
         });
+        if self.settings.events.path.is_some() {
+            for mount in self.settings.events.mounts.clone() {
+                let input = self.read_mount(mount);
+                self.feed(input);
+            }
+        }
+        if let Some(input) = self.read_beads() {
+            self.feed(input);
+        }
+        self.read_events();
     }
 
     /// The one-line summary for `STATUS=`.
@@ -430,14 +572,15 @@ impl Daemon {
                 }
                 let roots_changed = new.project.plan_dir != self.settings.project.plan_dir
                     || new.sessions.dir != self.settings.sessions.dir
+                    || new.events.path != self.settings.events.path
+                    || new.beads.issues_jsonl != self.settings.beads.issues_jsonl
                     || new.sessions.enqueue != self.settings.sessions.enqueue
                     || new.sessions.session_plans != self.settings.sessions.session_plans;
                 if roots_changed {
                     match Watch::new(&new.sessions.enqueue, new.sessions.session_plans, 8192) {
                         Ok((watch, events)) => {
                             self.watch = watch;
-                            self.watch.add_root(&new.project.plan_dir, RootKind::Plans);
-                            self.watch.add_root(&new.sessions.dir, RootKind::Sessions);
+                            add_roots(&mut self.watch, &new);
                             self.watch.poll();
                             replaced = Some(events);
                         }
@@ -451,6 +594,9 @@ impl Daemon {
                 self.deliverer.sessions_dir = new.sessions.dir.clone();
                 self.deliverer.enqueue = new.sessions.enqueue.clone();
                 self.deliverer.framing = framing(&new);
+                if new.events.path != self.settings.events.path {
+                    self.tail = new.events.path.as_ref().map(|p| Tail::new(p, None));
+                }
                 self.engine.reconfigure(engine_config(&new));
                 self.settings = new;
                 tracing::info!(project = %project, "configuration reloaded");
@@ -485,8 +631,7 @@ pub async fn run(
         8192,
     )
     .map_err(|e| DaemonError::Watch(e.to_string()))?;
-    watch.add_root(&settings.project.plan_dir, RootKind::Plans);
-    watch.add_root(&settings.sessions.dir, RootKind::Sessions);
+    add_roots(&mut watch, &settings);
     // Prime the poller so its first round reports changes, not everything.
     watch.poll();
     let (outcomes_tx, mut outcomes) = mpsc::unbounded_channel::<Outcome>();
@@ -515,7 +660,11 @@ pub async fn run(
         store_failing: false,
         status: String::new(),
         background: 0,
+        tail: None,
     };
+    if let Some(path) = d.settings.events.path.clone() {
+        d.tail = Some(Tail::new(&path, d.engine.memory().cursor));
+    }
     for (path, mode) in d.watch.modes() {
         match mode {
             RootMode::Inotify => {
@@ -529,12 +678,9 @@ pub async fn run(
             }
         }
     }
-    // Start-up reconcile: every plan is read and diffed against the memory.
-    let paths = d.watch.list();
-    d.feed(Input::Listed {
-        paths,
-        read_all: true,
-    });
+    // Start-up reconcile: every plan, mount and issue is read and diffed
+    // against the memory (on a first start: recorded as the baseline).
+    d.scan();
     d.feed(Input::StartupDone);
     if first_start {
         tracing::info!(project = %project, "first start: state directory {} created", d.store.dir().display());

@@ -4,6 +4,7 @@
 //! - `daemon`: the event loop of `reveille run`;
 //! - `watch`: inotify roots, polling fallback, rescans;
 //! - `deliver`: writing prompts into enqueue files and FIFOs;
+//! - `tail`: the tracker's event log, by byte offset;
 //! - `store`: the journal, the snapshot and the one-instance lock;
 //! - `status`: `reveille status`, offline from the state directory;
 //! - `systemd`: sd_notify; `logging`: journald or stderr.
@@ -14,4 +15,5 @@ pub mod logging;
 pub mod status;
 pub mod store;
 pub mod systemd;
+pub mod tail;
 pub mod watch;

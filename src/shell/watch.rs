@@ -41,6 +41,9 @@ pub enum RootKind {
     Plans,
     /// One directory per session; `plan` and the enqueue file inside each.
     Sessions,
+    /// A single file (the tracker's event log, a beads `issues.jsonl`),
+    /// watched through its directory so replacing it is seen too.
+    File,
 }
 
 /// How a root is being watched right now.
@@ -58,6 +61,19 @@ struct Root {
     path: PathBuf,
     kind: RootKind,
     mode: RootMode,
+}
+
+impl Root {
+    /// The directory that is watched for this root.
+    fn dir(&self) -> PathBuf {
+        match self.kind {
+            RootKind::File => self
+                .path
+                .parent()
+                .map_or_else(|| PathBuf::from("/"), Path::to_path_buf),
+            _ => self.path.clone(),
+        }
+    }
 }
 
 /// Something the watcher saw, in the loop's terms.
@@ -227,7 +243,7 @@ impl Watch {
 
     /// Decide (again) how root `i` is watched.
     fn setup(&mut self, i: usize) {
-        let path = self.roots[i].path.clone();
+        let path = self.roots[i].dir();
         if let RootMode::Missing(ancestor) = &self.roots[i].mode {
             let ancestor = ancestor.clone();
             if !ancestor.as_os_str().is_empty() && !self.is_needed(&ancestor, i) {
@@ -275,7 +291,7 @@ impl Watch {
     fn is_needed(&self, dir: &Path, except: usize) -> bool {
         self.roots.iter().enumerate().any(|(j, r)| {
             j != except
-                && (r.path == dir
+                && (r.dir() == dir
                     || matches!(&r.mode, RootMode::Missing(a) if a == dir)
                     || (r.kind == RootKind::Sessions && dir.parent() == Some(r.path.as_path())))
         })
@@ -302,7 +318,7 @@ impl Watch {
     pub fn on_dir_event(&mut self, seen: &Seen) -> bool {
         let mut changed = false;
         for i in 0..self.roots.len() {
-            let root = self.roots[i].path.clone();
+            let root = self.roots[i].dir();
             match (seen, self.roots[i].mode.clone()) {
                 (Seen::DirCreated(p) | Seen::MovedIn(p), RootMode::Missing(_))
                     if root.starts_with(p) =>
@@ -363,7 +379,7 @@ impl Watch {
             match root.kind {
                 RootKind::Plans => out.extend(list_files(&root.path)),
                 RootKind::Sessions if self.session_plans => out.extend(session_plans(&root.path)),
-                RootKind::Sessions => {}
+                RootKind::Sessions | RootKind::File => {}
             }
         }
         out
@@ -382,6 +398,7 @@ impl Watch {
                     .into_iter()
                     .flat_map(|d| [d.join("plan"), d.join(&self.enqueue)])
                     .collect(),
+                RootKind::File => vec![root.path.clone()],
             };
             for f in files {
                 if let Some(fp) = fingerprint(&f) {

@@ -24,6 +24,8 @@ struct Rig {
     delivered: Vec<(String, String, String)>,
     logs: Vec<Log>,
     records: Vec<Record>,
+    /// Wall-clock seconds handed to the engine with beads reads.
+    unix: i64,
 }
 
 impl Rig {
@@ -36,6 +38,7 @@ impl Rig {
             delivered: Vec::new(),
             logs: Vec::new(),
             records: Vec::new(),
+            unix: 1_800_000_000,
         }
     }
 
@@ -66,17 +69,17 @@ impl Rig {
 
     fn feed(&mut self, input: Input) {
         let mut queue = std::collections::VecDeque::from(self.engine.handle(self.now, input));
-        while let Some(effect) = queue.pop_front() {
-            let next = match effect {
-                Effect::Record(r) => {
+        loop {
+            let next = match queue.pop_front() {
+                Some(Effect::Record(r)) => {
                     self.records.push(r);
                     None
                 }
-                Effect::Log(l) => {
+                Some(Effect::Log(l)) => {
                     self.logs.push(l);
                     None
                 }
-                Effect::Read { path, complete } => {
+                Some(Effect::Read { path, complete }) => {
                     let read = match self.files.get(&path) {
                         Some(text) => FileRead::Bytes(text.clone().into_bytes()),
                         None => FileRead::Missing,
@@ -87,31 +90,53 @@ impl Rig {
                         complete,
                     })
                 }
-                Effect::List { read_all } => Some(Input::Listed {
+                Some(Effect::List { read_all }) => Some(Input::Listed {
                     paths: self.files.keys().cloned().collect(),
                     read_all,
                 }),
-                Effect::Deliver(d) => {
-                    if self.readers.get(&d.session).copied().unwrap_or(false) {
+                Some(Effect::ReadMount { mount }) => Some(Input::MountRead {
+                    read: match self
+                        .files
+                        .get(&PathBuf::from(format!("/beads/{mount}/ready")))
+                    {
+                        Some(text) => FileRead::Bytes(text.clone().into_bytes()),
+                        None => FileRead::Missing,
+                    },
+                    mount,
+                }),
+                Some(Effect::ReadBeads) => Some(Input::BeadsRead {
+                    read: match self.files.get(&PathBuf::from("/beads/issues.jsonl")) {
+                        Some(text) => FileRead::Bytes(text.clone().into_bytes()),
+                        None => FileRead::Missing,
+                    },
+                    now_unix: self.unix,
+                }),
+                // Like the shell: deliveries are pulled once the effects of
+                // everything handled so far are carried out.
+                None => match self.engine.poll_delivery(self.now) {
+                    None => return,
+                    Some(d) if self.readers.get(&d.session).copied().unwrap_or(false) => {
                         self.delivered
                             .push((d.session.clone(), d.step.clone(), d.text.clone()));
                         Some(Input::Delivered {
                             session: d.session,
                             seq: d.seq,
                         })
-                    } else {
-                        Some(Input::Undeliverable {
-                            session: d.session,
-                            seq: d.seq,
-                            why: Undeliverable {
-                                reason: "no reader (ENXIO)".into(),
-                            },
-                        })
                     }
-                }
+                    Some(d) => Some(Input::Undeliverable {
+                        session: d.session,
+                        seq: d.seq,
+                        why: Undeliverable {
+                            reason: "no reader (ENXIO)".into(),
+                        },
+                    }),
+                },
             };
             if let Some(input) = next {
-                queue.extend(self.engine.handle(self.now, input));
+                let more = self.engine.handle(self.now, input);
+                for e in more.into_iter().rev() {
+                    queue.push_front(e);
+                }
             }
         }
     }
@@ -699,7 +724,11 @@ fn dag() -> impl Strategy<Value = Model> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, .. ProptestConfig::default() })]
+    // 200 cases by default; PROPTEST_CASES=20000 for a long run.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(200),
+        .. ProptestConfig::default()
+    })]
 
     /// Never early, never lost, never repeated (except after a crash that
     /// interrupted a write), never for ended plans, renames never re-announce.

@@ -1,0 +1,569 @@
+//! The tracker side of the engine: 9beads event lines and mount ready
+//! files, and a beads `issues.jsonl`. Same rule as for plans —
+//! `newly_ready = ready − announced` — with tasks instead of steps, plus the
+//! two other triggers: a claim announced to the assignee's session, and a
+//! completion told to the session the task was announced to.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use super::{Engine, Now};
+use crate::core::beads;
+use crate::core::effect::{Effect, Level, Log};
+use crate::core::input::FileRead;
+use crate::core::prompt;
+use crate::core::record::{Cursor, Item, Record};
+use crate::core::tracker::{parse_event, parse_ready, EventError, TrackerEvent};
+
+/// Claim and completion notes kept per source for de-duplication when a
+/// truncated log is read again; beyond this the oldest ids are forgotten.
+const MAX_NOTES: usize = 4096;
+
+/// The source key of a 9beads mount.
+pub fn mount_source(mount: &str) -> String {
+    format!("mount:{mount}")
+}
+
+/// The source key of the beads `issues.jsonl`.
+pub const BEADS_SOURCE: &str = "beads";
+
+/// A task that is ready now, as a source reports it.
+struct ReadyTask {
+    id: String,
+    title: String,
+    assignee: Option<String>,
+}
+
+impl Engine {
+    /// Say something once per `key` for the daemon's lifetime.
+    fn say_once(&mut self, key: String, log: Log, fx: &mut Vec<Effect>) {
+        if self.said.insert(key) {
+            fx.push(Effect::Log(log));
+        }
+    }
+
+    /// The session a task goes to: its assignee's, else the default.
+    fn task_route(
+        &mut self,
+        source: &str,
+        assignee: Option<&str>,
+        fx: &mut Vec<Effect>,
+    ) -> Option<String> {
+        if let Some(s) = assignee.and_then(|a| self.config.assignees.get(a)) {
+            return Some(s.clone());
+        }
+        if let Some(s) = &self.config.default_session {
+            return Some(s.clone());
+        }
+        let who = assignee.unwrap_or("-");
+        self.say_once(
+            format!("route:{source}:{who}"),
+            Log::new(
+                Level::Warn,
+                format!("tasks of {source} assigned to {who:?} have no session ([events.assignees] has no entry and no default_session): tracked, nobody woken"),
+            ),
+            fx,
+        );
+        None
+    }
+
+    pub(super) fn on_tracker_lines(
+        &mut self,
+        lines: Vec<(u64, Vec<u8>)>,
+        cursor: Cursor,
+        fx: &mut Vec<Effect>,
+    ) {
+        for (offset, line) in lines {
+            match parse_event(&line) {
+                Ok(event) => self.on_event(event, fx),
+                Err(EventError::Empty) => {}
+                Err(e) => fx.push(Effect::Log(
+                    Log::new(
+                        Level::Warn,
+                        format!("tracker event at byte offset {offset} skipped: {e}"),
+                    )
+                    .file("events"),
+                )),
+            }
+        }
+        for mount in std::mem::take(&mut self.dirty_mounts) {
+            fx.push(Effect::ReadMount { mount });
+        }
+        // After the reads it causes: a crash before this record re-reads the
+        // lines, which only repeats idempotent diffs.
+        self.record(Record::Cursor { cursor }, fx);
+    }
+
+    fn ours(&self, mount: &str) -> bool {
+        self.config.mounts.iter().any(|m| m == mount)
+    }
+
+    fn on_event(&mut self, event: TrackerEvent, fx: &mut Vec<Effect>) {
+        match event {
+            TrackerEvent::Created { mount, .. }
+            | TrackerEvent::Failed { mount, .. }
+            | TrackerEvent::Updated { mount, .. } => {
+                if self.ours(&mount) {
+                    self.dirty_mounts.insert(mount);
+                }
+            }
+            TrackerEvent::Deleted { id, mount } => {
+                if self.ours(&mount) {
+                    self.forget_notes(&mount_source(&mount), &id, fx);
+                    self.dirty_mounts.insert(mount);
+                }
+            }
+            TrackerEvent::Completed { id, mount } => {
+                if !self.ours(&mount) {
+                    return;
+                }
+                let source = mount_source(&mount);
+                self.tell_completed(&source, &id, fx);
+                if self.events_only(&mount) {
+                    self.forget_task(&source, &id, "it was completed", fx);
+                }
+                self.dirty_mounts.insert(mount);
+            }
+            TrackerEvent::Claimed {
+                id,
+                mount,
+                assignee,
+            } => {
+                if !self.ours(&mount) {
+                    return;
+                }
+                self.dirty_mounts.insert(mount.clone());
+                let Some(assignee) = assignee else {
+                    return;
+                };
+                let source = mount_source(&mount);
+                let item = Item::Claim(id.clone(), assignee.clone());
+                if self.memory.is_announced(&source, &item) {
+                    return;
+                }
+                let Some(session) = self.config.assignees.get(&assignee).cloned() else {
+                    self.say_once(
+                        format!("claim-route:{assignee}"),
+                        Log::new(
+                            Level::Info,
+                            format!("claims by {assignee:?} are not announced: no [events.assignees] entry maps it to a session"),
+                        )
+                        .mount(&mount),
+                        fx,
+                    );
+                    return;
+                };
+                let title = self.title_of(&source, &id);
+                let text = prompt::render(
+                    &self.config.templates.claim,
+                    &task_vars(&id, &title, &mount, Some(&assignee), &session, &source),
+                );
+                self.prune_notes(&source, fx);
+                self.announce(&source, item, &session, id, source.clone(), text, fx);
+            }
+            TrackerEvent::Ready {
+                id,
+                mount,
+                title,
+                assignee,
+            } => {
+                if !self.ours(&mount) {
+                    return;
+                }
+                if self.events_only(&mount) {
+                    // No ready file to read: the legacy event is the news.
+                    let task = ReadyTask {
+                        title: title.unwrap_or_else(|| id.clone()),
+                        id,
+                        assignee,
+                    };
+                    self.announce_tasks(&mount_source(&mount), vec![task], Some(&mount), fx);
+                } else {
+                    self.dirty_mounts.insert(mount);
+                }
+            }
+            TrackerEvent::Mount { name, cwd } => {
+                if self.ours(&name) {
+                    fx.push(Effect::Log(
+                        Log::new(
+                            Level::Info,
+                            format!("tracker mounted {name} ({})", cwd.as_deref().unwrap_or("-")),
+                        )
+                        .mount(&name),
+                    ));
+                    self.dirty_mounts.insert(name);
+                }
+            }
+            TrackerEvent::Umount { name } => {
+                if self.ours(&name) {
+                    fx.push(Effect::Log(
+                        Log::new(Level::Info, format!("tracker unmounted {name}")).mount(&name),
+                    ));
+                }
+            }
+            TrackerEvent::Unknown { type_name } => self.say_once(
+                format!("type:{type_name}"),
+                Log::new(
+                    Level::Info,
+                    format!("tracker event type {type_name:?} is not one reveille acts on; skipped (said once)"),
+                )
+                .file("events"),
+                fx,
+            ),
+        }
+    }
+
+    fn events_only(&self, mount: &str) -> bool {
+        self.said.contains(&format!("noready:{mount}"))
+    }
+
+    fn title_of(&self, source: &str, id: &str) -> String {
+        self.task_titles
+            .get(&(source.to_string(), id.to_string()))
+            .cloned()
+            .unwrap_or_else(|| id.to_string())
+    }
+
+    /// `notify_completed`: tell the session a task was announced to that it
+    /// was completed elsewhere.
+    fn tell_completed(&mut self, source: &str, id: &str, fx: &mut Vec<Effect>) {
+        if !self.config.notify_completed {
+            return;
+        }
+        let announced = self
+            .memory
+            .announced
+            .get(source)
+            .and_then(|items| items.get(&Item::Task(id.to_string())))
+            .cloned();
+        let Some(session) = announced.filter(|a| !a.baseline).and_then(|a| a.session) else {
+            return;
+        };
+        let item = Item::Completed(id.to_string());
+        if self.memory.is_announced(source, &item) {
+            return;
+        }
+        let title = self.title_of(source, id);
+        let mount = source.strip_prefix("mount:").unwrap_or(source);
+        let text = prompt::render(
+            &self.config.templates.completed,
+            &task_vars(id, &title, mount, None, &session, source),
+        );
+        self.prune_notes(source, fx);
+        self.announce(
+            source,
+            item,
+            &session,
+            id.to_string(),
+            source.to_string(),
+            text,
+            fx,
+        );
+    }
+
+    /// Forget the claim and completion notes of a task.
+    fn forget_notes(&mut self, source: &str, id: &str, fx: &mut Vec<Effect>) {
+        let notes: Vec<Item> = self
+            .memory
+            .announced
+            .get(source)
+            .map(|items| {
+                items
+                    .keys()
+                    .filter(|i| match i {
+                        Item::Claim(c, _) | Item::Completed(c) => c == id,
+                        _ => false,
+                    })
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        for item in notes {
+            self.record(
+                Record::Forget {
+                    source: source.to_string(),
+                    item,
+                },
+                fx,
+            );
+        }
+    }
+
+    /// Keep the notes of one source bounded.
+    fn prune_notes(&mut self, source: &str, fx: &mut Vec<Effect>) {
+        let notes: Vec<Item> = self
+            .memory
+            .announced
+            .get(source)
+            .map(|items| {
+                items
+                    .keys()
+                    .filter(|i| matches!(i, Item::Claim(..) | Item::Completed(_)))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        if notes.len() < MAX_NOTES {
+            return;
+        }
+        for item in notes.into_iter().take(MAX_NOTES / 4) {
+            self.record(
+                Record::Forget {
+                    source: source.to_string(),
+                    item,
+                },
+                fx,
+            );
+        }
+    }
+
+    fn forget_task(&mut self, source: &str, id: &str, why: &str, fx: &mut Vec<Effect>) {
+        let item = Item::Task(id.to_string());
+        if self.memory.is_announced(source, &item) {
+            self.withdraw_item(source, &item, why, fx);
+            self.record(
+                Record::Forget {
+                    source: source.to_string(),
+                    item,
+                },
+                fx,
+            );
+        }
+    }
+
+    pub(super) fn on_mount_read(&mut self, mount: &str, read: FileRead, fx: &mut Vec<Effect>) {
+        let source = mount_source(mount);
+        let text = match read {
+            FileRead::Bytes(b) => String::from_utf8_lossy(&b).into_owned(),
+            FileRead::Missing => {
+                // Keep what was announced: a mount that is briefly away must
+                // not turn into a storm of repeats when it comes back.
+                self.say_once(
+                    format!("noready:{mount}"),
+                    Log::new(
+                        Level::Warn,
+                        format!("mount {mount} has no ready file; announcing from BeadReady events only"),
+                    )
+                    .mount(mount),
+                    fx,
+                );
+                return;
+            }
+            FileRead::Failed(e) => {
+                fx.push(Effect::Log(
+                    Log::new(
+                        Level::Error,
+                        format!("cannot read the ready file of mount {mount}: {e}"),
+                    )
+                    .mount(mount),
+                ));
+                return;
+            }
+        };
+        self.said.remove(&format!("noready:{mount}"));
+        let (rows, errors) = parse_ready(&text);
+        for e in errors {
+            self.say_once(
+                format!("readyerr:{mount}:{e}"),
+                Log::new(
+                    Level::Warn,
+                    format!("ready file of mount {mount}: {e}; row skipped"),
+                )
+                .mount(mount)
+                .line(e.line),
+                fx,
+            );
+        }
+        let tasks: Vec<ReadyTask> = rows
+            .into_iter()
+            .filter(|r| r.status != "closed")
+            .map(|r| ReadyTask {
+                id: r.id,
+                title: r.title,
+                assignee: r.assignee,
+            })
+            .collect();
+        // Leave: announced tasks no longer in the ready set (claimed,
+        // blocked again, closed): they are announced again if they return.
+        let present: BTreeSet<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
+        let leaving: Vec<String> = self
+            .memory
+            .announced
+            .get(&source)
+            .map(|items| {
+                items
+                    .keys()
+                    .filter_map(|i| match i {
+                        Item::Task(id) if !present.contains(id.as_str()) => Some(id.clone()),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        for id in leaving {
+            self.forget_task(&source, &id, "it left the ready set", fx);
+        }
+        self.announce_tasks(&source, tasks, Some(mount), fx);
+    }
+
+    /// Announce (or, on a first start, record as baseline) the tasks not
+    /// announced yet, in the order given.
+    fn announce_tasks(
+        &mut self,
+        source: &str,
+        tasks: Vec<ReadyTask>,
+        mount: Option<&str>,
+        fx: &mut Vec<Effect>,
+    ) {
+        for task in tasks {
+            self.task_titles
+                .insert((source.to_string(), task.id.clone()), task.title.clone());
+            let item = Item::Task(task.id.clone());
+            if self.memory.is_announced(source, &item) {
+                continue;
+            }
+            if self.baseline {
+                self.record(
+                    Record::Announce {
+                        source: source.to_string(),
+                        item,
+                        session: None,
+                        baseline: true,
+                        pending: None,
+                    },
+                    fx,
+                );
+                continue;
+            }
+            let Some(session) = self.task_route(source, task.assignee.as_deref(), fx) else {
+                continue;
+            };
+            let text = prompt::render(
+                &self.config.templates.task,
+                &task_vars(
+                    &task.id,
+                    &task.title,
+                    mount.unwrap_or("-"),
+                    task.assignee.as_deref(),
+                    &session,
+                    source,
+                ),
+            );
+            if !self.announce(
+                source,
+                item,
+                &session,
+                task.id,
+                source.to_string(),
+                text,
+                fx,
+            ) {
+                return;
+            }
+        }
+    }
+
+    pub(super) fn on_beads_read(
+        &mut self,
+        now: Now,
+        read: FileRead,
+        now_unix: i64,
+        fx: &mut Vec<Effect>,
+    ) {
+        let file = self.config.beads_file.clone().unwrap_or_default();
+        let text = match read {
+            FileRead::Bytes(b) => String::from_utf8_lossy(&b).into_owned(),
+            FileRead::Missing => {
+                self.say_once(
+                    "beads-missing".into(),
+                    Log::new(
+                        Level::Warn,
+                        "beads issues.jsonl does not exist (yet); waiting for it",
+                    )
+                    .file(&file),
+                    fx,
+                );
+                return;
+            }
+            FileRead::Failed(e) => {
+                fx.push(Effect::Log(
+                    Log::new(Level::Error, format!("cannot read beads issues.jsonl: {e}"))
+                        .file(&file),
+                ));
+                return;
+            }
+        };
+        self.said.remove("beads-missing");
+        let (issues, errors) = beads::parse_issues(&text);
+        let errors: BTreeSet<String> = errors.iter().map(|e| e.to_string()).collect();
+        for e in errors.difference(&self.beads_errors) {
+            fx.push(Effect::Log(
+                Log::new(Level::Warn, format!("{file}: {e}")).file(&file),
+            ));
+        }
+        self.beads_errors = errors;
+        let ready = beads::ready(&issues, now_unix);
+        let by_id: BTreeMap<&str, &beads::Issue> =
+            issues.iter().map(|i| (i.id.as_str(), i)).collect();
+        // Leave: closed or gone (SPEC §3); an issue that is only blocked
+        // again stays announced, so it does not wake anyone twice.
+        let leaving: Vec<String> = self
+            .memory
+            .announced
+            .get(BEADS_SOURCE)
+            .map(|items| {
+                items
+                    .keys()
+                    .filter_map(|i| match i {
+                        Item::Task(id)
+                            if by_id.get(id.as_str()).is_none_or(|i| {
+                                i.status == "closed" || i.status == "tombstone"
+                            }) =>
+                        {
+                            Some(id.clone())
+                        }
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        for id in leaving {
+            self.forget_task(BEADS_SOURCE, &id, "it was closed", fx);
+        }
+        // A deferred issue comes due without the file changing.
+        self.beads_due = issues
+            .iter()
+            .filter(|i| i.status == "open")
+            .filter_map(|i| i.defer_until)
+            .filter(|&t| t > now_unix)
+            .min()
+            .map(|t| now + Duration::from_secs((t - now_unix) as u64));
+        let tasks = ready
+            .into_iter()
+            .map(|i| ReadyTask {
+                id: issues[i].id.clone(),
+                title: issues[i].title.clone(),
+                assignee: issues[i].assignee.clone(),
+            })
+            .collect();
+        self.announce_tasks(BEADS_SOURCE, tasks, None, fx);
+    }
+}
+
+fn task_vars<'a>(
+    id: &'a str,
+    title: &'a str,
+    mount: &'a str,
+    assignee: Option<&'a str>,
+    session: &'a str,
+    source: &'a str,
+) -> [(&'static str, &'a str); 6] {
+    [
+        ("id", id),
+        ("title", title),
+        ("mount", mount),
+        ("assignee", assignee.unwrap_or("-")),
+        ("session", session),
+        ("source", source),
+    ]
+}

@@ -1,0 +1,314 @@
+//! Tailing the tracker's event log by byte offset.
+//!
+//! The log only grows, except when the tracker restarts: then it starts
+//! empty again (size below our offset), or is a new file (new inode), or —
+//! on a synthetic FUSE file whose inode never changes — has different first
+//! bytes. Each of those restarts the read from byte 0; what the new log
+//! repeats is de-duplicated by the engine (announced sets, claim notes). A
+//! partial last line waits for its newline: the cursor handed to the engine
+//! always points at the start of the first incomplete line, so a restart of
+//! the daemon re-reads it whole.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::core::record::Cursor;
+use crate::core::tracker::MAX_EVENT_LINE;
+
+/// At most this much is read per call, so one huge backlog cannot stall the
+/// loop; the caller reads again while `more` is set.
+const CHUNK: usize = 8 << 20;
+
+/// How many leading bytes identify a log (a replaced FUSE file keeps its
+/// inode but not its first event).
+const HEAD: usize = 64;
+
+/// What one read found.
+#[derive(Debug, Default)]
+pub struct TailRead {
+    /// Complete lines with the byte offset each starts at.
+    pub lines: Vec<(u64, Vec<u8>)>,
+    /// The position the engine should persist.
+    pub cursor: Cursor,
+    /// Why the log is being read from the start again, if it is.
+    pub restarted: Option<String>,
+    /// More is waiting: read again.
+    pub more: bool,
+}
+
+/// A tail on one log file.
+pub struct Tail {
+    path: PathBuf,
+    cursor: Cursor,
+    /// The file position read up to (the cursor plus the carried bytes).
+    pos: u64,
+    /// Bytes of an incomplete last line, read but not yet handed out.
+    carry: Vec<u8>,
+    /// Inside an over-long line: discard bytes up to the next newline.
+    skipping: bool,
+    /// Whether "missing" was already reported.
+    missing: bool,
+}
+
+/// A hash of the first `HEAD` bytes, or 0 (unknown) while the log is
+/// shorter than that — a growing prefix would change the hash.
+fn head_hash(file: &mut File, size: u64) -> io::Result<u64> {
+    if size < HEAD as u64 {
+        return Ok(0);
+    }
+    let mut buf = [0u8; HEAD];
+    let n = HEAD;
+    file.seek(SeekFrom::Start(0))?;
+    file.read_exact(&mut buf[..n])?;
+    // FNV-1a: stable across runs and platforms, which `DefaultHasher` is not.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in &buf[..n] {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    Ok(h)
+}
+
+impl Tail {
+    /// Resume from `cursor` (the persisted position), or start at the end
+    /// of the log when there is none (first start: history is not news).
+    pub fn new(path: &Path, cursor: Option<Cursor>) -> Tail {
+        let cursor = match cursor {
+            Some(c) => c,
+            None => Self::end_of(path).unwrap_or_default(),
+        };
+        Tail {
+            path: path.to_path_buf(),
+            pos: cursor.offset,
+            cursor,
+            carry: Vec::new(),
+            skipping: false,
+            missing: false,
+        }
+    }
+
+    fn end_of(path: &Path) -> Option<Cursor> {
+        let mut f = File::open(path).ok()?;
+        let m = f.metadata().ok()?;
+        let head = head_hash(&mut f, m.size()).ok()?;
+        Some(Cursor {
+            dev: m.dev(),
+            ino: m.ino(),
+            offset: m.size(),
+            head,
+        })
+    }
+
+    /// The log's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Read what was appended since the last call. `Ok(None)` when the file
+    /// does not exist (reported once by the caller via `first_missing`).
+    pub fn read(&mut self) -> io::Result<Option<TailRead>> {
+        let mut file = match File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        self.missing = false;
+        let m = file.metadata()?;
+        let size = m.size();
+        let mut out = TailRead::default();
+        let mut restart = None;
+        if m.is_file() {
+            if self.cursor.ino != 0 && (m.dev(), m.ino()) != (self.cursor.dev, self.cursor.ino) {
+                restart = Some("was replaced (new inode)");
+            } else if size < self.pos {
+                restart = Some("was truncated (size below the offset)");
+            } else if self.cursor.head != 0 {
+                let head = head_hash(&mut file, size)?;
+                if head != self.cursor.head {
+                    restart = Some("was rewritten (its first bytes changed)");
+                }
+            }
+        }
+        if let Some(why) = restart {
+            out.restarted = Some(why.to_string());
+            self.cursor = Cursor::default();
+            self.pos = 0;
+            self.carry.clear();
+            self.skipping = false;
+        }
+        self.cursor.dev = m.dev();
+        self.cursor.ino = m.ino();
+        if self.cursor.head == 0 {
+            self.cursor.head = head_hash(&mut file, size)?;
+        }
+        let start = self.pos;
+        if size <= start {
+            out.cursor = self.cursor;
+            return Ok(Some(out));
+        }
+        let want = ((size - start) as usize).min(CHUNK);
+        out.more = (size - start) as usize > CHUNK;
+        file.seek(SeekFrom::Start(start))?;
+        let mut buf = Vec::with_capacity(want);
+        (&mut file).take(want as u64).read_to_end(&mut buf)?;
+        self.split(start, &buf, &mut out.lines);
+        out.cursor = self.cursor;
+        Ok(Some(out))
+    }
+
+    /// Whether a missing log should be reported now (once per absence).
+    pub fn first_missing(&mut self) -> bool {
+        !std::mem::replace(&mut self.missing, true)
+    }
+
+    fn split(&mut self, start: u64, buf: &[u8], lines: &mut Vec<(u64, Vec<u8>)>) {
+        self.pos = start + buf.len() as u64;
+        let mut pos = 0;
+        let mut line_start = start - self.carry.len() as u64;
+        while pos < buf.len() {
+            let nl = buf[pos..].iter().position(|&b| b == b'\n');
+            match nl {
+                Some(i) => {
+                    let end = pos + i;
+                    if self.skipping {
+                        self.skipping = false;
+                    } else {
+                        let mut line = std::mem::take(&mut self.carry);
+                        line.extend_from_slice(&buf[pos..end]);
+                        lines.push((line_start, line));
+                    }
+                    pos = end + 1;
+                    line_start = start + pos as u64;
+                    self.cursor.offset = line_start;
+                }
+                None => {
+                    if !self.skipping {
+                        self.carry.extend_from_slice(&buf[pos..]);
+                        if self.carry.len() > MAX_EVENT_LINE {
+                            // Hand the over-long line to the engine (which
+                            // reports it, with its offset) and drop the rest.
+                            let line = std::mem::take(&mut self.carry);
+                            lines.push((line_start, line));
+                            self.skipping = true;
+                        }
+                    }
+                    if self.skipping {
+                        self.cursor.offset = start + buf.len() as u64;
+                    }
+                    break;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn append(path: &Path, text: &str) {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+    }
+
+    fn texts(r: &TailRead) -> Vec<String> {
+        r.lines
+            .iter()
+            .map(|(_, l)| String::from_utf8_lossy(l).into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn a_partial_line_waits_for_its_newline() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("events");
+        append(&log, "");
+        let mut tail = Tail::new(&log, None);
+        append(&log, "{\"a\":1}\n{\"b\":");
+        let r = tail.read().unwrap().unwrap();
+        assert_eq!(texts(&r), vec!["{\"a\":1}"]);
+        assert_eq!(r.cursor.offset, 8, "cursor stops before the partial line");
+        append(&log, "2}\n");
+        let r = tail.read().unwrap().unwrap();
+        assert_eq!(texts(&r), vec!["{\"b\":2}"]);
+        assert_eq!(r.lines[0].0, 8);
+        assert_eq!(r.cursor.offset, 16);
+    }
+
+    #[test]
+    fn first_start_skips_history_and_resume_continues_from_the_cursor() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("events");
+        append(&log, "old\n");
+        let mut tail = Tail::new(&log, None);
+        assert!(tail.read().unwrap().unwrap().lines.is_empty());
+        append(&log, "new\n");
+        let r = tail.read().unwrap().unwrap();
+        assert_eq!(texts(&r), vec!["new"]);
+        let mut again = Tail::new(&log, Some(r.cursor));
+        append(&log, "newer\n");
+        assert_eq!(texts(&again.read().unwrap().unwrap()), vec!["newer"]);
+    }
+
+    #[test]
+    fn truncation_and_replacement_restart_from_zero() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("events");
+        append(&log, "one\ntwo\n");
+        let mut tail = Tail::new(&log, Some(Cursor::default()));
+        assert_eq!(texts(&tail.read().unwrap().unwrap()), vec!["one", "two"]);
+        // The tracker restarts: the log starts empty again.
+        std::fs::write(&log, "x\n").unwrap();
+        let r = tail.read().unwrap().unwrap();
+        assert!(r.restarted.is_some());
+        assert_eq!(texts(&r), vec!["x"]);
+        // Replaced by a new file (new inode).
+        let new = tmp.path().join("events.new");
+        append(&new, "fresh\nlog\nlonger\n");
+        std::fs::rename(&new, &log).unwrap();
+        let r = tail.read().unwrap().unwrap();
+        assert!(r.restarted.as_deref().unwrap().contains("inode"));
+        assert_eq!(texts(&r), vec!["fresh", "log", "longer"]);
+    }
+
+    #[test]
+    fn rewritten_in_place_with_more_bytes_is_noticed_by_its_head() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("events");
+        let a = format!("{}\n", "a".repeat(70));
+        let b = format!("{}\n", "b".repeat(70));
+        std::fs::write(&log, &a).unwrap();
+        let mut tail = Tail::new(&log, Some(Cursor::default()));
+        tail.read().unwrap().unwrap();
+        // Same inode, grown past our offset, but a different log.
+        let mut f = std::fs::OpenOptions::new().write(true).open(&log).unwrap();
+        f.write_all(format!("{b}{b}").as_bytes()).unwrap();
+        let r = tail.read().unwrap().unwrap();
+        assert!(r.restarted.as_deref().unwrap().contains("first bytes"));
+        assert_eq!(r.lines.len(), 2);
+        assert!(r.lines[0].1.starts_with(b"bbb"));
+    }
+
+    #[test]
+    fn an_enormous_line_is_handed_out_once_and_the_rest_skipped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("events");
+        append(&log, "");
+        let mut tail = Tail::new(&log, None);
+        append(&log, &"x".repeat(MAX_EVENT_LINE + 10));
+        let r = tail.read().unwrap().unwrap();
+        assert_eq!(r.lines.len(), 1);
+        assert!(r.lines[0].1.len() > MAX_EVENT_LINE);
+        append(&log, &"y".repeat(100));
+        append(&log, "\nok\n");
+        let r = tail.read().unwrap().unwrap();
+        assert_eq!(texts(&r), vec!["ok"]);
+    }
+}
