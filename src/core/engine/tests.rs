@@ -9,6 +9,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::core::input::Undeliverable;
+use crate::core::record::Cursor;
 
 const PLAN_DIR: &str = "/p";
 const SESSIONS: &str = "/s";
@@ -836,4 +837,241 @@ proptest! {
             }
         }
     }
+}
+
+// ---- tracker ---------------------------------------------------------------
+
+fn tracker_rig(first_start: bool) -> Rig {
+    let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
+    config.default_session = Some("s1".into());
+    config.mounts = vec!["proj".into()];
+    config.assignees.insert("agent-1".into(), "a1".into());
+    config.notify_completed = true;
+    config.beads_file = Some("issues.jsonl".into());
+    let memory = (!first_start).then(|| Memory {
+        baselined: true,
+        ..Memory::default()
+    });
+    let mut rig = Rig::new(config, memory);
+    rig.readers.insert("s1".into(), true);
+    rig.readers.insert("a1".into(), true);
+    rig
+}
+
+fn ready_file(rows: &[(&str, &str, &str)]) -> String {
+    rows.iter()
+        .map(|(id, assignee, title)| format!("{id}\topen\t0\t{assignee}\t2026-11-30\t{title}\n"))
+        .collect()
+}
+
+fn events(rig: &mut Rig, lines: &[&str]) {
+    let lines = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (i as u64 * 100, l.as_bytes().to_vec()))
+        .collect();
+    rig.feed(Input::TrackerLines {
+        lines,
+        cursor: Cursor {
+            offset: 1,
+            ..Cursor::default()
+        },
+    });
+}
+
+fn set_ready(rig: &mut Rig, rows: &[(&str, &str, &str)]) {
+    rig.files
+        .insert(PathBuf::from("/beads/proj/ready"), ready_file(rows));
+}
+
+#[test]
+fn beads_entering_a_mounts_ready_set_are_announced_once_to_their_route() {
+    let mut rig = tracker_rig(false);
+    rig.startup();
+    set_ready(
+        &mut rig,
+        &[
+            ("bd-1", "-", "Fix the build"),
+            ("bd-2", "agent-1", "Write docs"),
+        ],
+    );
+    events(
+        &mut rig,
+        &[r#"{"type":"updated","id":"bd-1","mount":"proj"}"#],
+    );
+    let mut got: Vec<(String, String)> = rig
+        .delivered
+        .iter()
+        .map(|(s, st, _)| (s.clone(), st.clone()))
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        vec![("a1".into(), "bd-2".into()), ("s1".into(), "bd-1".into())]
+    );
+    assert!(rig
+        .delivered
+        .iter()
+        .any(|(_, _, t)| t.contains("Fix the build")));
+    rig.delivered.clear();
+    // The same ready set again, and events for other mounts: nothing new.
+    events(
+        &mut rig,
+        &[
+            r#"{"type":"created","id":"bd-9","mount":"proj"}"#,
+            r#"{"type":"created","id":"bd-9","mount":"other"}"#,
+        ],
+    );
+    assert!(rig.delivered.is_empty());
+    assert_eq!(
+        rig.records
+            .iter()
+            .filter(|r| matches!(r, Record::Cursor { .. }))
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn a_claim_is_announced_to_the_assignees_session_and_deduplicated() {
+    let mut rig = tracker_rig(false);
+    rig.startup();
+    set_ready(&mut rig, &[("bd-1", "-", "Fix the build")]);
+    events(
+        &mut rig,
+        &[r#"{"type":"created","id":"bd-1","mount":"proj"}"#],
+    );
+    rig.delivered.clear();
+    set_ready(&mut rig, &[]);
+    let claim = r#"{"id":"u-1","ts":1708598530,"source":"beads/proj","type":"BeadClaimed","data":{"bead_id":"bd-1","assignee":"agent-1","mount":"proj"}}"#;
+    events(&mut rig, &[claim]);
+    assert_eq!(rig.delivered.len(), 1);
+    assert_eq!(rig.delivered[0].0, "a1");
+    assert!(
+        rig.delivered[0].2.contains("assigned to agent-1"),
+        "{}",
+        rig.delivered[0].2
+    );
+    assert!(
+        rig.delivered[0].2.contains("Fix the build"),
+        "title remembered from the ready file"
+    );
+    // A truncated log read again repeats the claim: not announced twice.
+    events(&mut rig, &[claim]);
+    assert_eq!(rig.delivered.len(), 1);
+}
+
+#[test]
+fn a_completion_elsewhere_is_told_to_the_session_it_was_announced_to() {
+    let mut rig = tracker_rig(false);
+    rig.startup();
+    set_ready(&mut rig, &[("bd-7", "-", "Refactor")]);
+    events(
+        &mut rig,
+        &[r#"{"type":"updated","id":"bd-7","mount":"proj"}"#],
+    );
+    rig.delivered.clear();
+    set_ready(&mut rig, &[]);
+    events(
+        &mut rig,
+        &[r#"{"type":"completed","id":"bd-7","mount":"proj"}"#],
+    );
+    assert_eq!(rig.delivered.len(), 1);
+    assert_eq!(rig.delivered[0].0, "s1");
+    assert!(rig.delivered[0].2.contains("completed elsewhere"));
+    // It left the ready set, so it is no longer announced.
+    assert!(!rig
+        .engine
+        .memory()
+        .is_announced("mount:proj", &Item::Task("bd-7".into())));
+}
+
+#[test]
+fn garbage_and_unknown_events_are_logged_and_skipped() {
+    let mut rig = tracker_rig(false);
+    rig.startup();
+    set_ready(&mut rig, &[("bd-1", "-", "Fix")]);
+    events(
+        &mut rig,
+        &[
+            "not json",
+            r#"{"type":"teleported","id":"x"}"#,
+            r#"{"type":"teleported","id":"y"}"#,
+            r#"{"type":"completed"}"#,
+            r#"{"type":"updated","id":"bd-1","mount":"proj"}"#,
+        ],
+    );
+    assert_eq!(rig.delivered.len(), 1, "the good line still counts");
+    let warn: Vec<&str> = rig.logs.iter().map(|l| l.message.as_str()).collect();
+    assert!(warn.iter().any(|m| m.contains("offset 0")), "{warn:?}");
+    assert_eq!(
+        warn.iter().filter(|m| m.contains("teleported")).count(),
+        1,
+        "unknown type said once"
+    );
+    assert!(
+        warn.iter().any(|m| m.contains("offset 300")),
+        "wrong shape reported with its offset"
+    );
+}
+
+#[test]
+fn a_first_start_baselines_the_tracker_backlog() {
+    let mut rig = tracker_rig(true);
+    set_ready(&mut rig, &[("bd-1", "-", "Old backlog")]);
+    rig.feed(Input::MountRead {
+        mount: "proj".into(),
+        read: FileRead::Bytes(ready_file(&[("bd-1", "-", "Old backlog")]).into_bytes()),
+    });
+    rig.startup();
+    assert!(rig.delivered.is_empty());
+    set_ready(
+        &mut rig,
+        &[("bd-1", "-", "Old backlog"), ("bd-2", "-", "New")],
+    );
+    events(
+        &mut rig,
+        &[r#"{"type":"created","id":"bd-2","mount":"proj"}"#],
+    );
+    assert_eq!(rig.steps_delivered(), vec!["bd-2"]);
+}
+
+#[test]
+fn beads_issues_are_announced_as_they_become_ready_and_deferrals_come_due() {
+    let mut rig = tracker_rig(false);
+    rig.startup();
+    let v1 = concat!(
+        r#"{"id":"b-1","title":"Base","status":"open","issue_type":"task"}"#,
+        "\n",
+        r#"{"id":"b-2","title":"Needs base","status":"open","issue_type":"task","dependencies":[{"issue_id":"b-2","depends_on_id":"b-1","type":"blocks"}]}"#,
+        "\n",
+        r#"{"id":"b-3","title":"Later","status":"open","issue_type":"task","defer_until":"2027-01-15T10:00:00Z"}"#,
+        "\n",
+    );
+    rig.files
+        .insert(PathBuf::from("/beads/issues.jsonl"), v1.into());
+    rig.feed(Input::BeadsRead {
+        read: FileRead::Bytes(v1.as_bytes().to_vec()),
+        now_unix: rig.unix,
+    });
+    assert_eq!(rig.take_delivered(), vec!["b-1"]);
+    let v2 = v1.replace(
+        r#""id":"b-1","title":"Base","status":"open""#,
+        r#""id":"b-1","title":"Base","status":"closed""#,
+    );
+    rig.files
+        .insert(PathBuf::from("/beads/issues.jsonl"), v2.clone());
+    rig.feed(Input::BeadsRead {
+        read: FileRead::Bytes(v2.into_bytes()),
+        now_unix: rig.unix,
+    });
+    assert_eq!(rig.take_delivered(), vec!["b-2"]);
+    // The deferral comes due with no change to the file: a timer re-reads it.
+    let due = rig.engine.poll_timeout().expect("a timer for the deferral");
+    // The rig's clock (1_800_000_000) is 2027-01-15T08:00Z, two hours early.
+    assert!(due.as_secs() > 3600, "due in about two hours, not {due:?}");
+    rig.unix = 1_800_000_000 + due.as_secs() as i64 + 1;
+    rig.now = due;
+    rig.feed(Input::Tick);
+    assert_eq!(rig.take_delivered(), vec!["b-3"]);
 }
