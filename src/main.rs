@@ -8,6 +8,7 @@ use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 
 use reveille::config::{self, LoadOptions, Settings};
+use reveille::core::beads;
 use reveille::core::plan::{parse_plan, PlanFormat};
 use reveille::core::ready_report;
 use reveille::shell::{daemon, logging, status};
@@ -131,10 +132,7 @@ fn ready(file: &Path, json: bool) -> anyhow::Result<ExitCode> {
     let format = if name.ends_with(".plan.json") {
         PlanFormat::Json
     } else if name.ends_with(".jsonl") {
-        bail!(
-            "{}: beads issues.jsonl files are not supported by this build",
-            file.display()
-        );
+        return ready_issues(file, &bytes, json);
     } else {
         PlanFormat::Markdown
     };
@@ -149,6 +147,26 @@ fn ready(file: &Path, json: bool) -> anyhow::Result<ExitCode> {
         );
     } else {
         print!("{}", ready_report::ready_lines(&plan));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `reveille ready .beads/issues.jsonl`: `bd ready`'s rule, offline.
+fn ready_issues(file: &Path, bytes: &[u8], json: bool) -> anyhow::Result<ExitCode> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| anyhow::anyhow!("{}: not UTF-8 ({e})", file.display()))?;
+    let (issues, errors) = beads::parse_issues(text);
+    for e in &errors {
+        eprintln!("reveille: {}: {e}", file.display());
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let ready = beads::ready(&issues, now);
+    if json {
+        print!("{}", beads::ready_json(&issues, &ready));
+    } else {
+        print!("{}", beads::ready_lines(&issues, &ready));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -241,10 +241,9 @@ fn envelope_mount(
 /// like the hidden, temp and swap files the watchers ignore. Real ids
 /// (`bd-a1b2`) and mount names (project names) are never affected.
 pub fn valid_id(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= MAX_ID_LEN
-        && !s.starts_with('.')
-        && !s.chars().any(|c| c == '/' || c.is_control())
+    // The shared path-component rule, and no leading dot: a bead file
+    // named `.x` would be hidden, and no tracker id starts with one.
+    super::session::check_name(s).is_ok() && !s.starts_with('.')
 }
 
 /// One row of `<beads_root>/<mount>/ready`.
