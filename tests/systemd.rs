@@ -77,7 +77,9 @@ fn shell_notify_unit_starts_after_ready_logs_and_stops_cleanly() {
 
     sd.systemctl_ok(&["stop", "standin.service"]);
     assert_eq!(sd.property("standin.service", "ActiveState"), "inactive");
-    assert_eq!(sd.property("standin.service", "Result"), "success");
+    // No `Result=` check: a stopped unit nothing refers to is unloaded at
+    // once, and a fresh unit reads `Result=success` whatever happened (see
+    // `stop_drains_and_exits_zero`, which enables its unit).
     sd.wait_for_journal("standin.service", "the manager's 'Stopped' line", |e| {
         field(e, "MESSAGE").starts_with("Stopped standin.service")
     });

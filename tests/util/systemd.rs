@@ -292,7 +292,7 @@ impl SystemdUser {
         path
     }
 
-    /// An executable at `~/<rel>`, e.g. a stand-in `.cargo/bin/reveille`.
+    /// An executable script at `~/<rel>`.
     pub fn install_executable(&self, rel: &str, text: &str) -> PathBuf {
         self.write_home_file(rel, text, 0o755)
     }
