@@ -1,18 +1,41 @@
-//! The systemd-facing pieces against the real programs: a real
-//! `systemd --user` manager and a real journald (see `util::systemd`).
-//! A stand-in daemon — this very test binary, running `standin_daemon` —
-//! plays reveille inside `systemd/reveille@.service`, so the unit file, the
-//! `Notifier` and the journald logging are checked together.
+//! reveille as a systemd user service, against the real programs: a real
+//! `systemd --user` manager and a real journald (see `util::systemd`) run
+//! the shipped `systemd/reveille@.service`, unchanged, with the built
+//! `reveille` binary copied to where its `ExecStart=` points
+//! (`~/.cargo/bin/reveille`). Drop-ins are added only where a test needs a
+//! shorter timer. The manager's debug log (`systemctl --user log-level
+//! debug`) records every `sd_notify` datagram it receives, which is how the
+//! tests see READY/RELOADING/STOPPING/WATCHDOG themselves rather than
+//! their side effects only.
 
-use std::time::Duration;
+use std::fs::File;
+use std::io::{ErrorKind, Read};
+use std::os::unix::fs::{chown, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
+use nix::sys::signal::{kill, Signal};
+use nix::sys::stat::Mode;
+use nix::unistd::Pid;
 use serde_json::Value;
 
 use crate::util::systemd::SystemdUser;
+use crate::util::wait_until;
 
 /// The unit file as shipped.
 const REVEILLE_UNIT: &str = include_str!("../systemd/reveille@.service");
+const UNIT: &str = "reveille@proj.service";
 const PLAN_ID: &str = "20250101T120000_0a1b2c3d";
+const PLAN_ID_2: &str = "20250102T090000_1b2c3d4e";
+
+/// A plan as the planning tool writes it: sequential steps, no annotations.
+const STOCK_PLAN: &str = "# Ship the parser
+
+- [ ] Write the parser
+  Parse the checklist format.
+- [ ] Test the parser
+- [ ] Release it
+";
 
 fn field<'a>(entry: &'a Value, name: &str) -> &'a str {
     entry.get(name).and_then(Value::as_str).unwrap_or("")
@@ -54,7 +77,9 @@ fn shell_notify_unit_starts_after_ready_logs_and_stops_cleanly() {
 
     sd.systemctl_ok(&["stop", "standin.service"]);
     assert_eq!(sd.property("standin.service", "ActiveState"), "inactive");
-    assert_eq!(sd.property("standin.service", "Result"), "success");
+    // No `Result=` check: a stopped unit nothing refers to is unloaded at
+    // once, and a fresh unit reads `Result=success` whatever happened (see
+    // `stop_drains_and_exits_zero`, which enables its unit).
     sd.wait_for_journal("standin.service", "the manager's 'Stopped' line", |e| {
         field(e, "MESSAGE").starts_with("Stopped standin.service")
     });
@@ -76,21 +101,133 @@ fn notify_unit_without_ready_times_out() {
     assert_eq!(sd.property("silent.service", "Result"), "timeout");
 }
 
-/// Installs the shipped unit with a stand-in `~/.cargo/bin/reveille` that
-/// runs `standin_daemon` in this test binary (as the unit's main process).
+/// Installs the shipped unit as it is, and the built daemon where its
+/// `ExecStart=%h/.cargo/bin/reveille` looks.
 fn install_reveille(sd: &SystemdUser) {
-    let test_binary = std::env::current_exe().expect("test binary path");
-    sd.install_executable(
+    sd.install_binary(
         ".cargo/bin/reveille",
-        &format!(
-            "#!/bin/sh\n\
-             # Stand-in for reveille: the integration tests' standin_daemon.\n\
-             export REVEILLE_STANDIN=\"$*\"\n\
-             exec '{}' systemd::standin_daemon --exact --ignored --nocapture --test-threads=1\n",
-            test_binary.display()
-        ),
+        Path::new(env!("CARGO_BIN_EXE_reveille")),
     );
     sd.install_unit("reveille@.service", REVEILLE_UNIT);
+}
+
+/// `~/.config/reveille/proj.toml`. No `[log]` section: the daemon must
+/// choose journald by itself.
+fn write_config(sd: &SystemdUser, default_session: &str, extra: &str) {
+    sd.write_home_file(
+        ".config/reveille/proj.toml",
+        &format!(
+            "[project]\n\
+             plan_dir = \"~/pl\"\n\
+             default_session = \"{default_session}\"\n\
+             {extra}\n\
+             [sessions]\n\
+             dir = \"~/s\"\n\
+             \n\
+             [state]\n\
+             dir = \"~/state\"\n"
+        ),
+        0o644,
+    );
+}
+
+/// `~/pl/<id>--<slug>__todo.md`, written in place (one open–write–close, as
+/// `task_complete` rewrites it).
+fn write_plan(sd: &SystemdUser, id: &str, slug: &str, text: &str) -> PathBuf {
+    sd.write_home_file(&format!("pl/{id}--{slug}__todo.md"), text, 0o644)
+}
+
+/// The manager's debug records of the `sd_notify` datagrams it got from
+/// the unit, in order: e.g. `"READY=1, STATUS=…"`.
+fn notifications(sd: &SystemdUser) -> Vec<String> {
+    sd.journal_json(UNIT)
+        .iter()
+        .filter_map(|e| {
+            let m = field(e, "MESSAGE");
+            let (_, rest) = m.split_once("Got notification message from PID ")?;
+            let (_, body) = rest.split_once(" (")?;
+            Some(body.trim_end_matches(')').to_owned())
+        })
+        .collect()
+}
+
+/// Waits for an entry about the unit or from one of `pids` (see
+/// `journal_json_with_pids`) that satisfies `pred`.
+fn wait_for_entry(
+    sd: &SystemdUser,
+    pids: &[&str],
+    what: &str,
+    pred: impl Fn(&Value) -> bool,
+) -> Value {
+    wait_until(what, Duration::from_secs(10), || {
+        sd.journal_json_with_pids(UNIT, pids)
+            .into_iter()
+            .find(|e| pred(e))
+    })
+}
+
+/// Index of the first entry about the unit whose message satisfies `pred`.
+fn position(entries: &[Value], what: &str, pred: impl Fn(&str) -> bool) -> usize {
+    entries
+        .iter()
+        .position(|e| pred(field(e, "MESSAGE")))
+        .unwrap_or_else(|| panic!("no entry {what} in {:#?}", messages(entries)))
+}
+
+/// A session directory `~/s/<id>/` holding a named pipe `fifo.in`, owned by
+/// the manager's user (the daemon opens it for writing), and the test's
+/// non-blocking reader on it.
+struct FifoReader {
+    file: File,
+    buf: Vec<u8>,
+}
+
+impl FifoReader {
+    fn create(sd: &SystemdUser, session: &str) -> Self {
+        let dir = sd.make_home_dir(&format!("s/{session}"));
+        let path = dir.join("fifo.in");
+        nix::unistd::mkfifo(&path, Mode::from_bits_truncate(0o600)).unwrap();
+        chown(&path, Some(sd.uid()), Some(sd.gid())).unwrap();
+        let file = File::options()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+            .unwrap();
+        Self {
+            file,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Reads what is in the pipe now (EOF or EAGAIN end it).
+    fn drain(&mut self) {
+        let mut chunk = [0u8; 8192];
+        loop {
+            match self.file.read(&mut chunk) {
+                Ok(0) => return,
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) => panic!("read fifo: {e}"),
+            }
+        }
+    }
+
+    /// Waits for the next NUL-framed prompt (framing `auto` on a pipe).
+    fn next_prompt(&mut self, what: &str) -> String {
+        wait_until(what, Duration::from_secs(10), || {
+            self.drain();
+            let end = self.buf.iter().position(|&b| b == 0)?;
+            let prompt = String::from_utf8(self.buf[..end].to_vec()).unwrap();
+            self.buf.drain(..=end);
+            Some(prompt)
+        })
+    }
+
+    /// Whatever arrived and was not taken as a prompt yet.
+    fn leftover(&mut self) -> String {
+        self.drain();
+        String::from_utf8_lossy(&self.buf).into_owned()
+    }
 }
 
 #[test]
@@ -99,28 +236,81 @@ fn reveille_unit_passes_systemd_analyze_verify() {
         return;
     };
     install_reveille(&sd);
-    let out = sd.analyze_verify("reveille@proj.service");
+    let out = sd.analyze_verify(UNIT);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "verify failed: {stderr}");
     // systemd ignores unknown or unsupported lines with a warning only.
     assert!(stderr.trim().is_empty(), "verify complained: {stderr}");
 }
 
+/// `start` returns only after READY=1, which the daemon sends after its
+/// start-up reconcile; STATUS= is already set then, and follows the plans.
+/// The daemon picks journald by itself (no `[log]` in its config) and runs
+/// under the unit's hardening.
 #[test]
-fn reveille_unit_runs_hardened_reloads_logs_fields_and_stops() {
+fn start_returns_after_ready_with_status_and_native_journal() {
     let Some(sd) = SystemdUser::start() else {
         return;
     };
     install_reveille(&sd);
-    let unit = "reveille@proj.service";
+    sd.systemctl_ok(&["log-level", "debug"]);
+    write_config(&sd, "sess1", "");
+    // Lying there before the first start: baseline, counted, not announced.
+    write_plan(&sd, PLAN_ID, "ship-the-parser", STOCK_PLAN);
+    sd.make_home_dir("s");
 
     sd.systemctl_ok(&["start", "reveille@proj"]);
-    assert_eq!(sd.property(unit, "ActiveState"), "active");
-    assert_eq!(sd.property(unit, "StatusText"), "stand-in: watching 1 plan");
-    assert_eq!(sd.property(unit, "WatchdogUSec"), "30s");
+    // Right when `start` returns: running, and the reconcile is done (the
+    // plan is counted in the status sent with READY=1).
+    assert_eq!(sd.property(UNIT, "ActiveState"), "active");
+    assert_eq!(sd.property(UNIT, "SubState"), "running");
+    assert_eq!(
+        sd.property(UNIT, "StatusText"),
+        "1 plans, 0 prompts pending"
+    );
+    let pid = sd.property(UNIT, "MainPID");
 
-    // %i reached the command line, and the hardening is really applied.
-    let pid = sd.property(unit, "MainPID");
+    let entries = sd.journal_json_with_pids(UNIT, &[&pid]);
+    let ready_line = position(&entries, "'ready:'", |m| m.starts_with("ready: "));
+    let started = position(&entries, "'Started'", |m| {
+        m.starts_with("Started reveille@proj.service")
+    });
+    assert!(ready_line < started, "{:#?}", messages(&entries));
+    assert_eq!(
+        field(&entries[ready_line], "MESSAGE"),
+        "ready: 1 plans, 0 prompts pending"
+    );
+    let notes = notifications(&sd);
+    let ready = notes
+        .iter()
+        .position(|n| n.contains("READY=1"))
+        .unwrap_or_else(|| panic!("no READY=1 in {notes:?}"));
+    assert!(
+        notes[..=ready]
+            .iter()
+            .any(|n| n.contains("STATUS=1 plans, 0 prompts pending")),
+        "STATUS= comes with or before READY=1: {notes:?}"
+    );
+
+    // JOURNAL_STREAM matched stderr: native entries, nothing on stdout.
+    // (The manager's forked child logs as "(reveille)" before the exec.)
+    let ours: Vec<&Value> = entries
+        .iter()
+        .filter(|e| field(e, "_PID") == pid && field(e, "SYSLOG_IDENTIFIER") != "(reveille)")
+        .collect();
+    assert!(!ours.is_empty(), "no entries from pid {pid}");
+    for e in &ours {
+        assert_eq!(field(e, "_TRANSPORT"), "journal", "{e:#}");
+        assert_eq!(field(e, "SYSLOG_IDENTIFIER"), "reveille", "{e:#}");
+    }
+    assert_eq!(field(&entries[ready_line], "PROJECT"), "proj");
+    assert_eq!(
+        field(&entries[ready_line], "PRIORITY"),
+        "5",
+        "info is notice"
+    );
+
+    // The hardening is applied to the real daemon, which still runs.
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let line = |key: &str| {
         status
@@ -138,189 +328,302 @@ fn reveille_unit_runs_hardened_reloads_logs_fields_and_stops() {
         Some(sd.uid().to_string().as_str())
     );
 
-    // The very first entry about the unit is there (journalctl
-    // --after-cursor with matches would lose it: see util::journald::query).
-    let starting = sd.wait_for_journal(unit, "the manager's 'Starting' line", |e| {
-        field(e, "MESSAGE").starts_with("Starting reveille@proj.service")
-    });
-    assert_eq!(sd.journal_json(unit)[0], starting, "it is the first entry");
-
-    // Auto logging chose journald, with our identifier and bare field names.
-    let start = sd.wait_for_journal(unit, "the stand-in's start record", |e| {
-        field(e, "MESSAGE") == "stand-in starting"
-    });
-    assert_eq!(field(&start, "SINK"), "Journald");
-    assert_eq!(field(&start, "ARGS"), "run --project proj");
-    assert_eq!(
-        field(&start, "WATCHDOG_MS"),
-        "15000",
-        "half of WatchdogSec=30"
-    );
-    assert_eq!(field(&start, "SYSLOG_IDENTIFIER"), "reveille");
-    assert!(
-        field(&start, "INET").contains("Address family not supported"),
-        "AF_INET is refused: {:?}",
-        field(&start, "INET")
-    );
-    // The manager accepted every line: no "ignoring"/"Unknown" about it.
-    let complaints: Vec<String> =
-        crate::util::journald::query(&[format!("_PID={}", sd.manager_pid())], None)
-            .iter()
-            .map(|e| field(e, "MESSAGE").to_owned())
-            .filter(|m| m.contains("reveille@") && (m.contains("gnoring") || m.contains("nknown")))
-            .collect();
-    assert!(complaints.is_empty(), "manager warnings: {complaints:?}");
-    let announced = sd.wait_for_journal(unit, "PLAN= field", |e| field(e, "PLAN") == PLAN_ID);
-    assert_eq!(field(&announced, "MESSAGE"), "announced step");
-    assert_eq!(field(&announced, "STEP"), "s2");
-    assert_eq!(field(&announced, "SESSION"), "sess-1");
-    assert_eq!(field(&announced, "MOUNT"), "myproj");
-    assert_eq!(field(&announced, "PROJECT"), "proj");
-    assert_eq!(field(&announced, "PRIORITY"), "5", "info is notice");
-    assert!(field(&announced, "F_PLAN").is_empty(), "no field prefix");
-    // ...so journalctl can filter on them directly.
-    let by_field = sd.journal_matching(&[
-        &format!("PLAN={PLAN_ID}"),
-        "STEP=s2",
-        "SYSLOG_IDENTIFIER=reveille",
-    ]);
-    assert_eq!(messages(&by_field), ["announced step"]);
-
-    // Reload: SIGHUP → RELOADING=1 + MONOTONIC_USEC → READY=1. On 252 the
-    // reload job may finish when `kill` exits, before the daemon reacts, so
-    // wait for the status the daemon sets before READY=1.
-    sd.systemctl_ok(&["reload", "reveille@proj"]);
+    // A plan appears: STATUS= follows.
+    write_plan(&sd, PLAN_ID_2, "second", STOCK_PLAN);
     sd.wait_for_property(
-        unit,
+        UNIT,
         "StatusText",
-        "stand-in: reloaded 1",
+        // The new plan's first step waits for a session with no FIFO yet.
+        "2 plans, 1 prompts pending, 1 sessions unreachable",
         Duration::from_secs(10),
     );
-    sd.wait_for_journal(unit, "the reload record", |e| {
-        field(e, "MESSAGE") == "reloading"
-    });
-    assert_eq!(sd.property(unit, "ActiveState"), "active");
-    assert_eq!(
-        sd.property(unit, "MainPID"),
-        pid,
-        "a reload is not a restart"
-    );
-
-    sd.systemctl_ok(&["stop", "reveille@proj"]);
-    assert_eq!(sd.property(unit, "Result"), "success");
-    let entries = sd.journal_json(unit);
-    let msgs = messages(&entries);
-    let stopping = msgs.iter().position(|m| *m == "stopping");
-    let stopped = msgs.iter().position(|m| m.starts_with("Stopped "));
-    assert!(
-        matches!((stopping, stopped), (Some(a), Some(b)) if a < b),
-        "stand-in logs 'stopping' before the manager's 'Stopped': {msgs:?}"
-    );
+    assert_eq!(sd.property(UNIT, "MainPID"), pid);
 }
 
-/// A loop that stops sending WATCHDOG=1 is killed and restarted.
+/// A stock plan and a `task_complete`-style rewrite wake the default
+/// session's FIFO reader, one prompt per step as it unblocks; the
+/// "announced" entries carry PLAN/STEP/SESSION/PROJECT and journalctl
+/// filters on them.
 #[test]
-fn reveille_unit_watchdog_restarts_a_stalled_daemon() {
+fn plan_changes_wake_a_fifo_reader_and_log_fields() {
     let Some(sd) = SystemdUser::start() else {
         return;
     };
     install_reveille(&sd);
-    let unit = "reveille@proj.service";
+    write_config(&sd, "sess1", "");
+    sd.make_home_dir("pl");
+    let mut reader = FifoReader::create(&sd, "sess1");
+    sd.systemctl_ok(&["start", "reveille@proj"]);
+
+    let plan = write_plan(&sd, PLAN_ID, "ship-the-parser", STOCK_PLAN);
+    let first = reader.next_prompt("the prompt for step 1");
+    assert!(first.contains("Write the parser"), "{first}");
+    assert!(first.contains("Parse the checklist format."), "{first}");
+    assert!(first.contains(&plan.file_name().unwrap().to_string_lossy().into_owned()));
+
+    // task_complete(file, "Write the parser"): flip the first box in place.
+    let done = STOCK_PLAN.replacen("- [ ] Write the parser", "- [x] Write the parser", 1);
+    std::fs::write(&plan, done).unwrap();
+    let second = reader.next_prompt("the prompt for step 2");
+    assert!(second.contains("Test the parser"), "{second}");
+
+    let announced = sd.wait_for_journal(UNIT, "announced s2", |e| {
+        field(e, "STEP") == "s2" && field(e, "MESSAGE").starts_with("announced")
+    });
+    // Step 3 still waits for step 2: nothing else was written.
+    assert_eq!(reader.leftover(), "", "only the unblocked steps are sent");
+    assert_eq!(field(&announced, "_TRANSPORT"), "journal");
+    assert_eq!(field(&announced, "PLAN"), PLAN_ID);
+    assert_eq!(field(&announced, "SESSION"), "sess1");
+    assert_eq!(field(&announced, "PROJECT"), "proj");
+    assert_eq!(field(&announced, "PRIORITY"), "5", "info is notice");
+
+    // What `journalctl _SYSTEMD_USER_UNIT=reveille@proj.service PLAN=…` shows.
+    let by_plan = sd.journal_matching(&[
+        &format!("_SYSTEMD_USER_UNIT={UNIT}"),
+        &format!("PLAN={PLAN_ID}"),
+    ]);
+    let steps: Vec<&str> = by_plan
+        .iter()
+        .filter(|e| field(e, "MESSAGE").starts_with("announced"))
+        .map(|e| field(e, "STEP"))
+        .collect();
+    assert_eq!(steps, ["s1", "s2"], "{:#?}", messages(&by_plan));
+    assert!(by_plan.iter().all(|e| field(e, "PLAN") == PLAN_ID));
+    let by_session = sd.journal_matching(&["SESSION=sess1", "STEP=s2"]);
+    assert!(
+        messages(&by_session)
+            .iter()
+            .any(|m| m.starts_with("announced s2")),
+        "{:#?}",
+        messages(&by_session)
+    );
+    // A plan nobody wrote matches nothing.
+    assert!(sd
+        .journal_matching(&["PLAN=20990101T000000_00000000"])
+        .is_empty());
+}
+
+/// `systemctl reload`: RELOADING=1 (+ MONOTONIC_USEC) then READY=1, same
+/// process; an invalid config is refused with an error and the old one
+/// kept; a valid change takes effect.
+#[test]
+fn reload_keeps_the_process_refuses_bad_config_and_applies_good_config() {
+    let Some(sd) = SystemdUser::start() else {
+        return;
+    };
+    install_reveille(&sd);
+    sd.systemctl_ok(&["log-level", "debug"]);
+    write_config(&sd, "sess1", "");
+    sd.make_home_dir("pl");
+    let mut sess1 = FifoReader::create(&sd, "sess1");
+    let mut sess2 = FifoReader::create(&sd, "sess2");
+    sd.systemctl_ok(&["start", "reveille@proj"]);
+    let pid = sd.property(UNIT, "MainPID");
+
+    let reload = |what: &str| {
+        let before = notifications(&sd).len();
+        let t = Instant::now();
+        sd.systemctl_ok(&["reload", "reveille@proj"]);
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "reload took {:?}",
+            t.elapsed()
+        );
+        // On 252 the reload job may end when `kill -HUP` exits; the
+        // daemon's own RELOADING=1 … READY=1 is the real end of it.
+        wait_until(what, Duration::from_secs(10), || {
+            let notes = notifications(&sd);
+            let new = &notes[before..];
+            let reloading = new.iter().position(|n| n.contains("RELOADING=1"))?;
+            assert!(
+                new[reloading].contains("MONOTONIC_USEC="),
+                "RELOADING=1 carries MONOTONIC_USEC: {new:?}"
+            );
+            new[reloading..]
+                .iter()
+                .any(|n| n.contains("READY=1"))
+                .then_some(())
+        });
+        sd.wait_for_property(UNIT, "ActiveState", "active", Duration::from_secs(5));
+        assert_eq!(
+            sd.property(UNIT, "MainPID"),
+            pid,
+            "a reload is not a restart"
+        );
+    };
+
+    // An unknown key: refused, logged as an error naming it, old config kept.
+    write_config(&sd, "sess2", "colour = \"blue\"");
+    reload("RELOADING=1 then READY=1 (bad config)");
+    let refused = wait_for_entry(&sd, &[&pid], "the reload error", |e| {
+        field(e, "MESSAGE").starts_with("reload failed")
+    });
+    assert_eq!(field(&refused, "PRIORITY"), "3", "an error");
+    assert!(field(&refused, "MESSAGE").contains("colour"), "{refused:#}");
+    write_plan(&sd, PLAN_ID, "one", STOCK_PLAN);
+    let p = sess1.next_prompt("a prompt to sess1: the old default_session");
+    assert!(p.contains("Write the parser"), "{p}");
+    assert_eq!(sess2.leftover(), "");
+
+    // A valid change: new plans go to the new default session.
+    write_config(&sd, "sess2", "");
+    reload("RELOADING=1 then READY=1 (good config)");
+    wait_for_entry(&sd, &[&pid], "the reload record", |e| {
+        field(e, "MESSAGE") == "configuration reloaded"
+    });
+    write_plan(&sd, PLAN_ID_2, "two", STOCK_PLAN);
+    let p = sess2.next_prompt("a prompt to sess2: the new default_session");
+    assert!(p.contains(PLAN_ID_2), "{p}");
+    assert_eq!(sess1.leftover(), "");
+    assert_eq!(sd.property(UNIT, "SubState"), "running");
+}
+
+/// `kill -CONT`s a pid when dropped, so a failing test leaves no stopped
+/// process behind.
+struct Continue(Pid);
+
+impl Drop for Continue {
+    fn drop(&mut self) {
+        let _ = kill(self.0, Signal::SIGCONT);
+    }
+}
+
+/// WATCHDOG=1 comes from the event loop: a stopped loop misses it, systemd
+/// kills the daemon (Result=watchdog) and restarts it (Restart=on-failure).
+#[test]
+fn watchdog_kills_and_restarts_a_stalled_daemon() {
+    let Some(sd) = SystemdUser::start() else {
+        return;
+    };
+    install_reveille(&sd);
+    sd.systemctl_ok(&["log-level", "debug"]);
     sd.install_unit(
         "reveille@.service.d/fast-watchdog.conf",
-        "[Service]\nWatchdogSec=1\nRestartSec=100ms\n",
+        "[Service]\nWatchdogSec=2\nRestartSec=200ms\nTimeoutAbortSec=5\nLimitCORE=0\n",
     );
+    write_config(&sd, "sess1", "");
     sd.systemctl_ok(&["start", "reveille@proj"]);
-    let first = sd.property(unit, "MainPID");
-    // Pinging every 500 ms keeps it alive past several timeouts.
-    sd.wait_for_journal(unit, "watchdog pings", |e| {
-        field(e, "MESSAGE") == "watchdog sent 4 pings"
+    let first = sd.property(UNIT, "MainPID");
+    assert_eq!(sd.property(UNIT, "WatchdogUSec"), "2s");
+    // Pings every second keep it alive past the 2 s timeout.
+    wait_until("3 WATCHDOG=1 pings", Duration::from_secs(10), || {
+        let pings = notifications(&sd)
+            .iter()
+            .filter(|n| n.contains("WATCHDOG=1"))
+            .count();
+        (pings >= 3).then_some(())
     });
-    assert_eq!(sd.property(unit, "NRestarts"), "0");
+    assert_eq!(sd.property(UNIT, "NRestarts"), "0");
+    assert_eq!(sd.property(UNIT, "MainPID"), first);
 
-    sd.systemctl_ok(&["kill", "--signal=SIGUSR1", "reveille@proj"]);
-    sd.wait_for_journal(unit, "the manager's watchdog timeout", |e| {
+    let pid = Pid::from_raw(first.parse().unwrap());
+    let _cont = Continue(pid);
+    kill(pid, Signal::SIGSTOP).unwrap();
+    sd.wait_for_journal(UNIT, "the manager's watchdog timeout", |e| {
         field(e, "MESSAGE").contains("Watchdog timeout")
     });
-    sd.wait_for_property(unit, "NRestarts", "1", Duration::from_secs(10));
-    sd.wait_for_property(unit, "ActiveState", "active", Duration::from_secs(10));
-    assert_ne!(sd.property(unit, "MainPID"), first);
+    // systemd sends the WatchdogSignal (SIGABRT), then SIGCONT itself, so
+    // even a stopped process gets it: no help from us (`_cont` is only for
+    // a failing test).
+    sd.wait_for_journal(UNIT, "the watchdog failure", |e| {
+        field(e, "MESSAGE").contains("Failed with result 'watchdog'")
+    });
+    sd.wait_for_journal(UNIT, "death by SIGABRT", |e| {
+        let m = field(e, "MESSAGE");
+        m.contains("Main process exited") && m.contains("status=6/ABRT")
+    });
+    sd.wait_for_property(UNIT, "NRestarts", "1", Duration::from_secs(10));
+    sd.wait_for_property(UNIT, "ActiveState", "active", Duration::from_secs(10));
+    let second = sd.property(UNIT, "MainPID");
+    assert_ne!(second, first);
+    assert!(
+        !Path::new(&format!("/proc/{first}")).exists() || {
+            // A zombie of another parent would still be listed; ours is reaped.
+            std::fs::read_to_string(format!("/proc/{first}/status")).is_err()
+        }
+    );
+    // The new process did its own start-up reconcile.
+    let readies = sd
+        .journal_json_with_pids(UNIT, &[&first, &second])
+        .iter()
+        .filter(|e| field(e, "MESSAGE").starts_with("ready: "))
+        .count();
+    assert_eq!(readies, 2);
     sd.systemctl_ok(&["stop", "reveille@proj"]);
 }
 
-/// Not a test: the stand-in daemon that `reveille@.service` runs in the
-/// tests above (when `REVEILLE_STANDIN` is set). It does what the spec asks
-/// of the real daemon's systemd side, with the real `Notifier` and logging.
+/// `stop`: SIGTERM → STOPPING=1, drain, persist, exit 0 → Result=success.
 #[test]
-#[ignore = "run by the systemd tests as a stand-in daemon"]
-fn standin_daemon() {
-    use reveille::shell::logging::{self, LogTarget};
-    use reveille::shell::systemd::Notifier;
-    use tokio::signal::unix::{signal, SignalKind};
-
-    let Ok(args) = std::env::var("REVEILLE_STANDIN") else {
+fn stop_drains_and_exits_zero() {
+    let Some(sd) = SystemdUser::start() else {
         return;
     };
-    let sink = logging::init(LogTarget::Auto, "info").expect("logging");
-    let notifier = Notifier::from_env();
-    let interval = notifier.watchdog_interval();
-    // RestrictAddressFamilies=AF_UNIX must make this fail.
-    let inet = std::net::UdpSocket::bind("127.0.0.1:0")
-        .map_or_else(|e| e.to_string(), |_| "allowed".into());
-    tracing::info!(
-        sink = ?sink,
-        args = %args,
-        inet = %inet,
-        watchdog_ms = interval.map_or(0, |d| d.as_millis() as u64),
-        "stand-in starting"
-    );
-    tracing::info!(
-        plan = PLAN_ID,
-        step = "s2",
-        session = "sess-1",
-        mount = "myproj",
-        project = "proj",
-        "announced step"
-    );
-    notifier.status("stand-in: watching 1 plan");
-    notifier.ready();
+    install_reveille(&sd);
+    sd.systemctl_ok(&["log-level", "debug"]);
+    write_config(&sd, "sess1", "");
+    // Enabled, as users run it: default.target then refers to the unit, so
+    // the manager keeps it loaded after it stops and `Result=` etc. are the
+    // last run's, not a fresh unit's defaults.
+    sd.systemctl_ok(&["enable", "--now", "reveille@proj"]);
+    assert_eq!(sd.property(UNIT, "ActiveState"), "active");
+    let pid = sd.property(UNIT, "MainPID");
 
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let mut hup = signal(SignalKind::hangup()).unwrap();
-        let mut term = signal(SignalKind::terminate()).unwrap();
-        let mut usr1 = signal(SignalKind::user_defined1()).unwrap();
-        let mut tick = tokio::time::interval(interval.unwrap_or(Duration::from_secs(3600)));
-        let (mut reloads, mut pings, mut stalled) = (0, 0u32, false);
-        loop {
-            tokio::select! {
-                _ = hup.recv() => {
-                    reloads += 1;
-                    notifier.reloading();
-                    tracing::info!(reloads, "reloading");
-                    notifier.status(&format!("stand-in: reloaded {reloads}"));
-                    notifier.ready();
-                }
-                _ = usr1.recv() => {
-                    stalled = true;
-                    tracing::info!("stalling: no more watchdog pings");
-                }
-                _ = term.recv() => {
-                    notifier.stopping();
-                    tracing::info!("stopping");
-                    std::process::exit(0);
-                }
-                _ = tick.tick(), if interval.is_some() && !stalled => {
-                    notifier.watchdog();
-                    pings += 1;
-                    if pings == 4 {
-                        tracing::info!("watchdog sent 4 pings");
-                    }
-                }
-            }
-        }
+    sd.systemctl_ok(&["stop", "reveille@proj"]);
+    assert_eq!(sd.property(UNIT, "ActiveState"), "inactive");
+    assert_eq!(sd.property(UNIT, "Result"), "success");
+    assert_eq!(sd.property(UNIT, "ExecMainPID"), pid);
+    assert_eq!(sd.property(UNIT, "ExecMainCode"), "1", "CLD_EXITED");
+    assert_eq!(sd.property(UNIT, "ExecMainStatus"), "0");
+
+    let entries = sd.journal_json_with_pids(UNIT, &[&pid]);
+    let stopping = position(&entries, "'stopping:'", |m| m.starts_with("stopping: "));
+    let stopped = position(&entries, "'stopped:'", |m| m.starts_with("stopped: "));
+    let manager = position(&entries, "'Stopped'", |m| {
+        m.starts_with("Stopped reveille@proj.service")
     });
+    assert!(
+        stopping < stopped && stopped < manager,
+        "{:#?}",
+        messages(&entries)
+    );
+    position(&entries, "'exited … 0/SUCCESS'", |m| {
+        m.contains("Main process exited, code=exited, status=0/SUCCESS")
+    });
+    assert!(
+        notifications(&sd).iter().any(|n| n.contains("STOPPING=1")),
+        "{:?}",
+        notifications(&sd)
+    );
+    // The state was persisted for the next start.
+    assert!(sd.home().join("state").is_dir());
+}
+
+/// `RestrictAddressFamilies=AF_UNIX` is really applied by this manager: the
+/// shipped unit with only its command replaced (a one-shot shell that opens
+/// a UDP socket) is refused AF_INET.
+#[test]
+fn reveille_unit_refuses_af_inet() {
+    let Some(sd) = SystemdUser::start() else {
+        return;
+    };
+    install_reveille(&sd);
+    sd.install_unit(
+        "reveille@.service.d/probe.conf",
+        "[Service]\nType=oneshot\nExecStart=\n\
+         ExecStart=/bin/bash -c 'exec 3<>/dev/udp/127.0.0.1/9 && echo inet allowed'\n",
+    );
+    let out = sd.systemctl(&["start", "reveille@proj"]);
+    assert!(!out.status.success(), "the probe must fail");
+    let entry = sd.wait_for_journal(UNIT, "bash's socket error", |e| {
+        field(e, "MESSAGE").contains("/dev/udp")
+    });
+    assert!(
+        field(&entry, "MESSAGE").contains("Address family not supported"),
+        "{entry:#}"
+    );
+    assert!(sd
+        .journal_json(UNIT)
+        .iter()
+        .all(|e| field(e, "MESSAGE") != "inet allowed"));
 }

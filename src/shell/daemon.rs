@@ -539,6 +539,14 @@ impl Daemon {
         s
     }
 
+    /// `READY=1` with the current `STATUS=` in the same datagram, so the
+    /// status is in place when `systemctl start`/`reload` returns.
+    fn ready(&mut self) {
+        let s = self.summary();
+        self.notifier.ready_with_status(&s);
+        self.status = s;
+    }
+
     fn update_status(&mut self) {
         if !self.notifier.is_enabled() {
             return;
@@ -586,7 +594,7 @@ impl Daemon {
                         }
                         Err(e) => {
                             tracing::error!(project = %project, "reload: cannot watch the new roots, keeping the old configuration: {e}");
-                            self.notifier.ready();
+                            self.ready();
                             return None;
                         }
                     }
@@ -603,7 +611,7 @@ impl Daemon {
                 self.rescan();
             }
         }
-        self.notifier.ready();
+        self.ready();
         replaced
     }
 }
@@ -687,8 +695,7 @@ pub async fn run(
     }
     d.compact();
     tracing::info!(project = %project, "ready: {}", d.summary());
-    d.notifier.ready();
-    d.update_status();
+    d.ready();
 
     let watchdog = d.notifier.watchdog_interval();
     let mut watchdog_at = watchdog.map(|w| Instant::now() + w);

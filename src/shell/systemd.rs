@@ -43,6 +43,15 @@ impl Notifier {
         self.send("READY", &[NotifyState::Ready]);
     }
 
+    /// `READY=1` and `STATUS=<text>` in one datagram. `systemctl start`
+    /// (and `reload`) return as soon as READY=1 is handled, so a STATUS=
+    /// sent afterwards, even right afterwards, may not be there yet when
+    /// the caller looks: send the status with the READY it describes.
+    pub fn ready_with_status(&self, text: &str) {
+        let line = one_line(text);
+        self.send("READY", &[NotifyState::Ready, NotifyState::Status(&line)]);
+    }
+
     /// `STATUS=<text>`: a one-line summary shown by `systemctl status`.
     /// Line breaks would end the field early, so they become spaces.
     pub fn status(&self, text: &str) {
@@ -164,6 +173,7 @@ mod tests {
         assert!(!n.is_enabled());
         assert_eq!(n.watchdog_interval(), None);
         n.ready();
+        n.ready_with_status("x");
         n.reloading();
         n.status("x");
         n.stopping();

@@ -11,16 +11,23 @@ use std::time::{Duration, Instant};
 /// Polls `probe` with exponential backoff (5 ms doubling to 200 ms) until it
 /// returns `Some`, and returns that value; panics naming `what` after
 /// `timeout`. This is the only way tests wait: never a bare sleep.
-pub fn wait_until<T>(what: &str, timeout: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
+pub fn wait_until<T>(what: &str, timeout: Duration, probe: impl FnMut() -> Option<T>) -> T {
+    try_wait_until(timeout, probe)
+        .unwrap_or_else(|| panic!("timed out after {timeout:?} waiting for {what}"))
+}
+
+/// [`wait_until`] that returns `None` on timeout instead of panicking, for
+/// callers that explain the failure themselves.
+pub fn try_wait_until<T>(timeout: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
     let deadline = Instant::now() + timeout;
     let mut delay = Duration::from_millis(5);
     loop {
         if let Some(value) = probe() {
-            return value;
+            return Some(value);
         }
         let now = Instant::now();
         if now >= deadline {
-            panic!("timed out after {timeout:?} waiting for {what}");
+            return None;
         }
         std::thread::sleep(delay.min(deadline - now));
         delay = (delay * 2).min(Duration::from_millis(200));

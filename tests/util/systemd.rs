@@ -49,7 +49,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 use super::journald::{self, Journald};
-use super::wait_until;
+use super::{try_wait_until, wait_until};
 
 pub const SYSTEMD: &str = "/lib/systemd/systemd";
 const LOCK_FILE: &str = "/run/reveille-test-systemd.lock";
@@ -239,25 +239,49 @@ impl SystemdUser {
         self.uid
     }
 
-    /// Writes a file under HOME (parents created, owned by the user).
-    pub fn write_home_file(&self, rel: &str, text: &str, mode: u32) -> PathBuf {
-        let path = self.home.join(rel);
+    /// Creates `~/<rel>` and its missing parents, owned by the user.
+    pub fn make_home_dir(&self, rel: &str) -> PathBuf {
         let mut dir = self.home.clone();
-        for part in Path::new(rel)
-            .parent()
-            .into_iter()
-            .flat_map(Path::components)
-        {
+        for part in Path::new(rel).components() {
             dir.push(part);
             if !dir.is_dir() {
                 fs::create_dir(&dir).unwrap();
                 chown(&dir, Some(self.uid), Some(self.gid)).unwrap();
             }
         }
+        dir
+    }
+
+    /// Writes a file under HOME (parents created, owned by the user).
+    pub fn write_home_file(&self, rel: &str, text: &str, mode: u32) -> PathBuf {
+        let path = self.home.join(rel);
+        if let Some(parent) = Path::new(rel).parent() {
+            self.make_home_dir(&parent.to_string_lossy());
+        }
         fs::write(&path, text).unwrap();
         set_mode(&path, mode).unwrap();
         chown(&path, Some(self.uid), Some(self.gid)).unwrap();
         path
+    }
+
+    /// Copies the executable `src` to `~/<rel>` (mode 0755, owned by the
+    /// user), e.g. the built daemon to `.cargo/bin/reveille`, where the
+    /// shipped unit's `ExecStart=` looks for it. A copy, not a path into the
+    /// build tree: the manager's user may not be able to reach that.
+    pub fn install_binary(&self, rel: &str, src: &Path) -> PathBuf {
+        let path = self.home.join(rel);
+        if let Some(parent) = Path::new(rel).parent() {
+            self.make_home_dir(&parent.to_string_lossy());
+        }
+        fs::copy(src, &path).unwrap_or_else(|e| panic!("copy {}: {e}", src.display()));
+        set_mode(&path, 0o755).unwrap();
+        chown(&path, Some(self.uid), Some(self.gid)).unwrap();
+        path
+    }
+
+    /// The gid the manager and its units run as.
+    pub fn gid(&self) -> u32 {
+        self.gid
     }
 
     /// Installs `~/.config/systemd/user/<name>` (a unit, or a drop-in such as
@@ -268,7 +292,7 @@ impl SystemdUser {
         path
     }
 
-    /// An executable at `~/<rel>`, e.g. a stand-in `.cargo/bin/reveille`.
+    /// An executable script at `~/<rel>`.
     pub fn install_executable(&self, rel: &str, text: &str) -> PathBuf {
         self.write_home_file(rel, text, 0o755)
     }
@@ -317,14 +341,18 @@ impl SystemdUser {
             .to_owned()
     }
 
-    /// Waits until `prop` of `unit` equals `want`.
+    /// Waits until `prop` of `unit` equals `want`; the panic names the
+    /// last value seen.
     pub fn wait_for_property(&self, unit: &str, prop: &str, want: &str, timeout: Duration) {
         let mut last = String::new();
-        let what = format!("{unit} {prop}={want}");
-        wait_until(&what, timeout, || {
+        let found = try_wait_until(timeout, || {
             last = self.property(unit, prop);
             (last == want).then_some(())
         });
+        assert!(
+            found.is_some(),
+            "timed out after {timeout:?} waiting for {unit} {prop}={want:?}; last {last:?}"
+        );
     }
 
     /// `systemd-analyze --user verify <unit>`, run as the user.
@@ -348,6 +376,28 @@ impl SystemdUser {
             format!("USER_UNIT={unit}"),
             uid,
         ];
+        journald::query(&matches, self.cursor.as_deref())
+    }
+
+    /// [`journal_json`](Self::journal_json) plus every entry logged by one of
+    /// `pids`, in journal order. With the manager at debug level its forked
+    /// child logs (`Executing: …`) before it has moved into the unit's
+    /// cgroup, and journald caches a pid's cgroup for a few seconds, so that
+    /// process's first entries are filed under `init.scope`: matching the
+    /// pid finds them (a log-level artefact: at the default level the child
+    /// logs nothing and entries are filed under the unit).
+    pub fn journal_json_with_pids(&self, unit: &str, pids: &[&str]) -> Vec<serde_json::Value> {
+        let uid = format!("_UID={}", self.uid);
+        let mut matches = vec![
+            format!("_SYSTEMD_USER_UNIT={unit}"),
+            uid.clone(),
+            "+".to_owned(),
+            format!("USER_UNIT={unit}"),
+            uid.clone(),
+        ];
+        for pid in pids {
+            matches.extend(["+".to_owned(), format!("_PID={pid}"), uid.clone()]);
+        }
         journald::query(&matches, self.cursor.as_deref())
     }
 
