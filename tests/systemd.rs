@@ -125,7 +125,10 @@ fn write_config(sd: &SystemdUser, default_session: &str, extra: &str) {
              dir = \"~/s\"\n\
              \n\
              [state]\n\
-             dir = \"~/state\"\n"
+             dir = \"~/state\"\n\
+             \n\
+             [events]\n\
+             path = \"\"\n"
         ),
         0o644,
     );
@@ -264,10 +267,7 @@ fn start_returns_after_ready_with_status_and_native_journal() {
     // plan is counted in the status sent with READY=1).
     assert_eq!(sd.property(UNIT, "ActiveState"), "active");
     assert_eq!(sd.property(UNIT, "SubState"), "running");
-    assert_eq!(
-        sd.property(UNIT, "StatusText"),
-        "1 plans, 0 prompts pending"
-    );
+    assert_eq!(sd.property(UNIT, "StatusText"), "1 plan, 0 prompts pending");
     let pid = sd.property(UNIT, "MainPID");
 
     let entries = sd.journal_json_with_pids(UNIT, &[&pid]);
@@ -278,7 +278,7 @@ fn start_returns_after_ready_with_status_and_native_journal() {
     assert!(ready_line < started, "{:#?}", messages(&entries));
     assert_eq!(
         field(&entries[ready_line], "MESSAGE"),
-        "ready: 1 plans, 0 prompts pending"
+        "ready: 1 plan, 0 prompts pending"
     );
     let notes = notifications(&sd);
     let ready = notes
@@ -288,7 +288,7 @@ fn start_returns_after_ready_with_status_and_native_journal() {
     assert!(
         notes[..=ready]
             .iter()
-            .any(|n| n.contains("STATUS=1 plans, 0 prompts pending")),
+            .any(|n| n.contains("STATUS=1 plan, 0 prompts pending")),
         "STATUS= comes with or before READY=1: {notes:?}"
     );
 
@@ -334,7 +334,7 @@ fn start_returns_after_ready_with_status_and_native_journal() {
         UNIT,
         "StatusText",
         // The new plan's first step waits for a session with no FIFO yet.
-        "2 plans, 1 prompts pending, 1 sessions unreachable",
+        "2 plans, 1 prompt pending, 1 session unreachable",
         Duration::from_secs(10),
     );
     assert_eq!(sd.property(UNIT, "MainPID"), pid);

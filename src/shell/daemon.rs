@@ -150,6 +150,15 @@ pub fn read_capped(path: &Path, cap: usize) -> FileRead {
     }
 }
 
+/// `1 plan`, `2 plans`.
+fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
 /// Tracker files (ready lists, issues.jsonl) larger than this are refused.
 const TRACKER_FILE_CAP: usize = 256 << 20;
 
@@ -512,9 +521,9 @@ impl Daemon {
     fn summary(&self) -> String {
         let mem = self.engine.memory();
         let mut s = format!(
-            "{} plans, {} prompts pending",
-            self.engine.plan_count(),
-            mem.pending_total()
+            "{}, {} pending",
+            count(self.engine.plan_count(), "plan"),
+            count(mem.pending_total(), "prompt")
         );
         let invalid = self.engine.invalid_plans();
         if invalid > 0 {
@@ -522,7 +531,7 @@ impl Daemon {
         }
         let failing = self.engine.failing().len();
         if failing > 0 {
-            s.push_str(&format!(", {failing} sessions unreachable"));
+            s.push_str(&format!(", {} unreachable", count(failing, "session")));
         }
         for (path, mode) in self.watch.modes() {
             match mode {
