@@ -966,7 +966,7 @@ impl Engine {
             fx,
         );
         fx.push(Effect::Log(
-            Log::new(Level::Info, format!("announced {step} to session"))
+            Log::new(Level::Info, format!("announced {step} to session {session}"))
                 .plan(source)
                 .step(&step)
                 .session(session)
