@@ -309,7 +309,7 @@ impl Engine {
                     self.record(Record::Baselined, &mut fx);
                     fx.push(Effect::Log(Log::new(
                         Level::Info,
-                        format!("first start: {n} already-ready steps recorded as the baseline, not announced"),
+                        format!("first start: {n} already-ready steps and tasks recorded as the baseline, not announced"),
                     )));
                 }
             }
