@@ -3,18 +3,21 @@
 //!
 //! # Layout
 //!
+//! - [`core`]: the pure engine — plan parsing, dependency graph, lifecycle,
+//!   announced sets, outbox decisions, tracker readiness, prompt rendering.
+//!   `(now, Input)` in, `Effect`s out; no I/O, no clock.
+//! - [`shell`]: the workers around it — the event loop (`daemon`), inotify
+//!   and polling (`watch`), the tracker's event log (`tail`), FIFO and file
+//!   delivery (`deliver`), the journal and snapshot (`store`), `status`,
+//!   sd_notify (`systemd`) and `logging`.
 //! - [`config`]: figment layers (defaults < TOML file < environment <
 //!   flags) validated into [`config::Settings`]; `doc/CONFIG.md` lists
 //!   every key.
-//! - [`core`]: the pure engine — plan parsing, dependency graph, lifecycle,
-//!   announced sets, outbox decisions, prompt rendering. Inputs in, effects
-//!   out; no I/O, no clock.
-//! - [`shell`]: the workers that touch the world; so far `systemd`
-//!   (sd_notify) and `logging` (journald or stderr).
 //!
 //! The rule: anything that touches the world (files, FIFOs, inotify, clocks,
 //! signals, sd_notify, the journal) lives in the shell and talks to the core
-//! only through `Input`s and `Effect`s.
+//! only through `Input`s and `Effect`s. `doc/ARCHITECTURE.md` tells the
+//! whole story.
 
 pub mod config;
 pub mod core;
