@@ -966,11 +966,14 @@ impl Engine {
             fx,
         );
         fx.push(Effect::Log(
-            Log::new(Level::Info, format!("announced {step} to session {session}"))
-                .plan(source)
-                .step(&step)
-                .session(session)
-                .file(&plan),
+            Log::new(
+                Level::Info,
+                format!("announced {step} to session {session}"),
+            )
+            .plan(source)
+            .step(&step)
+            .session(session)
+            .file(&plan),
         ));
         self.dirty_lanes.insert(session.to_string());
         true

@@ -28,7 +28,7 @@ use crate::core::session::check_name;
 use crate::shell::deliver::{Deliverer, Framing, Outcome};
 use crate::shell::store::{Store, StoreError};
 use crate::shell::systemd::Notifier;
-use crate::shell::tail::Tail;
+use crate::shell::tail::{PipeTail, Tail};
 use crate::shell::watch::{RootKind, RootMode, Seen, Watch, WatchEvents};
 
 /// Why the daemon could not start or had to stop.
@@ -229,8 +229,10 @@ struct Daemon {
     /// Deliveries finishing in the background (partial pipe writes, regular
     /// and 9P files); a stop waits briefly for them.
     background: usize,
-    /// The tracker's event log, when `[events] path` is set.
+    /// The tracker's event log, when `[events] path` is a file.
     tail: Option<Tail>,
+    /// The tracker's event stream, when `[events] path` is a named pipe.
+    pipe: Option<PipeTail>,
 }
 
 impl Daemon {
@@ -336,6 +338,7 @@ impl Daemon {
 
     /// Read what the event log gained and feed it to the engine.
     fn read_events(&mut self) {
+        self.open_pipe();
         loop {
             let Some(tail) = self.tail.as_mut() else {
                 return;
@@ -366,6 +369,44 @@ impl Daemon {
                     tracing::error!(project = %self.settings.project.name, "cannot read the tracker event log {}: {e}", tail.path().display());
                     return;
                 }
+            }
+        }
+    }
+
+    /// Switch to stream mode if the event path is (now) a named pipe.
+    fn open_pipe(&mut self) {
+        let Some(path) = self.settings.events.path.clone() else {
+            return;
+        };
+        if self.pipe.is_some() {
+            return;
+        }
+        match PipeTail::open(&path) {
+            Ok(Some(pipe)) => {
+                tracing::info!(project = %self.settings.project.name, "tracker events: reading the named pipe {} as a stream", path.display());
+                self.pipe = Some(pipe);
+                self.tail = None;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::error!(project = %self.settings.project.name, "cannot open the tracker event pipe {}: {e}", path.display());
+            }
+        }
+    }
+
+    /// Drain the tracker's named pipe.
+    fn read_pipe(&mut self) {
+        let Some(pipe) = self.pipe.as_mut() else {
+            return;
+        };
+        match pipe.read() {
+            Ok(lines) if !lines.is_empty() => {
+                let cursor = self.engine.memory().cursor.unwrap_or_default();
+                self.feed(Input::TrackerLines { lines, cursor });
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::error!(project = %self.settings.project.name, "cannot read the tracker event pipe {}: {e}", pipe.path().display());
             }
         }
     }
@@ -474,7 +515,7 @@ impl Daemon {
             }
             return;
         }
-        if self.tail.as_ref().is_some_and(|t| t.path() == path) {
+        if self.settings.events.path.as_deref() == Some(path.as_path()) {
             if change != Change::Gone {
                 self.read_events();
             }
@@ -678,6 +719,7 @@ pub async fn run(
         status: String::new(),
         background: 0,
         tail: None,
+        pipe: None,
     };
     if let Some(path) = d.settings.events.path.clone() {
         d.tail = Some(Tail::new(&path, d.engine.memory().cursor));
@@ -744,6 +786,20 @@ pub async fn run(
                 }
             }
             Some(outcome) = outcomes.recv() => d.on_outcome(outcome),
+            ready = async {
+                match &d.pipe {
+                    Some(pipe) => pipe.readable().await,
+                    None => std::future::pending().await,
+                }
+            }, if d.pipe.is_some() => {
+                match ready {
+                    Ok(()) => d.read_pipe(),
+                    Err(e) => {
+                        tracing::error!(project = %project, "tracker event pipe: {e}; no longer reading it");
+                        d.pipe = None;
+                    }
+                }
+            }
             _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
                 d.feed(Input::Tick);
             }

@@ -44,10 +44,8 @@ pub struct Tail {
     cursor: Cursor,
     /// The file position read up to (the cursor plus the carried bytes).
     pos: u64,
-    /// Bytes of an incomplete last line, read but not yet handed out.
-    carry: Vec<u8>,
-    /// Inside an over-long line: discard bytes up to the next newline.
-    skipping: bool,
+    /// Cuts what is read into lines, carrying an incomplete last one.
+    lines: LineSplitter,
     /// Whether "missing" was already reported.
     missing: bool,
 }
@@ -83,13 +81,17 @@ impl Tail {
             path: path.to_path_buf(),
             pos: cursor.offset,
             cursor,
-            carry: Vec::new(),
-            skipping: false,
+            lines: LineSplitter::default(),
             missing: false,
         }
     }
 
     fn end_of(path: &Path) -> Option<Cursor> {
+        // Never open a named pipe here: it would block until a writer came,
+        // and closing it again would discard what that writer sent.
+        if !std::fs::metadata(path).ok()?.is_file() {
+            return None;
+        }
         let mut f = File::open(path).ok()?;
         let m = f.metadata().ok()?;
         let head = head_hash(&mut f, m.size()).ok()?;
@@ -109,6 +111,17 @@ impl Tail {
     /// Read what was appended since the last call. `Ok(None)` when the file
     /// does not exist (reported once by the caller via `first_missing`).
     pub fn read(&mut self) -> io::Result<Option<TailRead>> {
+        // Look before opening: opening a named pipe for reading would block.
+        match std::fs::metadata(&self.path) {
+            Ok(m) if m.is_file() => {}
+            Ok(_) => {
+                return Err(io::Error::other(
+                    "not a regular file (a named pipe is read as a stream instead)",
+                ))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        }
         let mut file = match File::open(&self.path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -119,7 +132,7 @@ impl Tail {
         let size = m.size();
         let mut out = TailRead::default();
         let mut restart = None;
-        if m.is_file() {
+        {
             if self.cursor.ino != 0 && (m.dev(), m.ino()) != (self.cursor.dev, self.cursor.ino) {
                 restart = Some("was replaced (new inode)");
             } else if size < self.pos {
@@ -135,8 +148,7 @@ impl Tail {
             out.restarted = Some(why.to_string());
             self.cursor = Cursor::default();
             self.pos = 0;
-            self.carry.clear();
-            self.skipping = false;
+            self.lines.clear();
         }
         self.cursor.dev = m.dev();
         self.cursor.ino = m.ino();
@@ -165,11 +177,31 @@ impl Tail {
 
     fn split(&mut self, start: u64, buf: &[u8], lines: &mut Vec<(u64, Vec<u8>)>) {
         self.pos = start + buf.len() as u64;
+        self.cursor.offset = self.lines.push(start, buf, lines);
+    }
+}
+
+/// Cuts a byte stream into lines: an incomplete last line is carried until
+/// its newline arrives; a line longer than `MAX_EVENT_LINE` is handed out
+/// once (so it is reported with its offset) and the rest of it dropped.
+#[derive(Debug, Default)]
+struct LineSplitter {
+    /// Bytes of an incomplete last line.
+    carry: Vec<u8>,
+    /// Inside an over-long line: discard up to the next newline.
+    skipping: bool,
+}
+
+impl LineSplitter {
+    /// Add `buf`, which starts at stream offset `start`; complete lines go to
+    /// `lines` with their offsets. Returns the offset from which a reader
+    /// that lost everything carried would have to start again.
+    fn push(&mut self, start: u64, buf: &[u8], lines: &mut Vec<(u64, Vec<u8>)>) -> u64 {
+        let end_of_buf = start + buf.len() as u64;
         let mut pos = 0;
         let mut line_start = start - self.carry.len() as u64;
         while pos < buf.len() {
-            let nl = buf[pos..].iter().position(|&b| b == b'\n');
-            match nl {
+            match buf[pos..].iter().position(|&b| b == b'\n') {
                 Some(i) => {
                     let end = pos + i;
                     if self.skipping {
@@ -181,26 +213,98 @@ impl Tail {
                     }
                     pos = end + 1;
                     line_start = start + pos as u64;
-                    self.cursor.offset = line_start;
                 }
                 None => {
                     if !self.skipping {
                         self.carry.extend_from_slice(&buf[pos..]);
                         if self.carry.len() > MAX_EVENT_LINE {
-                            // Hand the over-long line to the engine (which
-                            // reports it, with its offset) and drop the rest.
-                            let line = std::mem::take(&mut self.carry);
-                            lines.push((line_start, line));
+                            lines.push((line_start, std::mem::take(&mut self.carry)));
                             self.skipping = true;
                         }
-                    }
-                    if self.skipping {
-                        self.cursor.offset = start + buf.len() as u64;
                     }
                     break;
                 }
             }
         }
+        if self.skipping {
+            end_of_buf
+        } else {
+            end_of_buf - self.carry.len() as u64
+        }
+    }
+
+    fn clear(&mut self) {
+        self.carry.clear();
+        self.skipping = false;
+    }
+}
+
+/// A tracker stream that is a named pipe: no history, no offsets to
+/// persist (offsets count bytes since the daemon opened it). It is opened
+/// read-write, so the daemon is also a writer and never sees end-of-file
+/// when the tracker closes its end — an idle pipe costs nothing.
+pub struct PipeTail {
+    path: PathBuf,
+    fd: tokio::io::unix::AsyncFd<File>,
+    lines: LineSplitter,
+    bytes: u64,
+}
+
+impl PipeTail {
+    /// Open `path` if it is a named pipe (needs the tokio runtime).
+    pub fn open(path: &Path) -> io::Result<Option<PipeTail>> {
+        use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+        match std::fs::metadata(path) {
+            Ok(m) if m.file_type().is_fifo() => {}
+            _ => return Ok(None),
+        }
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)?;
+        // SAFETY: `File` owns its fd, which nothing else closes or replaces.
+        let fd = unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(file, tokio::io::Interest::READABLE)
+        }?;
+        Ok(Some(PipeTail {
+            path: path.to_path_buf(),
+            fd,
+            lines: LineSplitter::default(),
+            bytes: 0,
+        }))
+    }
+
+    /// The pipe's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Wait until the pipe has data (its readiness is cleared here; `read`
+    /// then drains it to EAGAIN, so nothing that arrives later is missed).
+    pub async fn readable(&self) -> io::Result<()> {
+        let mut guard = self.fd.readable().await?;
+        guard.clear_ready();
+        Ok(())
+    }
+
+    /// Drain what is in the pipe now.
+    pub fn read(&mut self) -> io::Result<Vec<(u64, Vec<u8>)>> {
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            match self.fd.get_ref().read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    self.lines.push(self.bytes, &buf[..n], &mut out);
+                    self.bytes += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
     }
 }
 
