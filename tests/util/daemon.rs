@@ -614,12 +614,31 @@ pub fn file_name(path: &Path) -> String {
 /// received. Anything announced before it for that session would arrive
 /// first, since a session's prompts are delivered in announcement order.
 pub fn barrier(plan_dir: &Path, reader: &Reader, extra: &str) {
+    let before = until_barrier(plan_dir, reader, extra);
+    assert!(
+        before.is_empty(),
+        "unexpected prompts arrived before the barrier:\n{}",
+        before.join("\n----\n")
+    );
+}
+
+/// Like `barrier`, but returns the prompts that arrived before the
+/// barrier's own (for tests that count them).
+pub fn until_barrier(plan_dir: &Path, reader: &Reader, extra: &str) -> Vec<String> {
     let goal = format!("barrier {}", uid8());
     let path = task_plan_with(plan_dir, &goal, &[Step::new("Barrier step")], extra);
-    let got = reader.next(WAIT);
-    assert!(
-        got.contains(&goal),
-        "an unexpected prompt arrived before the barrier {}:\n{got}",
-        file_name(&path)
-    );
+    let mut before = Vec::new();
+    loop {
+        let got = reader.try_next(WAIT).unwrap_or_else(|| {
+            panic!(
+                "the barrier {} never arrived; before it:\n{}",
+                file_name(&path),
+                before.join("\n----\n")
+            )
+        });
+        if got.contains(&goal) {
+            return before;
+        }
+        before.push(got);
+    }
 }
