@@ -6,7 +6,8 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::time::{Duration, Instant};
 
 use crate::util::daemon::{
-    barrier, task_complete, task_plan, task_plan_with, Daemon, Project, Reader, Step, WAIT,
+    barrier, task_complete, task_plan, task_plan_with, task_uncheck, Daemon, Project, Reader, Step,
+    WAIT,
 };
 use crate::util::wait_until;
 
@@ -149,4 +150,43 @@ fn a_stuck_session_never_delays_another() {
     assert!(huge.contains("Huge") && huge.contains(&big[..big.len() - 1]));
     assert!(reader.next(WAIT).contains("After huge"));
     drop(holder);
+}
+
+/// Regression: a prompt waiting in the outbox for a step whose dependency
+/// was unchecked again was still delivered later, waking the agent for a
+/// step that was no longer ready (found by the engine's property test).
+#[test]
+fn a_pending_prompt_whose_dependency_is_unchecked_is_withdrawn() {
+    let mut p = Project::with_default_session("agent");
+    p.set("sessions", "retry_initial_ms", NO_RETRY_MS);
+    p.set("sessions", "retry_max_ms", NO_RETRY_MS);
+    let fifo = p.session("agent");
+    let reader = Reader::open(&fifo);
+    let d = Daemon::start(&p);
+    let plan = task_plan(
+        &p.plan_dir,
+        "Reopened",
+        &[Step::new("Prepare"), Step::new("Use it")],
+    );
+    assert!(reader.next(WAIT).contains("Prepare"));
+    assert!(reader.close().is_empty());
+
+    task_complete(&plan, "Prepare");
+    wait_until("s2 pending", WAIT, || {
+        (p.pending("agent") == ["s2"]).then_some(())
+    });
+    // The agent reopens step 1 before s2's prompt could be delivered.
+    task_uncheck(&plan, "Prepare");
+    d.wait_log("withdrew pending prompt for s2", WAIT);
+
+    // Back online: s1 again (it became ready again), never the stale s2.
+    let reader = Reader::open(&fifo);
+    let got = reader.next(WAIT);
+    assert!(got.contains("s1") && got.contains("Prepare"), "{got}");
+    barrier(&p.plan_dir, &reader, "");
+    // And s2 is announced again once it is really ready.
+    task_complete(&plan, "Prepare");
+    let got = reader.next(WAIT);
+    assert!(got.contains("s2") && got.contains("Use it"), "{got}");
+    barrier(&p.plan_dir, &reader, "");
 }

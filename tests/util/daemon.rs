@@ -128,6 +128,13 @@ impl Project {
         self.write_config();
     }
 
+    /// Remove `[section] key` and rewrite the configuration file.
+    pub fn unset(&mut self, section: &str, key: &str) {
+        self.settings
+            .remove(&(section.to_string(), key.to_string()));
+        self.write_config();
+    }
+
     /// The configuration file's text.
     pub fn config_text(&self) -> String {
         let mut out = String::new();
@@ -168,6 +175,32 @@ impl Project {
             .arg(&self.config)
             .output()
             .expect("run reveille")
+    }
+
+    /// `reveille <args…> --config reveille.toml` as a child, waited for at
+    /// most `WAIT` (killed and a panic after that). Returns the exit status,
+    /// stdout and stderr.
+    pub fn run_bounded(&self, args: &[&str]) -> Output {
+        let child = command()
+            .args(args)
+            .arg("--config")
+            .arg(&self.config)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn reveille");
+        let pid = Pid::from_raw(child.id() as i32);
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait_with_output());
+        });
+        match rx.recv_timeout(WAIT) {
+            Ok(out) => out.expect("wait for reveille"),
+            Err(_) => {
+                let _ = kill(pid, Signal::SIGKILL);
+                panic!("reveille {args:?} did not exit within {WAIT:?}");
+            }
+        }
     }
 
     /// `reveille status --json`, parsed.
@@ -570,14 +603,24 @@ pub fn write_in_place(path: &Path, bytes: &[u8]) {
 /// Flip the first unchecked step whose title contains `substring` to `[x]`,
 /// in place, as the `task_complete` tool does. Panics if there is none.
 pub fn task_complete(path: &Path, substring: &str) {
+    flip(path, substring, "- [ ] ", "- [x] ");
+}
+
+/// The reverse of `task_complete`: uncheck the first checked step whose
+/// title contains `substring` (an agent that reopens a step).
+pub fn task_uncheck(path: &Path, substring: &str) {
+    flip(path, substring, "- [x] ", "- [ ] ");
+}
+
+fn flip(path: &Path, substring: &str, from: &str, to: &str) {
     let text = fs::read_to_string(path).unwrap();
     let mut done = false;
     let mut out = String::with_capacity(text.len());
     for line in text.split_inclusive('\n') {
         if !done {
-            if let Some(title) = line.strip_prefix("- [ ] ") {
+            if let Some(title) = line.strip_prefix(from) {
                 if title.contains(substring) {
-                    out.push_str("- [x] ");
+                    out.push_str(to);
                     out.push_str(title);
                     done = true;
                     continue;
@@ -588,7 +631,7 @@ pub fn task_complete(path: &Path, substring: &str) {
     }
     assert!(
         done,
-        "no unchecked step containing {substring:?} in {}",
+        "no step {from:?} containing {substring:?} in {}",
         path.display()
     );
     write_in_place(path, out.as_bytes());
@@ -636,7 +679,8 @@ pub fn until_barrier(plan_dir: &Path, reader: &Reader, extra: &str) -> Vec<Strin
                 before.join("\n----\n")
             )
         });
-        if got.contains(&goal) {
+        // The goal, or the file name for templates without the goal.
+        if got.contains(&goal) || got.contains(&file_name(&path)) {
             return before;
         }
         before.push(got);
