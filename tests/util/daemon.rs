@@ -589,7 +589,9 @@ pub fn task_plan_with(dir: &Path, goal: &str, steps: &[Step], extra: &str) -> Pa
 }
 
 /// Open (creating), truncate, write, close — one writer, in place.
-pub fn write_in_place(path: &Path, bytes: &[u8]) {
+/// Returns the instant just before the `close(2)`, the event the daemon
+/// reacts to (for latency measurements).
+pub fn write_in_place(path: &Path, bytes: &[u8]) -> Instant {
     let mut f = OpenOptions::new()
         .write(true)
         .create(true)
@@ -597,7 +599,9 @@ pub fn write_in_place(path: &Path, bytes: &[u8]) {
         .open(path)
         .unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
     f.write_all(bytes).unwrap();
+    let closing = Instant::now();
     drop(f);
+    closing
 }
 
 /// Flip the first unchecked step whose title contains `substring` to `[x]`,
@@ -606,13 +610,18 @@ pub fn task_complete(path: &Path, substring: &str) {
     flip(path, substring, "- [ ] ", "- [x] ");
 }
 
+/// `task_complete`, returning the instant just before its `close(2)`.
+pub fn task_complete_timed(path: &Path, substring: &str) -> Instant {
+    flip(path, substring, "- [ ] ", "- [x] ")
+}
+
 /// The reverse of `task_complete`: uncheck the first checked step whose
 /// title contains `substring` (an agent that reopens a step).
 pub fn task_uncheck(path: &Path, substring: &str) {
     flip(path, substring, "- [x] ", "- [ ] ");
 }
 
-fn flip(path: &Path, substring: &str, from: &str, to: &str) {
+fn flip(path: &Path, substring: &str, from: &str, to: &str) -> Instant {
     let text = fs::read_to_string(path).unwrap();
     let mut done = false;
     let mut out = String::with_capacity(text.len());
@@ -634,7 +643,7 @@ fn flip(path: &Path, substring: &str, from: &str, to: &str) {
         "no step {from:?} containing {substring:?} in {}",
         path.display()
     );
-    write_in_place(path, out.as_bytes());
+    write_in_place(path, out.as_bytes())
 }
 
 /// `x__todo.md` → `x__<state>.md`, by `rename(2)`. Returns the new path.
