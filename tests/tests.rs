@@ -2,5 +2,6 @@
 //! is a group of tests, `util` is their shared harness.
 
 mod config_example;
+mod daemon;
 mod systemd;
 mod util;

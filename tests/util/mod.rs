@@ -1,8 +1,10 @@
-//! Shared test harness: waiting on conditions with backoff, and running the
-//! real systemd and journald (`systemd`).
+//! Shared test harness: waiting on conditions with backoff, running the
+//! real daemon against a temporary project (`daemon`), and running the real
+//! systemd and journald (`systemd`).
 
 #![allow(dead_code)] // each test module uses a different part of the harness
 
+pub mod daemon;
 pub mod journald;
 pub mod systemd;
 
