@@ -769,43 +769,6 @@ impl Engine {
                 fx,
             );
         }
-        // Open steps announced but no longer ready (a step they wait for was
-        // unchecked): a prompt still waiting in an outbox would wake the
-        // agent too early, so it is withdrawn and the step un-announced, to
-        // be announced again when it is ready again. A prompt already
-        // written (or being written) stays announced: the agent has it.
-        if self.config.mode == Mode::Reactive && complete {
-            let ready: BTreeSet<usize> = plan.ready().into_iter().collect();
-            let unready: Vec<Item> = self
-                .memory
-                .announced
-                .get(source)
-                .map(|items| {
-                    items
-                        .keys()
-                        .filter(|item| match item {
-                            Item::Step(k) => {
-                                open.get(k.as_str()).is_some_and(|i| !ready.contains(i))
-                            }
-                            _ => false,
-                        })
-                        .cloned()
-                        .collect()
-                })
-                .unwrap_or_default();
-            for item in unready {
-                let why = "a step it waits for was unchecked";
-                if self.withdraw_item(source, &item, why, fx) > 0 {
-                    self.record(
-                        Record::Forget {
-                            source: source.to_string(),
-                            item,
-                        },
-                        fx,
-                    );
-                }
-            }
-        }
         if !live {
             return;
         }

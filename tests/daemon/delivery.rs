@@ -104,7 +104,7 @@ fn a_stuck_session_never_delays_another() {
         "<!-- session: full -->\n\n",
     );
     d.wait_log("no reader on the FIFO (ENXIO)", WAIT);
-    d.wait_log("announced s2 to session project=\"it\" plan=", WAIT);
+    d.wait_log("announced s2 to session full", WAIT);
 
     let plan = task_plan_with(
         &p.plan_dir,

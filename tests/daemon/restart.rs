@@ -169,7 +169,7 @@ fn plans_present_at_the_very_first_start_are_the_baseline() {
 
     let d = Daemon::start(&p);
     d.wait_log(
-        "first start: 3 already-ready steps recorded as the baseline",
+        "first start: 3 already-ready steps and tasks recorded as the baseline",
         WAIT,
     );
     // Nothing announced: the first prompt is a barrier's.
