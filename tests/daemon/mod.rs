@@ -8,4 +8,5 @@ mod delivery;
 mod errors;
 mod latency;
 mod restart;
+mod tracker;
 mod wake;
