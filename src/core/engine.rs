@@ -150,12 +150,47 @@ struct PlanState {
     path: PathBuf,
     origin: Origin,
     lifecycle: Lifecycle,
-    /// The last valid parse; `None` until the file first parses.
-    plan: Option<Plan>,
+    /// What `status` and routing need of the last valid parse; `None` until
+    /// the file first parses. The parse itself is not kept: each change is
+    /// read and parsed afresh, and 10,000 parsed plans would cost tens of
+    /// megabytes for nothing.
+    summary: Option<Summary>,
     /// The current parse error, so each distinct error is logged once.
     error: Option<String>,
     /// Whether "no session" was already said for this plan.
     warned_route: bool,
+}
+
+/// The little that is kept of a plan's last valid parse.
+#[derive(Debug, Clone)]
+struct Summary {
+    goal: String,
+    /// The session named in the file, unvalidated.
+    session: Option<String>,
+    steps: usize,
+    checked: usize,
+    /// Ready steps: (label, title).
+    ready: Vec<(String, String)>,
+}
+
+impl Summary {
+    fn of(plan: &Plan) -> Summary {
+        Summary {
+            goal: plan.goal.clone(),
+            session: plan.session.clone(),
+            steps: plan.steps.len(),
+            checked: plan
+                .steps
+                .iter()
+                .filter(|s| s.status == StepStatus::Checked)
+                .count(),
+            ready: plan
+                .ready()
+                .into_iter()
+                .map(|i| (plan.steps[i].label.clone(), plan.steps[i].title.clone()))
+                .collect(),
+        }
+    }
 }
 
 /// The delivery lane of one session: at most one prompt in flight, retries
@@ -491,7 +526,7 @@ impl Engine {
                     Origin::Markdown(s) => Lifecycle::first_seen(*s),
                     _ => Lifecycle::Wip,
                 },
-                plan: None,
+                summary: None,
                 error: None,
                 warned_route: false,
             });
@@ -523,7 +558,7 @@ impl Engine {
             }
             state.origin = Origin::Markdown(file_state);
         }
-        match parsed {
+        let plan = match parsed {
             Ok(plan) => {
                 if state.error.take().is_some() {
                     fx.push(Effect::Log(
@@ -532,7 +567,8 @@ impl Engine {
                             .file(&file),
                     ));
                 }
-                state.plan = Some(plan);
+                state.summary = Some(Summary::of(&plan));
+                plan
             }
             Err(e) => {
                 let msg = e.to_string();
@@ -553,12 +589,12 @@ impl Engine {
                 }
                 return;
             }
-        }
+        };
         let live = state.lifecycle.is_live();
         if old_live && !live {
             self.withdraw_source(&pp.source, "its plan ended", fx);
         }
-        self.reconcile_plan(&pp.source, complete, fx);
+        self.reconcile_plan(&pp.source, &plan, complete, fx);
     }
 
     fn on_listed(&mut self, paths: Vec<PathBuf>, read_all: bool, fx: &mut Vec<Effect>) {
@@ -672,7 +708,7 @@ impl Engine {
     /// The session a plan's wake-ups go to, if any.
     fn route(&mut self, source: &str, fx: &mut Vec<Effect>) -> Option<String> {
         let state = self.plans.get_mut(source)?;
-        let from_file = state.plan.as_ref().and_then(|p| p.session.clone());
+        let from_file = state.summary.as_ref().and_then(|p| p.session.clone());
         let session = from_file
             .or_else(|| match &state.origin {
                 Origin::Session(s) => Some(s.clone()),
@@ -715,11 +751,8 @@ impl Engine {
     }
 
     /// Diff a plan's ready set against what was announced for it.
-    fn reconcile_plan(&mut self, source: &str, complete: bool, fx: &mut Vec<Effect>) {
+    fn reconcile_plan(&mut self, source: &str, plan: &Plan, complete: bool, fx: &mut Vec<Effect>) {
         let Some(state) = self.plans.get(source) else {
-            return;
-        };
-        let Some(plan) = state.plan.clone() else {
             return;
         };
         let live = state.lifecycle.is_live();
@@ -864,14 +897,14 @@ impl Engine {
             let text = match self.config.mode {
                 Mode::Reactive => render_step(
                     &self.config.templates.step,
-                    &plan,
+                    plan,
                     i,
                     &file,
                     &path,
                     source,
                     &session,
                 ),
-                Mode::Queue => render_queue(&plan, i, &file, first_dump && n == 0),
+                Mode::Queue => render_queue(plan, i, &file, first_dump && n == 0),
             };
             let label = match self.config.mode {
                 Mode::Reactive => step.label.clone(),
@@ -1126,9 +1159,11 @@ impl Engine {
         if queued >= self.config.outbox_cap || !self.capped.remove(session) {
             return;
         }
-        let sources: Vec<String> = self.plans.keys().cloned().collect();
-        for source in sources {
-            self.reconcile_plan(&source, true, fx);
+        for state in self.plans.values() {
+            fx.push(Effect::Read {
+                path: state.path.clone(),
+                complete: true,
+            });
         }
         for mount in self.config.mounts.clone() {
             fx.push(Effect::ReadMount { mount });
@@ -1143,30 +1178,20 @@ impl Engine {
         self.plans
             .iter()
             .map(|(source, s)| {
-                let plan = s.plan.as_ref();
+                let summary = s.summary.as_ref();
                 PlanView {
                     source: source.clone(),
                     path: s.path.clone(),
                     lifecycle: s.lifecycle,
-                    goal: plan.map(|p| p.goal.clone()).unwrap_or_default(),
-                    session: plan.and_then(|p| p.session.clone()).or(match &s.origin {
+                    goal: summary.map(|p| p.goal.clone()).unwrap_or_default(),
+                    session: summary.and_then(|p| p.session.clone()).or(match &s.origin {
                         Origin::Session(id) => Some(id.clone()),
                         _ => self.config.default_session.clone(),
                     }),
                     error: s.error.clone(),
-                    steps: plan.map_or(0, |p| p.steps.len()),
-                    checked: plan.map_or(0, |p| {
-                        p.steps
-                            .iter()
-                            .filter(|s| s.status == StepStatus::Checked)
-                            .count()
-                    }),
-                    ready: plan.map_or_else(Vec::new, |p| {
-                        p.ready()
-                            .into_iter()
-                            .map(|i| (p.steps[i].label.clone(), p.steps[i].title.clone()))
-                            .collect()
-                    }),
+                    steps: summary.map_or(0, |p| p.steps),
+                    checked: summary.map_or(0, |p| p.checked),
+                    ready: summary.map_or_else(Vec::new, |p| p.ready.clone()),
                 }
             })
             .collect()

@@ -150,6 +150,10 @@ pub fn read_capped(path: &Path, cap: usize) -> FileRead {
     }
 }
 
+/// Watcher events handled per loop turn before signals and timers are
+/// looked at again.
+const DRAIN_BATCH: usize = 1024;
+
 /// `1 plan`, `2 plans`.
 fn count(n: usize, what: &str) -> String {
     if n == 1 {
@@ -771,8 +775,11 @@ pub async fn run(
                 match seen {
                     Some(seen) => {
                         d.on_seen(seen);
-                        // Drain what else is queued before re-arming timers.
-                        while let Ok(seen) = events.rx.try_recv() {
+                        // Drain what else is queued before re-arming timers,
+                        // but a bounded batch, so signals and timers are
+                        // looked at between batches of a flood.
+                        for _ in 0..DRAIN_BATCH {
+                            let Ok(seen) = events.rx.try_recv() else { break };
                             d.on_seen(seen);
                         }
                     }

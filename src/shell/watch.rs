@@ -146,7 +146,13 @@ pub struct WatchEvents {
     pub wake: Arc<Notify>,
 }
 
-fn map_event(event: notify::Event) -> Vec<Seen> {
+/// What the loop needs to hear of one notify event. `enqueue` is the
+/// enqueue file name: of all opens, only those of enqueue files matter (a
+/// reader may have arrived). Every other open — above all the daemon's own
+/// reads of plan files — is dropped here, on the notify thread, so a rescan
+/// of 10,000 plans does not flood the channel with its own echoes (which
+/// would overflow it and cause another rescan, forever).
+fn map_event(event: notify::Event, enqueue: &str) -> Vec<Seen> {
     if event.need_rescan() {
         return vec![Seen::Rescan];
     }
@@ -154,7 +160,10 @@ fn map_event(event: notify::Event) -> Vec<Seen> {
     let one = |f: fn(PathBuf) -> Seen| path(0).map(f).into_iter().collect();
     match event.kind {
         EventKind::Access(AccessKind::Close(AccessMode::Write)) => one(Seen::Closed),
-        EventKind::Access(AccessKind::Open(_)) => one(Seen::Opened),
+        EventKind::Access(AccessKind::Open(_)) => match path(0) {
+            Some(p) if p.file_name().is_some_and(|n| n == enqueue) => vec![Seen::Opened(p)],
+            _ => vec![],
+        },
         EventKind::Access(_) => vec![],
         EventKind::Create(CreateKind::Folder) => one(Seen::DirCreated),
         // A created file is still being written: settle, or wait for its close.
@@ -181,10 +190,11 @@ impl Watch {
         let overflowed = Arc::new(AtomicBool::new(false));
         let wake = Arc::new(Notify::new());
         let (flag, waker) = (overflowed.clone(), wake.clone());
+        let name = enqueue.to_string();
         let inner = notify::INotifyWatcher::new(
             move |res: notify::Result<notify::Event>| {
                 let seen = match res {
-                    Ok(event) => map_event(event),
+                    Ok(event) => map_event(event, &name),
                     // An error from the inotify thread (read failure, watch
                     // limit while adding a new directory): rescan to be safe.
                     Err(_) => vec![Seen::Rescan],
