@@ -36,6 +36,11 @@ pub struct Status {
     pub plans: Vec<PlanStatus>,
     /// Per session, prompts waiting to be delivered, in order.
     pub outbox: BTreeMap<String, Vec<PendingView>>,
+    /// `sessions.outbox_cap`: a session with this many pending prompts is
+    /// full, and new wake-ups for it wait, unannounced, until it drains.
+    pub outbox_cap: usize,
+    /// Sessions whose outbox is full.
+    pub outbox_full: Vec<String>,
     /// Tracker sources (mounts, beads): announced task ids.
     pub tasks: BTreeMap<String, Vec<String>>,
     /// The tracker event log position.
@@ -149,8 +154,17 @@ pub fn gather(settings: &Settings) -> Result<Status, String> {
             )
         })
         .collect();
+    let cap = settings.sessions.outbox_cap;
+    let outbox_full = memory
+        .outbox
+        .iter()
+        .filter(|(_, q)| q.len() >= cap)
+        .map(|(s, _)| s.clone())
+        .collect();
     Ok(Status {
         project: settings.project.name.clone(),
+        outbox_cap: cap,
+        outbox_full,
         running: running_pid(dir),
         state_dir: dir.display().to_string(),
         started_before,
@@ -209,10 +223,20 @@ pub fn render(s: &Status) -> String {
     }
     for (session, items) in &s.outbox {
         let steps: Vec<&str> = items.iter().map(|p| p.step.as_str()).collect();
+        let full = if items.len() >= s.outbox_cap {
+            format!(
+                " FULL (outbox_cap = {}): new wake-ups for it wait, unannounced, until it drains",
+                s.outbox_cap
+            )
+        } else {
+            String::new()
+        };
+        let shown: Vec<&str> = steps.iter().take(20).copied().collect();
+        let more = if steps.len() > shown.len() { ", …" } else { "" };
         out.push_str(&format!(
-            "outbox  {session}: {} pending ({})\n",
+            "outbox  {session}: {} pending ({}{more}){full}\n",
             items.len(),
-            steps.join(", ")
+            shown.join(", ")
         ));
     }
     if let Some(c) = &s.events {
