@@ -232,7 +232,11 @@ pub fn render(s: &Status) -> String {
             String::new()
         };
         let shown: Vec<&str> = steps.iter().take(20).copied().collect();
-        let more = if steps.len() > shown.len() { ", …" } else { "" };
+        let more = if steps.len() > shown.len() {
+            ", …"
+        } else {
+            ""
+        };
         out.push_str(&format!(
             "outbox  {session}: {} pending ({}{more}){full}\n",
             items.len(),

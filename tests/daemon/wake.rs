@@ -132,3 +132,30 @@ fn parallel_roots_are_announced_together_and_a_join_waits_for_both() {
     assert!(join.contains("s1, s2"), "the join's dependencies: {join}");
     barrier(&p.plan_dir, &reader, "");
 }
+
+#[test]
+fn a_session_scoped_plan_wakes_its_own_session() {
+    let p = Project::with_default_session("someone-else");
+    let own = Reader::open(&p.session("own"));
+    let _other = Reader::open(&p.session("someone-else"));
+    let _d = Daemon::start(&p);
+    let plan = p.sessions_dir.join("own").join("plan");
+    std::fs::write(
+        &plan,
+        "# Session work\n\n- [x] Read the code\n- [ ] Fix the bug\n",
+    )
+    .unwrap();
+    let got = own.next(WAIT);
+    assert!(got.contains("s2") && got.contains("Fix the bug"), "{got}");
+    task_complete(&plan, "Fix the bug");
+    // A session directory created after start-up is picked up too.
+    let late = Reader::open(&p.session("late"));
+    std::fs::write(
+        p.sessions_dir.join("late").join("plan"),
+        "# Late work\n\n- [ ] First thing\n",
+    )
+    .unwrap();
+    let got = late.next(WAIT);
+    assert!(got.contains("First thing"), "{got}");
+    barrier(&p.plan_dir, &own, "<!-- session: own -->\n");
+}
