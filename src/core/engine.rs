@@ -524,6 +524,13 @@ impl Engine {
             state.origin = Origin::Markdown(file_state);
         }
         match parsed {
+            // Zero bytes is a rewrite caught between its truncate and its
+            // write (`task_complete` rewrites in place, and a read brought by
+            // the previous close can land there): it proves nothing, and the
+            // writer's close brings the real content. Taken as a plan with no
+            // steps, it would forget every announced step, and the next read
+            // would announce the ready ones again. Keep the last parse.
+            Ok(_) if bytes.is_empty() && state.plan.is_some() => {}
             Ok(plan) => {
                 if state.error.take().is_some() {
                     fx.push(Effect::Log(

@@ -551,6 +551,23 @@ fn session_ids_that_climb_out_are_refused() {
         .any(|l| l.level() == Level::Error && l.message.contains("../x")));
 }
 
+/// Regression (found by the crash campaign, `tests/reliability`): an
+/// in-place rewrite truncates the file before writing it, and a read brought
+/// by the previous close can see zero bytes. Parsed as a plan with no steps,
+/// that forgot every announced step, and the next read announced the ready
+/// ones again — a repeated prompt without a crash.
+#[test]
+fn a_read_catching_a_rewrite_between_truncate_and_write_repeats_nothing() {
+    let mut rig = Rig::started();
+    rig.write(NAME, &stock(&[true, false, false]));
+    assert_eq!(rig.take_delivered(), vec!["s2"]);
+    rig.write(NAME, "");
+    rig.write(NAME, &stock(&[true, false, false]));
+    assert!(rig.take_delivered().is_empty(), "{:?}", rig.delivered);
+    rig.write(NAME, &stock(&[true, true, false]));
+    assert_eq!(rig.take_delivered(), vec!["s3"]);
+}
+
 #[test]
 fn a_settle_read_ignores_a_half_written_last_line() {
     let mut rig = Rig::started();
