@@ -644,6 +644,50 @@ fn the_outbox_cap_refuses_loudly_and_loses_nothing() {
     assert_eq!(got, vec!["s1", "s2", "s3"]);
 }
 
+/// Regression (found by the outbox-cap flood in `tests/reliability`): with
+/// more ready steps than the cap, every delivery diffed every plan again and
+/// refilled the outbox by one, logging "outbox full" each time — 10,000
+/// prompts behind a cap of 1,000 took minutes and logged 2,000 errors. Now
+/// the diff waits until half the cap has drained, and the refusal is said
+/// once per streak; the order and the count are unchanged.
+#[test]
+fn draining_a_capped_outbox_refills_in_batches_and_says_full_once() {
+    let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
+    config.default_session = Some("s1".into());
+    config.outbox_cap = 10;
+    let mut rig = Rig::new(
+        config,
+        Some(Memory {
+            baselined: true,
+            ..Memory::default()
+        }),
+    );
+    rig.startup();
+    let mut plan = String::from("# G\n\n");
+    for i in 1..=100 {
+        plan.push_str(&format!("- [ ] T{i:03} (after: none)\n"));
+    }
+    rig.write(NAME, &plan);
+    assert_eq!(rig.engine.memory().pending_total(), 10);
+    rig.readers.insert("s1".into(), true);
+    rig.settle();
+    let got = rig.take_delivered();
+    let want: Vec<String> = (1..=100).map(|i| format!("s{i}")).collect();
+    assert_eq!(got, want);
+    let full = rig
+        .logs
+        .iter()
+        .filter(|l| l.message.contains("outbox full"))
+        .count();
+    assert_eq!(full, 1);
+    let diffs = rig
+        .records
+        .iter()
+        .filter(|r| matches!(r, Record::Announce { .. }))
+        .count();
+    assert_eq!(diffs, 100);
+}
+
 // ---- property tests -------------------------------------------------------
 
 #[derive(Debug, Clone)]
