@@ -993,6 +993,29 @@ fn beads_entering_a_mounts_ready_set_are_announced_once_to_their_route() {
     );
 }
 
+/// Regression (found by the soak test in `tests/reliability`): the titles
+/// of tracker tasks were kept for every task ever seen, so a long-running
+/// daemon grew with the tracker's history.
+#[test]
+fn task_titles_are_kept_only_for_ready_or_announced_tasks() {
+    let mut rig = tracker_rig(false);
+    rig.startup();
+    for i in 0..50 {
+        let id = format!("bd-{i}");
+        set_ready(&mut rig, &[(id.as_str(), "-", "Some task")]);
+        events(
+            &mut rig,
+            &[r#"{"type":"updated","id":"bd-x","mount":"proj"}"#],
+        );
+    }
+    assert_eq!(rig.delivered.len(), 50);
+    assert!(
+        rig.engine.task_titles.len() <= 2,
+        "{:?}",
+        rig.engine.task_titles
+    );
+}
+
 #[test]
 fn a_claim_is_announced_to_the_assignees_session_and_deduplicated() {
     let mut rig = tracker_rig(false);
