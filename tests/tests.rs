@@ -2,5 +2,6 @@
 //! is a group of tests, `util` is their shared harness.
 
 mod config_example;
+mod reliability;
 mod systemd;
 mod util;

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test module uses a different part of the harness
 
 pub mod journald;
+pub mod rig;
 pub mod systemd;
 
 use std::time::{Duration, Instant};
