@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::Read;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -423,7 +424,7 @@ impl Reader {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
-            .custom_flags_nonblock()
+            .custom_flags(libc::O_NONBLOCK)
             .open(fifo)
             .expect("open fifo O_RDWR");
         let got: Arc<Mutex<Vec<Receipt>>> = Arc::default();
@@ -486,17 +487,6 @@ impl Drop for Reader {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-    }
-}
-
-trait NonBlock {
-    fn custom_flags_nonblock(&mut self) -> &mut Self;
-}
-
-impl NonBlock for OpenOptions {
-    fn custom_flags_nonblock(&mut self) -> &mut Self {
-        use std::os::unix::fs::OpenOptionsExt;
-        self.custom_flags(libc::O_NONBLOCK)
     }
 }
 
