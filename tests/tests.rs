@@ -3,5 +3,6 @@
 
 mod config_example;
 mod daemon;
+mod reliability;
 mod systemd;
 mod util;

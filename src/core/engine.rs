@@ -559,6 +559,13 @@ impl Engine {
             state.origin = Origin::Markdown(file_state);
         }
         let plan = match parsed {
+            // Zero bytes is a rewrite caught between its truncate and its
+            // write (`task_complete` rewrites in place, and a read brought by
+            // the previous close can land there): it proves nothing, and the
+            // writer's close brings the real content. Taken as a plan with no
+            // steps, it would forget every announced step, and the next read
+            // would announce the ready ones again. Keep the last parse.
+            Ok(_) if bytes.is_empty() && state.summary.is_some() => return,
             Ok(plan) => {
                 if state.error.take().is_some() {
                     fx.push(Effect::Log(
@@ -962,10 +969,15 @@ impl Engine {
         fx: &mut Vec<Effect>,
     ) -> bool {
         let queued = self.memory.outbox.get(session).map_or(0, |q| q.len());
+        // Said once per streak: a streak ends when the outbox is empty.
+        let full_said = format!("outbox-full:{session}");
+        if queued == 0 {
+            self.said.remove(&full_said);
+        }
         if queued >= self.config.outbox_cap {
             let lane = self.lanes.entry(session.to_string()).or_default();
             lane.refused += 1;
-            if self.capped.insert(session.to_string()) {
+            if self.capped.insert(session.to_string()) && self.said.insert(full_said) {
                 fx.push(Effect::Log(
                     Log::new(
                         Level::Error,
@@ -1155,8 +1167,13 @@ impl Engine {
     /// Wake-ups refused at the cap were left unannounced: once the outbox
     /// has room again, diff every source again so they go out.
     fn after_drain(&mut self, session: &str, fx: &mut Vec<Effect>) {
+        // Hysteresis: diff again once the outbox is down to half the cap,
+        // not after each delivery. Each diff goes over every plan; at the
+        // cap it ran once per prompt delivered (10,000 prompts behind a cap
+        // of 1,000 drained at ~40 a second) and logged "outbox full" each
+        // time it refilled.
         let queued = self.memory.outbox.get(session).map_or(0, |q| q.len());
-        if queued >= self.config.outbox_cap || !self.capped.remove(session) {
+        if queued > self.config.outbox_cap / 2 || !self.capped.remove(session) {
             return;
         }
         for state in self.plans.values() {

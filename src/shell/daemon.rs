@@ -482,11 +482,23 @@ impl Daemon {
     }
 
     fn on_seen(&mut self, seen: Seen) {
-        if self.watch.on_dir_event(&seen) {
+        let before = self.watch.modes();
+        let reshaped = self.watch.on_dir_event(&seen);
+        // A root that changed how it is watched (a new session directory
+        // past the watch limit, a root deleted or appearing) says so.
+        for (path, mode) in self.watch.modes() {
+            if !before.contains(&(path.clone(), mode.clone())) {
+                self.log_mode(&path, &mode);
+            }
+        }
+        if reshaped {
             self.rescan();
         }
         let (path, change) = match seen {
-            Seen::Rescan => return self.rescan(),
+            Seen::Rescan => {
+                tracing::warn!(project = %self.settings.project.name, "inotify lost events (its queue overflowed, or it reported an error)");
+                return self.rescan();
+            }
             Seen::DirCreated(p) => {
                 // A new session directory may already hold a plan and a FIFO.
                 if let Some(session) = p.file_name().and_then(|n| n.to_str()) {
@@ -536,6 +548,22 @@ impl Daemon {
             return;
         }
         self.feed(Input::Changed { path, change });
+    }
+
+    /// Say how a root is watched.
+    fn log_mode(&self, path: &Path, mode: &RootMode) {
+        let project = &self.settings.project.name;
+        match mode {
+            RootMode::Inotify => {
+                tracing::info!(project = %project, "watching {} with inotify", path.display())
+            }
+            RootMode::Polled(why) => {
+                tracing::warn!(project = %project, "polling {} every {:?}: {why}", path.display(), self.settings.events.poll_interval)
+            }
+            RootMode::Missing(a) => {
+                tracing::warn!(project = %project, "{} does not exist yet; watching {} for it", path.display(), a.display())
+            }
+        }
     }
 
     /// Read everything again: plans, tracker mounts, beads, the event log.
@@ -729,17 +757,7 @@ pub async fn run(
         d.tail = Some(Tail::new(&path, d.engine.memory().cursor));
     }
     for (path, mode) in d.watch.modes() {
-        match mode {
-            RootMode::Inotify => {
-                tracing::info!(project = %project, "watching {} with inotify", path.display())
-            }
-            RootMode::Polled(why) => {
-                tracing::warn!(project = %project, "polling {} every {:?}: {why}", path.display(), d.settings.events.poll_interval)
-            }
-            RootMode::Missing(a) => {
-                tracing::warn!(project = %project, "{} does not exist yet; watching {} for it", path.display(), a.display())
-            }
-        }
+        d.log_mode(&path, &mode);
     }
     // Start-up reconcile: every plan, mount and issue is read and diffed
     // against the memory (on a first start: recorded as the baseline).

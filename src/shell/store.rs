@@ -77,7 +77,34 @@ pub struct LoadReport {
 }
 
 /// Read the memory without taking the lock (for `reveille status`).
+///
+/// A running daemon may compact meanwhile: a new snapshot renamed into
+/// place, then the journal emptied. Read between the two files, that would
+/// pair the old snapshot with the emptied journal and lose every record in
+/// between (status showed 879 of 1000 pending prompts). The snapshot's
+/// inode changes with each compaction, so a read that straddled one is
+/// done again. (A new snapshot with the journal not yet emptied is fine:
+/// replaying records over a snapshot that already holds them changes
+/// nothing.)
 pub fn read_memory(dir: &Path) -> Result<(Option<Memory>, LoadReport), StoreError> {
+    use std::os::unix::fs::MetadataExt;
+    let snapshot_id = || {
+        fs::metadata(dir.join("state.json"))
+            .ok()
+            .map(|m| (m.dev(), m.ino()))
+    };
+    let mut tries = 0;
+    loop {
+        let before = snapshot_id();
+        let read = read_memory_once(dir)?;
+        tries += 1;
+        if snapshot_id() == before || tries == 10 {
+            return Ok(read);
+        }
+    }
+}
+
+fn read_memory_once(dir: &Path) -> Result<(Option<Memory>, LoadReport), StoreError> {
     let snapshot = dir.join("state.json");
     let journal = dir.join("journal.jsonl");
     let mut memory = match fs::read(&snapshot) {

@@ -6,6 +6,7 @@
 
 pub mod daemon;
 pub mod journald;
+pub mod rig;
 pub mod systemd;
 
 use std::time::{Duration, Instant};

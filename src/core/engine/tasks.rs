@@ -217,6 +217,21 @@ impl Engine {
         self.said.contains(&format!("noready:{mount}"))
     }
 
+    /// Keep the titles of a source's tasks that are still announced
+    /// (claim and completion prompts name them); `announce_tasks` adds the
+    /// ready ones back. Without this the map held every task ever seen (a
+    /// slow, unbounded growth found by the soak test in tests/reliability).
+    fn prune_titles(&mut self, source: &str) {
+        let announced: BTreeSet<&str> = self
+            .memory
+            .announced
+            .get(source)
+            .map(|items| items.keys().map(Item::label).collect())
+            .unwrap_or_default();
+        self.task_titles
+            .retain(|(s, id), _| s != source || announced.contains(id.as_str()));
+    }
+
     fn title_of(&self, source: &str, id: &str) -> String {
         self.task_titles
             .get(&(source.to_string(), id.to_string()))
@@ -403,6 +418,7 @@ impl Engine {
         for id in leaving {
             self.forget_task(&source, &id, "it left the ready set", fx);
         }
+        self.prune_titles(&source);
         self.announce_tasks(&source, tasks, Some(mount), fx);
     }
 
@@ -546,6 +562,7 @@ impl Engine {
                 assignee: issues[i].assignee.clone(),
             })
             .collect();
+        self.prune_titles(BEADS_SOURCE);
         self.announce_tasks(BEADS_SOURCE, tasks, None, fx);
     }
 }

@@ -551,6 +551,23 @@ fn session_ids_that_climb_out_are_refused() {
         .any(|l| l.level() == Level::Error && l.message.contains("../x")));
 }
 
+/// Regression (found by the crash campaign, `tests/reliability`): an
+/// in-place rewrite truncates the file before writing it, and a read brought
+/// by the previous close can see zero bytes. Parsed as a plan with no steps,
+/// that forgot every announced step, and the next read announced the ready
+/// ones again — a repeated prompt without a crash.
+#[test]
+fn a_read_catching_a_rewrite_between_truncate_and_write_repeats_nothing() {
+    let mut rig = Rig::started();
+    rig.write(NAME, &stock(&[true, false, false]));
+    assert_eq!(rig.take_delivered(), vec!["s2"]);
+    rig.write(NAME, "");
+    rig.write(NAME, &stock(&[true, false, false]));
+    assert!(rig.take_delivered().is_empty(), "{:?}", rig.delivered);
+    rig.write(NAME, &stock(&[true, true, false]));
+    assert_eq!(rig.take_delivered(), vec!["s3"]);
+}
+
 #[test]
 fn a_settle_read_ignores_a_half_written_last_line() {
     let mut rig = Rig::started();
@@ -625,6 +642,50 @@ fn the_outbox_cap_refuses_loudly_and_loses_nothing() {
     let mut got = rig.take_delivered();
     got.sort();
     assert_eq!(got, vec!["s1", "s2", "s3"]);
+}
+
+/// Regression (found by the outbox-cap flood in `tests/reliability`): with
+/// more ready steps than the cap, every delivery diffed every plan again and
+/// refilled the outbox by one, logging "outbox full" each time — 10,000
+/// prompts behind a cap of 1,000 took minutes and logged 2,000 errors. Now
+/// the diff waits until half the cap has drained, and the refusal is said
+/// once per streak; the order and the count are unchanged.
+#[test]
+fn draining_a_capped_outbox_refills_in_batches_and_says_full_once() {
+    let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
+    config.default_session = Some("s1".into());
+    config.outbox_cap = 10;
+    let mut rig = Rig::new(
+        config,
+        Some(Memory {
+            baselined: true,
+            ..Memory::default()
+        }),
+    );
+    rig.startup();
+    let mut plan = String::from("# G\n\n");
+    for i in 1..=100 {
+        plan.push_str(&format!("- [ ] T{i:03} (after: none)\n"));
+    }
+    rig.write(NAME, &plan);
+    assert_eq!(rig.engine.memory().pending_total(), 10);
+    rig.readers.insert("s1".into(), true);
+    rig.settle();
+    let got = rig.take_delivered();
+    let want: Vec<String> = (1..=100).map(|i| format!("s{i}")).collect();
+    assert_eq!(got, want);
+    let full = rig
+        .logs
+        .iter()
+        .filter(|l| l.message.contains("outbox full"))
+        .count();
+    assert_eq!(full, 1);
+    let diffs = rig
+        .records
+        .iter()
+        .filter(|r| matches!(r, Record::Announce { .. }))
+        .count();
+    assert_eq!(diffs, 100);
 }
 
 // ---- property tests -------------------------------------------------------
@@ -929,6 +990,29 @@ fn beads_entering_a_mounts_ready_set_are_announced_once_to_their_route() {
             .filter(|r| matches!(r, Record::Cursor { .. }))
             .count(),
         2
+    );
+}
+
+/// Regression (found by the soak test in `tests/reliability`): the titles
+/// of tracker tasks were kept for every task ever seen, so a long-running
+/// daemon grew with the tracker's history.
+#[test]
+fn task_titles_are_kept_only_for_ready_or_announced_tasks() {
+    let mut rig = tracker_rig(false);
+    rig.startup();
+    for i in 0..50 {
+        let id = format!("bd-{i}");
+        set_ready(&mut rig, &[(id.as_str(), "-", "Some task")]);
+        events(
+            &mut rig,
+            &[r#"{"type":"updated","id":"bd-x","mount":"proj"}"#],
+        );
+    }
+    assert_eq!(rig.delivered.len(), 50);
+    assert!(
+        rig.engine.task_titles.len() <= 2,
+        "{:?}",
+        rig.engine.task_titles
     );
 }
 
