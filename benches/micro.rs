@@ -1,0 +1,112 @@
+//! Micro-benchmarks of the pure core: the plan parser, the ready set, the
+//! events-log line parser and the beads ready rule. `cargo bench --bench
+//! micro`; the wake benchmark (`benches/wake`) measures the daemon itself.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use reveille::core::beads::{parse_issues, ready};
+use reveille::core::plan::{parse_plan, PlanFormat};
+use reveille::core::tracker::parse_event;
+
+/// A sequential checklist as the planning tool writes it, half checked.
+fn plan_text(steps: usize) -> String {
+    let mut t = String::from("# Ship the thing\n\n<!-- session: s1 -->\n\n");
+    for s in 1..=steps {
+        let mark = if s <= steps / 2 { 'x' } else { ' ' };
+        t.push_str(&format!(
+            "- [{mark}] Step {s}: implement part {s}\n  Touch the code for part {s}, then run the tests.\n"
+        ));
+    }
+    t
+}
+
+/// Chains of 10 issues, each blocked by the one before; part closed.
+fn issues_text(n: usize) -> String {
+    let mut t = String::new();
+    for i in 0..n {
+        let (chain, pos) = (i / 10, i % 10);
+        let status = if pos < chain % 10 { "closed" } else { "open" };
+        let deps = if pos == 0 {
+            String::new()
+        } else {
+            format!(
+                ",\"dependencies\":[{{\"issue_id\":\"bench-{i:05}\",\"depends_on_id\":\"bench-{:05}\",\"type\":\"blocks\"}}]",
+                i - 1
+            )
+        };
+        t.push_str(&format!(
+            "{{\"id\":\"bench-{i:05}\",\"title\":\"Issue {i}\",\"status\":\"{status}\",\"priority\":2,\"issue_type\":\"task\",\"assignee\":\"agent-{}\"{deps}}}\n",
+            chain % 50
+        ));
+    }
+    t
+}
+
+fn plans(c: &mut Criterion) {
+    let mut g = c.benchmark_group("plan");
+    for steps in [20, 200, 2000] {
+        let text = plan_text(steps);
+        g.throughput(Throughput::Bytes(text.len() as u64));
+        g.bench_with_input(BenchmarkId::new("parse_plan", steps), &text, |b, t| {
+            b.iter(|| parse_plan(PlanFormat::Markdown, black_box(t.as_bytes()), 64 << 20).unwrap())
+        });
+        let plan = parse_plan(PlanFormat::Markdown, text.as_bytes(), 64 << 20).unwrap();
+        g.throughput(Throughput::Elements(steps as u64));
+        g.bench_with_input(BenchmarkId::new("ready", steps), &plan, |b, p| {
+            b.iter(|| black_box(p).ready())
+        });
+    }
+    g.finish();
+}
+
+fn events(c: &mut Criterion) {
+    let mut g = c.benchmark_group("event");
+    g.throughput(Throughput::Elements(1));
+    let lines: [(&str, &[u8]); 3] = [
+        ("completed", br#"{"type":"completed","id":"bd-a1b2","mount":"myproj"}"#),
+        ("claimed", br#"{"type":"claimed","id":"bd-a1b2","mount":"myproj","assignee":"agent-1"}"#),
+        (
+            "BeadClaimed",
+            br#"{"id":"9f0c7f6e-1d0e-4b8e-9a51-0c1f1d2e3f40","ts":1708598530,"source":"beads/myproj","type":"BeadClaimed","data":{"bead_id":"bd-a1b2","assignee":"agent-1","mount":"myproj"}}"#,
+        ),
+    ];
+    for (name, line) in lines {
+        g.bench_function(BenchmarkId::new("parse_event", name), |b| {
+            b.iter(|| parse_event(black_box(line)).unwrap())
+        });
+    }
+    g.finish();
+}
+
+fn beads(c: &mut Criterion) {
+    let mut g = c.benchmark_group("beads");
+    g.sample_size(20);
+    for n in [1_000, 10_000] {
+        let text = issues_text(n);
+        g.throughput(Throughput::Elements(n as u64));
+        g.bench_with_input(BenchmarkId::new("parse_issues", n), &text, |b, t| {
+            b.iter(|| parse_issues(black_box(t)))
+        });
+        let (issues, _) = parse_issues(&text);
+        g.bench_with_input(BenchmarkId::new("ready", n), &issues, |b, i| {
+            b.iter(|| ready(black_box(i), 1_900_000_000))
+        });
+    }
+    g.finish();
+}
+
+fn config() -> Criterion {
+    // Short runs: the machine is shared; the figures are for regressions.
+    Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+}
+
+criterion_group! {
+    name = micro;
+    config = config();
+    targets = plans, events, beads
+}
+criterion_main!(micro);
