@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use reveille::core::beads::{parse_issues, ready};
+use reveille::core::engine::{Engine, EngineConfig};
+use reveille::core::input::Input;
 use reveille::core::plan::{parse_plan, PlanFormat};
+use reveille::core::record::Cursor;
 use reveille::core::tracker::parse_event;
 
 /// A sequential checklist as the planning tool writes it, half checked.
@@ -80,6 +83,54 @@ fn events(c: &mut Criterion) {
     g.finish();
 }
 
+/// A mix of the current event shapes, as the wake benchmark appends them.
+fn event_lines(n: usize) -> Vec<(u64, Vec<u8>)> {
+    (0..n)
+        .map(|k| {
+            let id = k / 4;
+            let line = match k % 4 {
+                0 => format!(r#"{{"type":"created","id":"bd-{id:06x}","mount":"bench"}}"#),
+                1 => format!(
+                    r#"{{"type":"claimed","id":"bd-{id:06x}","mount":"bench","assignee":"agent-{}"}}"#,
+                    id % 8
+                ),
+                2 => format!(r#"{{"type":"updated","id":"bd-{id:06x}","mount":"bench"}}"#),
+                _ => format!(r#"{{"type":"completed","id":"bd-{id:06x}","mount":"bench"}}"#),
+            };
+            (k as u64 * 64, line.into_bytes())
+        })
+        .collect()
+}
+
+/// The engine consuming a chunk of the events log (no I/O: the effects
+/// are only returned).
+fn engine_events(c: &mut Criterion) {
+    let mut g = c.benchmark_group("engine");
+    let n = 10_000;
+    g.throughput(Throughput::Elements(n as u64));
+    let lines = event_lines(n);
+    let mut config = EngineConfig::new("/nonexistent/pl", "/nonexistent/s");
+    config.mounts = vec!["bench".into()];
+    let mut engine = Engine::new(config, None);
+    engine.handle(Duration::ZERO, Input::StartupDone);
+    g.bench_function(BenchmarkId::new("tracker_lines", n), |b| {
+        b.iter_batched(
+            || lines.clone(),
+            |lines| {
+                engine.handle(
+                    Duration::ZERO,
+                    Input::TrackerLines {
+                        lines,
+                        cursor: Cursor::default(),
+                    },
+                )
+            },
+            criterion::BatchSize::LargeInput,
+        )
+    });
+    g.finish();
+}
+
 fn beads(c: &mut Criterion) {
     let mut g = c.benchmark_group("beads");
     g.sample_size(20);
@@ -107,6 +158,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = micro;
     config = config();
-    targets = plans, events, beads
+    targets = plans, events, engine_events, beads
 }
 criterion_main!(micro);

@@ -464,7 +464,12 @@ pub fn run(env: &Env, size: Size, only: &[String]) -> Report {
             };
             r.row(
                 &format!("events log, {n} lines ({:.1} MB)", e.bytes as f64 / 1e6),
-                format!("{rate:.0}/s ({})", ms(e.daemon)),
+                format!(
+                    "{rate:.0}/s ({}; CPU {}, {:.0}/CPU-s)",
+                    ms(e.daemon),
+                    ms(e.cpu),
+                    n as f64 / e.cpu.as_secs_f64().max(1e-3)
+                ),
                 &base,
                 &x,
                 "≥ 1,000,000/s",

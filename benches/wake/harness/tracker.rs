@@ -38,6 +38,9 @@ pub struct EventsRun {
     pub daemon: Duration,
     /// The append itself.
     pub append: Duration,
+    /// The daemon's CPU time (user + system) meanwhile: on a shared
+    /// machine, events per CPU-second says more than per wall-second.
+    pub cpu: Duration,
     /// `jq -c 'select(.type=="completed")'` over the same file; `None` when
     /// jq is not installed.
     pub jq: Option<Duration>,
@@ -56,6 +59,7 @@ pub fn events(env: &Env, n: usize) -> EventsRun {
     let mut d = Daemon::start(&env.daemon, &setup);
     d.wait_ready(Duration::from_secs(30));
     let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    let before = d.usage();
     let t = Instant::now();
     // One write(2): the daemon hears one modification, once it is all there.
     f.write_all(&bytes).unwrap();
@@ -78,6 +82,7 @@ pub fn events(env: &Env, n: usize) -> EventsRun {
         );
         std::thread::sleep(Duration::from_micros(500));
     };
+    let cpu = Duration::from_secs_f64((d.usage().cpu_ms - before.cpu_ms).max(0.0) / 1e3);
     d.stop();
     let jq = jq_time(&log);
     EventsRun {
@@ -85,6 +90,7 @@ pub fn events(env: &Env, n: usize) -> EventsRun {
         bytes: bytes.len(),
         daemon: done - t0,
         append: t0 - t,
+        cpu,
         jq,
     }
 }
