@@ -181,6 +181,7 @@ impl Watch {
         let overflowed = Arc::new(AtomicBool::new(false));
         let wake = Arc::new(Notify::new());
         let (flag, waker) = (overflowed.clone(), wake.clone());
+        let enqueue_name = std::ffi::OsString::from(enqueue);
         let inner = notify::INotifyWatcher::new(
             move |res: notify::Result<notify::Event>| {
                 let seen = match res {
@@ -190,6 +191,17 @@ impl Watch {
                     Err(_) => vec![Seen::Rescan],
                 };
                 for s in seen {
+                    // Only an enqueue file's opening means anything (a FIFO
+                    // reader arriving). Every other open is dropped here,
+                    // above all the daemon's own reads of plan files: a scan
+                    // of 10,000 plans queued 10,000 of them, overflowed the
+                    // channel, and the rescan that followed read every plan
+                    // again — a loop that never ended.
+                    if let Seen::Opened(p) = &s {
+                        if p.file_name() != Some(enqueue_name.as_os_str()) {
+                            continue;
+                        }
+                    }
                     if tx.try_send(s).is_err() {
                         flag.store(true, Ordering::SeqCst);
                         waker.notify_one();
@@ -466,3 +478,50 @@ fn list_dirs(dir: &Path) -> Vec<PathBuf> {
 
 /// The default poll interval when a configuration gives none.
 pub const DEFAULT_POLL: Duration = Duration::from_millis(250);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    /// Everything the watcher queues within `wait`.
+    fn collect(events: &mut WatchEvents, wait: Duration) -> Vec<Seen> {
+        let until = Instant::now() + wait;
+        let mut out = Vec::new();
+        while Instant::now() < until {
+            match events.rx.try_recv() {
+                Ok(s) => out.push(s),
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+        out
+    }
+
+    /// Regression: the daemon's own reads of plan files queued one `Opened`
+    /// each; a scan of more plans than the channel holds overflowed it, and
+    /// the rescan that followed did it again, forever (found by the wake
+    /// benchmark at 10,000 plans).
+    #[test]
+    fn reading_a_plan_queues_nothing_but_opening_an_enqueue_file_does() {
+        let tmp = tempfile::tempdir().unwrap();
+        let plans = tmp.path().join("pl");
+        let sessions = tmp.path().join("s");
+        std::fs::create_dir_all(&plans).unwrap();
+        std::fs::create_dir_all(sessions.join("a")).unwrap();
+        let plan = plans.join("20260101T000000_00000001--x__wip.md");
+        std::fs::write(&plan, "# G\n- [ ] one\n").unwrap();
+        let enqueue = sessions.join("a/fifo.in");
+        std::fs::write(&enqueue, "").unwrap();
+        let (mut watch, mut events) = Watch::new("fifo.in", true, 64).unwrap();
+        watch.add_root(&plans, RootKind::Plans);
+        watch.add_root(&sessions, RootKind::Sessions);
+        for _ in 0..100 {
+            std::fs::read(&plan).unwrap();
+        }
+        assert_eq!(collect(&mut events, Duration::from_millis(200)), vec![]);
+        assert!(!events.overflowed.load(Ordering::SeqCst));
+        std::fs::File::open(&enqueue).unwrap();
+        let seen = collect(&mut events, Duration::from_millis(200));
+        assert!(seen.contains(&Seen::Opened(enqueue.clone())), "{seen:?}");
+    }
+}
