@@ -8,7 +8,7 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use reveille::core::beads::{parse_issues, ready};
 use reveille::core::engine::{Engine, EngineConfig};
-use reveille::core::input::Input;
+use reveille::core::input::{FileRead, Input};
 use reveille::core::plan::{parse_plan, PlanFormat};
 use reveille::core::record::Cursor;
 use reveille::core::tracker::parse_event;
@@ -131,6 +131,54 @@ fn engine_events(c: &mut Criterion) {
     g.finish();
 }
 
+/// The engine's share of one wake: a plan file read after a step was
+/// ticked — parse, diff against the announced set, render the prompt,
+/// emit records. Alternates two versions (step 1 ticked / not) so every
+/// read changes something.
+fn engine_wake(c: &mut Criterion) {
+    let mut g = c.benchmark_group("engine");
+    let path = std::path::PathBuf::from("/pl/20260101T000000_00000001--x__wip.md");
+    let text = |k: usize| {
+        let mut t = String::from("# G\n\n<!-- session: s1 -->\n\n");
+        for s in 1..=21 {
+            let mark = if s <= k { 'x' } else { ' ' };
+            t.push_str(&format!(
+                "- [{mark}] Step {s}: implement part {s}\n  Touch the code for part {s}, then run the tests.\n"
+            ));
+        }
+        t.into_bytes()
+    };
+    let versions = [text(0), text(1)];
+    let mut engine = Engine::new(EngineConfig::new("/pl", "/s"), None);
+    engine.handle(Duration::ZERO, Input::StartupDone);
+    let mut n = 0usize;
+    g.bench_function("plan_read_21_steps", |b| {
+        b.iter(|| {
+            n += 1;
+            let fx = engine.handle(
+                Duration::ZERO,
+                Input::PlanRead {
+                    path: path.clone(),
+                    read: FileRead::Bytes(versions[n % 2].clone()),
+                    complete: true,
+                },
+            );
+            // Deliver what was announced, as the shell would.
+            while let Some(d) = engine.poll_delivery(Duration::ZERO) {
+                engine.handle(
+                    Duration::ZERO,
+                    Input::Delivered {
+                        session: d.session,
+                        seq: d.seq,
+                    },
+                );
+            }
+            fx
+        })
+    });
+    g.finish();
+}
+
 fn beads(c: &mut Criterion) {
     let mut g = c.benchmark_group("beads");
     g.sample_size(20);
@@ -158,6 +206,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = micro;
     config = config();
-    targets = plans, events, engine_events, beads
+    targets = plans, events, engine_events, engine_wake, beads
 }
 criterion_main!(micro);

@@ -19,11 +19,20 @@ pub enum Waker {
     Reveille,
     Diy,
     Floor,
+    /// The floor with one thread hop added: the inotify thread hands each
+    /// event through a channel to a second thread, which writes the FIFO —
+    /// the shape of notify's thread feeding tokio's loop in reveille.
+    FloorHop,
 }
 
 /// Per-trial latencies, in the order taken.
 pub struct Samples {
     pub wakes: Vec<Duration>,
+    /// reveille only: its CPU time per wake (all threads, from schedstat,
+    /// over the timed rewrites and the plan creations between them).
+    pub cpu_per_wake: Option<Duration>,
+    /// reveille only: sd_notify datagrams per wake (STATUS= updates).
+    pub notify_per_wake: Option<f64>,
 }
 
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -47,7 +56,15 @@ pub fn measure(env: &Env, waker: Waker, plans: usize, steps: usize) -> Samples {
             s.wait_for("Watches established");
             Running::Diy(s)
         }
-        Waker::Floor => Running::Floor(Floor::start(&setup.plan_dir, &fifo)),
+        Waker::Floor => Running::Floor(Floor::start(&setup.plan_dir, &fifo, false)),
+        Waker::FloorHop => Running::Floor(Floor::start(&setup.plan_dir, &fifo, true)),
+    };
+    let before = match &running {
+        Running::Reveille(d) => Some((
+            d.usage(),
+            d.notify_count.load(std::sync::atomic::Ordering::Relaxed),
+        )),
+        _ => None,
     };
     let mut p = Plans {
         dir: setup.plan_dir.clone(),
@@ -79,7 +96,7 @@ pub fn measure(env: &Env, waker: Waker, plans: usize, steps: usize) -> Samples {
             let expect = match waker {
                 Waker::Reveille => Some(format!("Step s{next} ")),
                 Waker::Diy => Some(format!("Step {next}:")),
-                Waker::Floor => None,
+                Waker::Floor | Waker::FloorHop => None,
             };
             if let Some(e) = expect {
                 assert!(
@@ -91,10 +108,23 @@ pub fn measure(env: &Env, waker: Waker, plans: usize, steps: usize) -> Samples {
             wakes.push(prompt.at.saturating_duration_since(t0));
         }
     }
+    let mut cpu_per_wake = None;
+    let mut notify_per_wake = None;
     if let Running::Reveille(d) = running {
+        let wakes_total = (plans * steps) as f64;
+        if let Some((u, n)) = before {
+            let ns = d.usage().run_ns.saturating_sub(u.run_ns);
+            cpu_per_wake = Some(Duration::from_nanos((ns as f64 / wakes_total) as u64));
+            let sent = d.notify_count.load(std::sync::atomic::Ordering::Relaxed) - n;
+            notify_per_wake = Some(sent as f64 / wakes_total);
+        }
         d.stop();
     }
-    Samples { wakes }
+    Samples {
+        wakes,
+        cpu_per_wake,
+        notify_per_wake,
+    }
 }
 
 enum Running {
@@ -106,8 +136,24 @@ enum Running {
 impl Running {
     fn log(&self) -> String {
         match self {
-            Running::Reveille(d) => format!("; reveille's stderr:\n{}", d.log_tail()),
+            Running::Reveille(d) => format!("; reveille:\n{}", d.diagnose()),
             _ => String::new(),
+        }
+    }
+}
+
+/// Open the FIFO non-blocking, write a fixed NUL-terminated prompt, close.
+fn write_fifo(fifo: &CString) {
+    let msg = b"next step\0";
+    // SAFETY: plain syscalls with a valid C string and buffer.
+    unsafe {
+        let w = libc::open(
+            fifo.as_ptr(),
+            libc::O_WRONLY | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        );
+        if w >= 0 {
+            libc::write(w, msg.as_ptr().cast(), msg.len());
+            libc::close(w);
         }
     }
 }
@@ -124,7 +170,7 @@ pub struct Floor {
 const STOP_NAME: &str = "floor.stop";
 
 impl Floor {
-    pub fn start(dir: &Path, fifo: &Path) -> Floor {
+    pub fn start(dir: &Path, fifo: &Path, hop: bool) -> Floor {
         let cdir = CString::new(dir.as_os_str().as_bytes()).unwrap();
         let cfifo = CString::new(fifo.as_os_str().as_bytes()).unwrap();
         // SAFETY: plain syscalls with valid C strings.
@@ -136,9 +182,17 @@ impl Floor {
             "inotify_add_watch: {}",
             std::io::Error::last_os_error()
         );
+        let (hop_tx, hop_rx) = std::sync::mpsc::channel::<()>();
+        let writer = hop.then(|| {
+            let cfifo = cfifo.clone();
+            std::thread::spawn(move || {
+                while hop_rx.recv().is_ok() {
+                    write_fifo(&cfifo);
+                }
+            })
+        });
         let thread = std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
-            let msg = b"next step\0";
             loop {
                 let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
                 if n <= 0 {
@@ -156,19 +210,10 @@ impl Floor {
                     let name = name.split(|&b| b == 0).next().unwrap_or(&[]);
                     if name == STOP_NAME.as_bytes() {
                         stop = true;
+                    } else if hop {
+                        let _ = hop_tx.send(());
                     } else {
-                        let w = unsafe {
-                            libc::open(
-                                cfifo.as_ptr(),
-                                libc::O_WRONLY | libc::O_NONBLOCK | libc::O_CLOEXEC,
-                            )
-                        };
-                        if w >= 0 {
-                            unsafe {
-                                libc::write(w, msg.as_ptr().cast(), msg.len());
-                                libc::close(w);
-                            }
-                        }
+                        write_fifo(&cfifo);
                     }
                     off = name_at + ev.len as usize;
                 }
@@ -177,6 +222,10 @@ impl Floor {
                 }
             }
             unsafe { libc::close(fd) };
+            drop(hop_tx);
+            if let Some(w) = writer {
+                let _ = w.join();
+            }
         });
         Floor {
             dir: dir.to_path_buf(),

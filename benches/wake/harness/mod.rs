@@ -315,7 +315,9 @@ pub fn run(env: &Env, size: Size, only: &[String]) -> Report {
             );
         }
         let floor = latency::measure(env, latency::Waker::Floor, p.lat_plans, p.lat_steps).wakes;
-        let rev = latency::measure(env, latency::Waker::Reveille, p.lat_plans, p.lat_steps).wakes;
+        let hop = latency::measure(env, latency::Waker::FloorHop, p.lat_plans, p.lat_steps).wakes;
+        let rs = latency::measure(env, latency::Waker::Reveille, p.lat_plans, p.lat_steps);
+        let rev = rs.wakes.clone();
         let n = rev.len();
         for (name, q) in [("p50", 50.0), ("p99", 99.0)] {
             let (a, f) = (percentile(&rev, q), percentile(&floor, q));
@@ -351,6 +353,35 @@ pub fn run(env: &Env, size: Size, only: &[String]) -> Report {
             maxrow = format!("{maxrow} (DIY {})", us(max(d)));
         }
         r.row("wake latency max", maxrow, &us(max(&floor)), "", "", None);
+        r.row(
+            "floor + one thread hop (diagnostic: notify's thread → tokio's loop), p50 / p99",
+            format!(
+                "{} / {}",
+                us(percentile(&rev, 50.0)),
+                us(percentile(&rev, 99.0))
+            ),
+            &format!(
+                "{} / {}",
+                us(percentile(&hop, 50.0)),
+                us(percentile(&hop, 99.0))
+            ),
+            &format!(
+                "{:.2}× floor+hop",
+                ratio(percentile(&rev, 50.0), percentile(&hop, 50.0))
+            ),
+            "",
+            None,
+        );
+        if let (Some(cpu), Some(n)) = (rs.cpu_per_wake, rs.notify_per_wake) {
+            r.row(
+                "reveille CPU time per wake (all threads) / sd_notify datagrams per wake",
+                format!("{} / {n:.1}", us(cpu)),
+                "",
+                "",
+                "",
+                None,
+            );
+        }
         r.notes.push(format!(
             "wake latency runs from just before the rewrite's close(2) (where IN_CLOSE_WRITE is queued) to the reader's read(2) returning the whole prompt; so it includes close itself ({} median here; the whole open+truncate+write+close takes {})",
             us(cost.1),

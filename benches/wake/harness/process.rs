@@ -90,7 +90,12 @@ impl Setup {
 /// One running `reveille run`.
 pub struct Daemon {
     child: Child,
-    notify: UnixDatagram,
+    /// `sd_notify` datagrams with the instant each arrived. A thread keeps
+    /// the socket drained, as the service manager does: the daemon's send
+    /// blocks when the receive queue is full.
+    notify: std::sync::mpsc::Receiver<(Instant, String)>,
+    /// How many datagrams arrived (READY, STATUS, …).
+    pub notify_count: Arc<std::sync::atomic::AtomicU64>,
     spawned: Instant,
     /// The last lines of its stderr.
     log: Arc<Mutex<VecDeque<String>>>,
@@ -101,6 +106,8 @@ pub struct Daemon {
 pub struct Usage {
     /// utime + stime of the whole process (dead threads included), ms.
     pub cpu_ms: f64,
+    /// Time on CPU of the live threads (`schedstat`, nanoseconds).
+    pub run_ns: u64,
     /// Per live thread: (tid, name, voluntary, nonvoluntary switches).
     pub threads: Vec<(u32, String, u64, u64)>,
 }
@@ -140,9 +147,28 @@ impl Daemon {
                 l.push_back(line);
             }
         });
+        let (tx, notify_rx) = std::sync::mpsc::channel();
+        let notify_count = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let count = notify_count.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = notify.recv(&mut buf) {
+                count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let msg = String::from_utf8_lossy(&buf[..n]).into_owned();
+                if tx.send((Instant::now(), msg)).is_err() {
+                    // Nobody listens any more; keep draining.
+                    let mut sink = [0u8; 4096];
+                    while notify.recv(&mut sink).is_ok() {
+                        count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    return;
+                }
+            }
+        });
         Daemon {
             child,
-            notify,
+            notify: notify_rx,
+            notify_count,
             spawned,
             log,
         }
@@ -163,10 +189,38 @@ impl Daemon {
             .join("\n")
     }
 
+    /// Each thread's name, state and wait channel, and the stderr tail: what
+    /// to look at when a prompt does not come.
+    pub fn diagnose(&self) -> String {
+        let pid = self.pid();
+        let mut out = String::new();
+        if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+            for e in dir.flatten() {
+                let p = e.path();
+                let read = |f: &str| std::fs::read_to_string(p.join(f)).unwrap_or_default();
+                let status = read("status");
+                let state = status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("State:"))
+                    .unwrap_or("")
+                    .trim()
+                    .to_string();
+                out.push_str(&format!(
+                    "thread {} {}: {state}, wchan {}\n",
+                    e.file_name().to_string_lossy(),
+                    read("comm").trim(),
+                    read("wchan").trim()
+                ));
+            }
+        }
+        out.push_str("stderr:\n");
+        out.push_str(&self.log_tail());
+        out
+    }
+
     /// Wait for `READY=1`; the time since spawn.
     pub fn wait_ready(&mut self, timeout: Duration) -> Duration {
         let deadline = Instant::now() + timeout;
-        let mut buf = [0u8; 4096];
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             assert!(
@@ -174,10 +228,10 @@ impl Daemon {
                 "reveille sent no READY=1 within {timeout:?}; its stderr:\n{}",
                 self.log_tail()
             );
-            self.notify.set_read_timeout(Some(left)).unwrap();
-            if let Ok(n) = self.notify.recv(&mut buf) {
-                let at = Instant::now();
-                let msg = String::from_utf8_lossy(&buf[..n]);
+            if let Ok((at, msg)) = self
+                .notify
+                .recv_timeout(left.min(Duration::from_millis(100)))
+            {
                 if msg.lines().any(|l| l == "READY=1") {
                     return at - self.spawned;
                 }
@@ -208,8 +262,13 @@ impl Daemon {
         let ticks = f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
             + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
         let mut threads = Vec::new();
+        let mut run_ns = 0;
         if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) {
             for e in dir.flatten() {
+                run_ns += std::fs::read_to_string(e.path().join("schedstat"))
+                    .ok()
+                    .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+                    .unwrap_or(0);
                 let tid: u32 = e.file_name().to_string_lossy().parse().unwrap_or(0);
                 let s = std::fs::read_to_string(e.path().join("status")).unwrap_or_default();
                 let name = s
@@ -228,6 +287,7 @@ impl Daemon {
         }
         Usage {
             cpu_ms: ticks as f64 * 1000.0 / tick,
+            run_ns,
             threads,
         }
     }
