@@ -6,6 +6,7 @@
 //! de-duplicating the log is the shell's job; deciding what to announce is
 //! the engine's.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde_json::{Map, Value};
@@ -102,14 +103,95 @@ pub fn parse_event(line: &[u8]) -> Result<TrackerEvent, EventError> {
     if line.len() > MAX_EVENT_LINE {
         return Err(EventError::TooLong { len: line.len() });
     }
+    let too_deep = json_too_deep(line, MAX_JSON_DEPTH);
+    if !too_deep {
+        // serde_json checks UTF-8 and blankness on its way.
+        if let Some(event) = parse_flat(line) {
+            return Ok(event);
+        }
+    }
     let text =
         std::str::from_utf8(line).map_err(|e| EventError::Malformed(format!("not UTF-8: {e}")))?;
     if text.trim().is_empty() {
         return Err(EventError::Empty);
     }
-    if json_too_deep(line, MAX_JSON_DEPTH) {
+    if too_deep {
         return Err(EventError::TooDeep);
     }
+    parse_value(text)
+}
+
+/// The fields a current-shape event is read from, borrowed from the line
+/// where it has no escapes. Other fields are skipped (and still checked to
+/// be JSON).
+#[derive(serde::Deserialize)]
+struct Flat<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    mount: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    assignee: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    cwd: Option<Cow<'a, str>>,
+}
+
+/// The fast path for the common case — a valid current-shape event — with
+/// no `serde_json::Value` tree and its per-key allocations (it made the
+/// events-log reader about twice as fast; see doc/PERFORMANCE.md). It
+/// answers only when the line is a valid event; anything else (the older
+/// envelope, a wrong type, a missing or invalid name, a duplicate key) is
+/// left to [`parse_value`], which gives the error, so both paths always
+/// agree (a test checks it).
+fn parse_flat(line: &[u8]) -> Option<TrackerEvent> {
+    let f: Flat = serde_json::from_slice(line).ok()?;
+    let some = |v: &Option<Cow<str>>| v.as_deref().filter(|s| !s.is_empty()).map(str::to_string);
+    let valid = |v: &Option<Cow<str>>| some(v).filter(|s| valid_id(s));
+    let id_mount = || Some((valid(&f.id)?, valid(&f.mount)?));
+    let event = match f.kind.as_deref()? {
+        "created" => id_mount().map(|(id, mount)| TrackerEvent::Created { id, mount })?,
+        "completed" => id_mount().map(|(id, mount)| TrackerEvent::Completed { id, mount })?,
+        "failed" => id_mount().map(|(id, mount)| TrackerEvent::Failed { id, mount })?,
+        "deleted" => id_mount().map(|(id, mount)| TrackerEvent::Deleted { id, mount })?,
+        "updated" => id_mount().map(|(id, mount)| TrackerEvent::Updated { id, mount })?,
+        "claimed" => {
+            let (id, mount) = id_mount()?;
+            TrackerEvent::Claimed {
+                id,
+                mount,
+                assignee: some(&f.assignee),
+            }
+        }
+        "mount" | "umount" => {
+            // `name`, else `mount`: the first one present must be valid.
+            let name = match some(&f.name) {
+                Some(n) => Some(n).filter(|n| valid_id(n))?,
+                None => valid(&f.mount)?,
+            };
+            if f.kind.as_deref() == Some("mount") {
+                TrackerEvent::Mount {
+                    name,
+                    cwd: some(&f.cwd),
+                }
+            } else {
+                TrackerEvent::Umount { name }
+            }
+        }
+        "BeadReady" | "BeadClaimed" => return None,
+        other => TrackerEvent::Unknown {
+            type_name: other.to_string(),
+        },
+    };
+    Some(event)
+}
+
+/// The general path: the line as a `serde_json::Value`, with an error
+/// naming what is wrong.
+fn parse_value(text: &str) -> Result<TrackerEvent, EventError> {
     let value: Value =
         serde_json::from_str(text).map_err(|e| EventError::Malformed(e.to_string()))?;
     let Value::Object(obj) = value else {

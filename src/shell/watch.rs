@@ -476,3 +476,50 @@ fn list_dirs(dir: &Path) -> Vec<PathBuf> {
 
 /// The default poll interval when a configuration gives none.
 pub const DEFAULT_POLL: Duration = Duration::from_millis(250);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    /// Everything the watcher queues within `wait`.
+    fn collect(events: &mut WatchEvents, wait: Duration) -> Vec<Seen> {
+        let until = Instant::now() + wait;
+        let mut out = Vec::new();
+        while Instant::now() < until {
+            match events.rx.try_recv() {
+                Ok(s) => out.push(s),
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+        out
+    }
+
+    /// Regression: the daemon's own reads of plan files queued one `Opened`
+    /// each; a scan of more plans than the channel holds overflowed it, and
+    /// the rescan that followed did it again, forever (found by the wake
+    /// benchmark at 10,000 plans).
+    #[test]
+    fn reading_a_plan_queues_nothing_but_opening_an_enqueue_file_does() {
+        let tmp = tempfile::tempdir().unwrap();
+        let plans = tmp.path().join("pl");
+        let sessions = tmp.path().join("s");
+        std::fs::create_dir_all(&plans).unwrap();
+        std::fs::create_dir_all(sessions.join("a")).unwrap();
+        let plan = plans.join("20260101T000000_00000001--x__wip.md");
+        std::fs::write(&plan, "# G\n- [ ] one\n").unwrap();
+        let enqueue = sessions.join("a/fifo.in");
+        std::fs::write(&enqueue, "").unwrap();
+        let (mut watch, mut events) = Watch::new("fifo.in", true, 64).unwrap();
+        watch.add_root(&plans, RootKind::Plans);
+        watch.add_root(&sessions, RootKind::Sessions);
+        for _ in 0..100 {
+            std::fs::read(&plan).unwrap();
+        }
+        assert_eq!(collect(&mut events, Duration::from_millis(200)), vec![]);
+        assert!(!events.overflowed.load(Ordering::SeqCst));
+        std::fs::File::open(&enqueue).unwrap();
+        let seen = collect(&mut events, Duration::from_millis(200));
+        assert!(seen.contains(&Seen::Opened(enqueue.clone())), "{seen:?}");
+    }
+}

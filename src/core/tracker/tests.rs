@@ -358,3 +358,65 @@ proptest! {
         let _ = parse_bead_file(&s);
     }
 }
+
+/// A JSON object built from the keys and values the two parsers look at,
+/// with the awkward cases: empty, null, wrong types, invalid names,
+/// escapes, duplicates.
+fn object_line() -> impl Strategy<Value = String> {
+    let key = prop::sample::select(vec![
+        "type", "id", "mount", "assignee", "name", "cwd", "data", "source", "ts",
+    ]);
+    let value = prop::sample::select(vec![
+        r#""created""#,
+        r#""completed""#,
+        r#""claimed""#,
+        r#""mount""#,
+        r#""umount""#,
+        r#""BeadClaimed""#,
+        r#""teleported""#,
+        r#""bd-a1b2""#,
+        r#""myproj""#,
+        r#""agent-1""#,
+        r#""bd-\u0061""#,
+        r#""a/b""#,
+        r#"".hidden""#,
+        r#""""#,
+        "null",
+        "7",
+        "[]",
+        r#"{"bead_id":"bd-1","mount":"m"}"#,
+    ]);
+    proptest::collection::vec((key, value), 0..7).prop_map(|kv| {
+        let fields: Vec<String> = kv.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+        format!("{{{}}}", fields.join(","))
+    })
+}
+
+proptest! {
+    #[test]
+    fn the_fast_path_agrees_with_the_general_parser(line in object_line()) {
+        if let Some(fast) = parse_flat(line.as_bytes()) {
+            prop_assert_eq!(Ok(fast), parse_value(&line), "{}", line);
+        }
+    }
+}
+
+#[test]
+fn the_fast_path_takes_the_common_lines() {
+    for line in [
+        r#"{"type":"completed","id":"bd-a1b2","mount":"myproj"}"#,
+        r#"{"type":"claimed","id":"bd-a1b2","mount":"myproj","assignee":"agent-1","ts":1}"#,
+        r#"{"type":"mount","name":"myproj","cwd":"/src/myproj"}"#,
+    ] {
+        assert!(parse_flat(line.as_bytes()).is_some(), "{line}");
+        assert_eq!(ev(line), parse_value(line));
+    }
+    // Errors and the older envelope go the general way.
+    for line in [
+        r#"{"type":"completed","id":"a/b","mount":"myproj"}"#,
+        r#"{"type":"completed","id":7,"mount":"myproj"}"#,
+        r#"{"type":"BeadClaimed","data":{"bead_id":"bd-1","mount":"m"}}"#,
+    ] {
+        assert!(parse_flat(line.as_bytes()).is_none(), "{line}");
+    }
+}

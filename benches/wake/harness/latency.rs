@@ -1,0 +1,265 @@
+//! Wake latency: from the return of a `task_complete` rewrite to the next
+//! step's prompt being readable at the session FIFO — for reveille, for the
+//! do-it-yourself shell waker, and for the floor (an inotify read and a FIFO
+//! write, nothing else).
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::fifo::Readers;
+use super::plans::{rewrite, Plans};
+use super::process::{Daemon, Script, Setup};
+use super::Env;
+
+/// Which waker is being measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waker {
+    Reveille,
+    Diy,
+    Floor,
+    /// The floor with one thread hop added: the inotify thread hands each
+    /// event through a channel to a second thread, which writes the FIFO —
+    /// the shape of notify's thread feeding tokio's loop in reveille.
+    FloorHop,
+}
+
+/// Per-trial latencies, in the order taken.
+pub struct Samples {
+    pub wakes: Vec<Duration>,
+    /// reveille only: its CPU time per wake (all threads, from schedstat,
+    /// over the timed rewrites and the plan creations between them).
+    pub cpu_per_wake: Option<Duration>,
+    /// reveille only: sd_notify datagrams per wake (STATUS= updates).
+    pub notify_per_wake: Option<f64>,
+}
+
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Run `plans` plans of `steps` steps through one waker, sequentially: each
+/// plan is created (its first step announced, not counted), then its steps
+/// are ticked one by one and each next step's prompt timed.
+pub fn measure(env: &Env, waker: Waker, plans: usize, steps: usize) -> Samples {
+    let tmp = env.tempdir(&format!("lat-{waker:?}"));
+    let setup = Setup::new(tmp.path());
+    let fifo = setup.add_session("bench");
+    let readers = Readers::open(&[&fifo]);
+    let running = match waker {
+        Waker::Reveille => {
+            let mut d = Daemon::start(&env.daemon, &setup);
+            d.wait_ready(Duration::from_secs(30));
+            Running::Reveille(d)
+        }
+        Waker::Diy => {
+            let mut s = Script::start(&env.diy_script, &[&setup.plan_dir, &fifo]);
+            s.wait_for("Watches established");
+            Running::Diy(s)
+        }
+        Waker::Floor => Running::Floor(Floor::start(&setup.plan_dir, &fifo, false)),
+        Waker::FloorHop => Running::Floor(Floor::start(&setup.plan_dir, &fifo, true)),
+    };
+    let before = match &running {
+        Running::Reveille(d) => Some((
+            d.usage(),
+            d.notify_count.load(std::sync::atomic::Ordering::Relaxed),
+        )),
+        _ => None,
+    };
+    let mut p = Plans {
+        dir: setup.plan_dir.clone(),
+        tag: "lat".into(),
+        steps,
+        checked: vec![0; plans],
+        sessions: vec!["bench".into(); plans],
+    };
+    let mut wakes = Vec::with_capacity(plans * (steps - 1));
+    for i in 0..plans {
+        rewrite(&p.path(i), &p.text(i));
+        let first = readers.next(TIMEOUT);
+        assert!(
+            first.is_some(),
+            "{waker:?}: no prompt for the first step of a new plan{}",
+            running.log()
+        );
+        for _ in 1..steps {
+            std::thread::sleep(Duration::from_millis(3));
+            let t0 = p.complete_next(i);
+            let Some(prompt) = readers.next(TIMEOUT) else {
+                panic!(
+                    "{waker:?}: no prompt within {TIMEOUT:?} after ticking step {} of plan {i}{}",
+                    p.checked[i],
+                    running.log()
+                );
+            };
+            let next = p.checked[i] + 1;
+            let expect = match waker {
+                Waker::Reveille => Some(format!("Step s{next} ")),
+                Waker::Diy => Some(format!("Step {next}:")),
+                Waker::Floor | Waker::FloorHop => None,
+            };
+            if let Some(e) = expect {
+                assert!(
+                    prompt.text.contains(&e),
+                    "{waker:?}: expected a prompt for step {next}, got {:?}",
+                    prompt.text
+                );
+            }
+            wakes.push(prompt.at.saturating_duration_since(t0));
+        }
+    }
+    let mut cpu_per_wake = None;
+    let mut notify_per_wake = None;
+    if let Running::Reveille(d) = running {
+        let wakes_total = (plans * steps) as f64;
+        if let Some((u, n)) = before {
+            let ns = d.usage().run_ns.saturating_sub(u.run_ns);
+            cpu_per_wake = Some(Duration::from_nanos((ns as f64 / wakes_total) as u64));
+            let sent = d.notify_count.load(std::sync::atomic::Ordering::Relaxed) - n;
+            notify_per_wake = Some(sent as f64 / wakes_total);
+        }
+        d.stop();
+    }
+    Samples {
+        wakes,
+        cpu_per_wake,
+        notify_per_wake,
+    }
+}
+
+enum Running {
+    Reveille(Daemon),
+    Diy(Script),
+    Floor(Floor),
+}
+
+impl Running {
+    fn log(&self) -> String {
+        match self {
+            Running::Reveille(d) => format!("; reveille:\n{}", d.diagnose()),
+            _ => String::new(),
+        }
+    }
+}
+
+/// Open the FIFO non-blocking, write a fixed NUL-terminated prompt, close.
+fn write_fifo(fifo: &CString) {
+    let msg = b"next step\0";
+    // SAFETY: plain syscalls with a valid C string and buffer.
+    unsafe {
+        let w = libc::open(
+            fifo.as_ptr(),
+            libc::O_WRONLY | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        );
+        if w >= 0 {
+            libc::write(w, msg.as_ptr().cast(), msg.len());
+            libc::close(w);
+        }
+    }
+}
+
+/// The physical floor: one thread blocked in `read` on an inotify fd
+/// watching the plan directory for `IN_CLOSE_WRITE`; for each event it
+/// opens the FIFO non-blocking, writes a fixed NUL-terminated string and
+/// closes it — the same open–write–close reveille does per prompt.
+pub struct Floor {
+    dir: PathBuf,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+const STOP_NAME: &str = "floor.stop";
+
+impl Floor {
+    pub fn start(dir: &Path, fifo: &Path, hop: bool) -> Floor {
+        let cdir = CString::new(dir.as_os_str().as_bytes()).unwrap();
+        let cfifo = CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: plain syscalls with valid C strings.
+        let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC) };
+        assert!(fd >= 0);
+        let wd = unsafe { libc::inotify_add_watch(fd, cdir.as_ptr(), libc::IN_CLOSE_WRITE) };
+        assert!(
+            wd >= 0,
+            "inotify_add_watch: {}",
+            std::io::Error::last_os_error()
+        );
+        let (hop_tx, hop_rx) = std::sync::mpsc::channel::<()>();
+        let writer = hop.then(|| {
+            let cfifo = cfifo.clone();
+            std::thread::spawn(move || {
+                while hop_rx.recv().is_ok() {
+                    write_fifo(&cfifo);
+                }
+            })
+        });
+        let thread = std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            loop {
+                let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+                if n <= 0 {
+                    break;
+                }
+                let mut stop = false;
+                let mut off = 0usize;
+                while off + std::mem::size_of::<libc::inotify_event>() <= n as usize {
+                    // SAFETY: the kernel wrote whole events into `buf`; the
+                    // byte buffer has no alignment, hence the unaligned read.
+                    let ev: libc::inotify_event =
+                        unsafe { std::ptr::read_unaligned(buf.as_ptr().add(off).cast()) };
+                    let name_at = off + std::mem::size_of::<libc::inotify_event>();
+                    let name = &buf[name_at..name_at + ev.len as usize];
+                    let name = name.split(|&b| b == 0).next().unwrap_or(&[]);
+                    if name == STOP_NAME.as_bytes() {
+                        stop = true;
+                    } else if hop {
+                        let _ = hop_tx.send(());
+                    } else {
+                        write_fifo(&cfifo);
+                    }
+                    off = name_at + ev.len as usize;
+                }
+                if stop {
+                    break;
+                }
+            }
+            unsafe { libc::close(fd) };
+            drop(hop_tx);
+            if let Some(w) = writer {
+                let _ = w.join();
+            }
+        });
+        Floor {
+            dir: dir.to_path_buf(),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Floor {
+    fn drop(&mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = std::fs::write(self.dir.join(STOP_NAME), "");
+            let _ = t.join();
+        }
+    }
+}
+
+/// Medians of what a rewrite costs with nobody watching: the whole
+/// open–truncate–write–close, and the `close` alone (which every latency
+/// figure includes, see `plans::rewrite`).
+pub fn rewrite_cost(dir: &Path) -> (Duration, Duration) {
+    let path = dir.join("rewrite-cost.md");
+    let text = super::plans::plan_text(0, 21, 10, "x");
+    let mut whole = Vec::new();
+    let mut close = Vec::new();
+    for _ in 0..50 {
+        let t = Instant::now();
+        let before_close = rewrite(&path, &text);
+        let end = Instant::now();
+        whole.push(end - t);
+        close.push(end - before_close);
+    }
+    (
+        super::percentile(&whole, 50.0),
+        super::percentile(&close, 50.0),
+    )
+}

@@ -1,0 +1,573 @@
+//! The wake benchmark's harness, shared by `benches/wake/main.rs` (the
+//! command `doc/PERFORMANCE.md` quotes) and the smoke test
+//! (`tests/bench_smoke.rs`, which runs it at a tiny size and judges nothing
+//! but that it runs and produces figures).
+//!
+//! Everything runs the real daemon binary against temp directories and real
+//! FIFOs; each figure is measured side by side with its baseline in the same
+//! run.
+
+#![allow(dead_code)] // the smoke test uses less of it than the benchmark
+
+pub mod fifo;
+pub mod latency;
+pub mod plans;
+pub mod process;
+pub mod scale;
+pub mod tracker;
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// How big a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Size {
+    /// Seconds: only that every part runs (the smoke test).
+    Smoke,
+    /// About a minute: every figure, smaller scale and shorter idle window.
+    Quick,
+    /// The sizes the targets are stated for (a few minutes).
+    Full,
+}
+
+impl Size {
+    pub fn parse(s: &str) -> Option<Size> {
+        match s {
+            "smoke" => Some(Size::Smoke),
+            "quick" => Some(Size::Quick),
+            "full" => Some(Size::Full),
+            _ => None,
+        }
+    }
+}
+
+/// The sizes behind a `Size`.
+#[derive(Debug, Clone)]
+pub struct Params {
+    /// Latency: plans × steps, sequential.
+    pub lat_plans: usize,
+    pub lat_steps: usize,
+    /// Scale: plan counts (sessions = min(plans, max_sessions)).
+    pub scale: Vec<usize>,
+    pub max_sessions: usize,
+    pub scale_trials: usize,
+    /// Idle window at the largest scale, and at the others.
+    pub idle_largest: Duration,
+    pub idle_other: Duration,
+    /// Events log sizes.
+    pub events: Vec<usize>,
+    /// issues.jsonl size and end-to-end trials.
+    pub issues: usize,
+    pub beads_trials: usize,
+}
+
+impl Params {
+    pub fn of(size: Size) -> Params {
+        match size {
+            Size::Smoke => Params {
+                lat_plans: 2,
+                lat_steps: 4,
+                scale: vec![1, 6],
+                max_sessions: 3,
+                scale_trials: 3,
+                idle_largest: Duration::from_millis(500),
+                idle_other: Duration::from_millis(200),
+                events: vec![2_000],
+                issues: 200,
+                beads_trials: 2,
+            },
+            Size::Quick => Params {
+                lat_plans: 5,
+                lat_steps: 21,
+                scale: vec![1, 100, 1_000],
+                max_sessions: 1_000,
+                scale_trials: 54,
+                idle_largest: Duration::from_secs(10),
+                idle_other: Duration::from_secs(3),
+                events: vec![100_000],
+                issues: 10_000,
+                beads_trials: 5,
+            },
+            Size::Full => Params {
+                lat_plans: 25,
+                lat_steps: 21,
+                scale: vec![1, 100, 1_000, 10_000],
+                max_sessions: 1_000,
+                scale_trials: 54,
+                idle_largest: Duration::from_secs(60),
+                idle_other: Duration::from_secs(10),
+                events: vec![100_000, 1_000_000],
+                issues: 10_000,
+                beads_trials: 10,
+            },
+        }
+    }
+}
+
+/// Where things are.
+pub struct Env {
+    /// The `reveille` binary.
+    pub daemon: PathBuf,
+    /// `benches/diy-waker.sh`.
+    pub diy_script: PathBuf,
+    /// Keep temp directories (REVEILLE_KEEP_TMP).
+    pub keep: bool,
+}
+
+impl Env {
+    pub fn tempdir(&self, tag: &str) -> tempfile::TempDir {
+        let mut d = tempfile::Builder::new()
+            .prefix(&format!("reveille-bench-{tag}-"))
+            .tempdir()
+            .unwrap();
+        if self.keep {
+            d.disable_cleanup(true);
+            eprintln!("keeping {}", d.path().display());
+        }
+        d
+    }
+}
+
+/// Which parts to run.
+pub const PARTS: [&str; 4] = ["latency", "scale", "events", "beads"];
+
+/// Nearest-rank percentile.
+pub fn percentile(v: &[Duration], p: f64) -> Duration {
+    if v.is_empty() {
+        return Duration::ZERO;
+    }
+    let mut s = v.to_vec();
+    s.sort();
+    let rank = ((p / 100.0) * s.len() as f64).ceil() as usize;
+    s[rank.clamp(1, s.len()) - 1]
+}
+
+fn max(v: &[Duration]) -> Duration {
+    v.iter().copied().max().unwrap_or_default()
+}
+
+/// One line of the results table.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub figure: String,
+    pub reveille: String,
+    pub baseline: String,
+    pub ratio: String,
+    pub target: String,
+    /// `None`: no target for this figure (or not measured at target size).
+    pub pass: Option<bool>,
+}
+
+/// Everything a run produced.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub rows: Vec<Row>,
+    pub notes: Vec<String>,
+    /// The raw figures (scale runs), for the growth table.
+    pub scale: Vec<scale::ScaleRun>,
+    pub machine: String,
+    pub elapsed: Duration,
+}
+
+fn us(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us >= 10_000.0 {
+        format!("{:.1} ms", us / 1000.0)
+    } else {
+        format!("{us:.0} µs")
+    }
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64().max(1e-9)
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `nproc`, CPU model, kernel, load.
+pub fn machine() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map(|m| m.trim_start_matches([' ', '\t', ':']).to_string())
+        .unwrap_or_default();
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    format!(
+        "nproc {cpus}, {model}, Linux {}, load average {}",
+        kernel.trim(),
+        loadavg()
+    )
+}
+
+impl Report {
+    fn row(
+        &mut self,
+        figure: &str,
+        reveille: String,
+        baseline: &str,
+        ratio: &str,
+        target: &str,
+        pass: Option<bool>,
+    ) {
+        self.rows.push(Row {
+            figure: figure.into(),
+            reveille,
+            baseline: baseline.into(),
+            ratio: ratio.into(),
+            target: target.into(),
+            pass,
+        });
+    }
+
+    /// The results as markdown.
+    pub fn markdown(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "machine: {}\n", self.machine);
+        s.push_str(
+            "| figure | reveille | baseline | ratio | target | |\n|---|---|---|---|---|---|\n",
+        );
+        for r in &self.rows {
+            let verdict = match r.pass {
+                Some(true) => "pass",
+                Some(false) => "**FAIL**",
+                None => "",
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {verdict} |",
+                r.figure, r.reveille, r.baseline, r.ratio, r.target
+            );
+        }
+        if !self.scale.is_empty() {
+            s.push_str("\nGrowth with plans (20 steps each) and sessions:\n\n");
+            s.push_str("| plans | sessions | READY 1st | READY 2nd | VmHWM at READY | VmHWM peak | idle CPU | idle switches | wake p50 | wake max | burst (all sessions) |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+            for r in &self.scale {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {} | {:.1} MiB | {:.1} MiB | {:.0} ms / {:.0} s | {} | {} | {} | {} ({} writes) |",
+                    r.plans,
+                    r.sessions,
+                    ms(r.ready_first),
+                    ms(r.ready_second),
+                    r.rss_ready_kib as f64 / 1024.0,
+                    r.rss_peak_kib as f64 / 1024.0,
+                    r.idle_cpu_ms,
+                    r.idle_secs,
+                    r.idle_switches,
+                    us(r.p50()),
+                    us(max(&r.wakes)),
+                    ms(r.burst_total),
+                    ms(r.burst_writes),
+                );
+            }
+        }
+        if !self.notes.is_empty() {
+            s.push('\n');
+            for n in &self.notes {
+                let _ = writeln!(s, "- {n}");
+            }
+        }
+        let _ = writeln!(
+            s,
+            "\nran in {:.0} s; load average at the end {}",
+            self.elapsed.as_secs_f64(),
+            loadavg()
+        );
+        s
+    }
+}
+
+/// Run the parts named in `only` (all when empty) at `size`.
+pub fn run(env: &Env, size: Size, only: &[String]) -> Report {
+    let started = Instant::now();
+    let p = Params::of(size);
+    let want = |part: &str| only.is_empty() || only.iter().any(|o| o == part);
+    let full = size == Size::Full;
+    let mut r = Report {
+        machine: machine(),
+        ..Report::default()
+    };
+    raise_fd_limit();
+
+    if want("latency") {
+        let lat_tmp = env.tempdir("rewrite");
+        let cost = latency::rewrite_cost(lat_tmp.path());
+        let mut diy = None;
+        if has("inotifywait") {
+            diy = Some(latency::measure(env, latency::Waker::Diy, p.lat_plans, p.lat_steps).wakes);
+        } else {
+            r.notes.push(
+                "inotifywait not installed: no DIY baseline (apt-get install inotify-tools)".into(),
+            );
+        }
+        let floor = latency::measure(env, latency::Waker::Floor, p.lat_plans, p.lat_steps).wakes;
+        let hop = latency::measure(env, latency::Waker::FloorHop, p.lat_plans, p.lat_steps).wakes;
+        let rs = latency::measure(env, latency::Waker::Reveille, p.lat_plans, p.lat_steps);
+        let rev = rs.wakes.clone();
+        let n = rev.len();
+        for (name, q) in [("p50", 50.0), ("p99", 99.0)] {
+            let (a, f) = (percentile(&rev, q), percentile(&floor, q));
+            if let Some(d) = &diy {
+                let b = percentile(d, q);
+                let (limit, t) = if q == 50.0 {
+                    (10.0, "≤ 1/10 of DIY")
+                } else {
+                    (5.0, "≤ 1/5 of DIY")
+                };
+                let x = ratio(b, a);
+                r.row(
+                    &format!("wake latency {name} ({n} steps) vs DIY waker"),
+                    us(a),
+                    &us(b),
+                    &format!("{x:.1}× faster"),
+                    t,
+                    Some(x >= limit),
+                );
+            }
+            let x = ratio(a, f);
+            r.row(
+                &format!("wake latency {name} vs inotify+write floor"),
+                us(a),
+                &us(f),
+                &format!("{x:.2}× floor"),
+                "≤ 3× floor",
+                Some(x <= 3.0),
+            );
+        }
+        let mut maxrow = us(max(&rev));
+        if let Some(d) = &diy {
+            maxrow = format!("{maxrow} (DIY {})", us(max(d)));
+        }
+        r.row("wake latency max", maxrow, &us(max(&floor)), "", "", None);
+        r.row(
+            "floor + one thread hop (diagnostic: notify's thread → tokio's loop), p50 / p99",
+            format!(
+                "{} / {}",
+                us(percentile(&rev, 50.0)),
+                us(percentile(&rev, 99.0))
+            ),
+            &format!(
+                "{} / {}",
+                us(percentile(&hop, 50.0)),
+                us(percentile(&hop, 99.0))
+            ),
+            &format!(
+                "{:.2}× floor+hop",
+                ratio(percentile(&rev, 50.0), percentile(&hop, 50.0))
+            ),
+            "",
+            None,
+        );
+        if let (Some(cpu), Some(n)) = (rs.cpu_per_wake, rs.notify_per_wake) {
+            r.row(
+                "reveille CPU time per wake (all threads) / sd_notify datagrams per wake",
+                format!("{} / {n:.1}", us(cpu)),
+                "",
+                "",
+                "",
+                None,
+            );
+        }
+        r.notes.push(format!(
+            "wake latency runs from just before the rewrite's close(2) (where IN_CLOSE_WRITE is queued) to the reader's read(2) returning the whole prompt; so it includes close itself ({} median here; the whole open+truncate+write+close takes {})",
+            us(cost.1),
+            us(cost.0)
+        ));
+    }
+
+    if want("scale") {
+        let largest = *p.scale.iter().max().unwrap();
+        for &plans in &p.scale {
+            let sessions = plans.min(p.max_sessions);
+            let idle = if plans == largest {
+                p.idle_largest
+            } else {
+                p.idle_other
+            };
+            eprintln!("scale: {plans} plans, {sessions} sessions …");
+            r.scale
+                .push(scale::measure(env, plans, sessions, p.scale_trials, idle));
+        }
+        let one = r.scale.iter().find(|s| s.plans == 1).cloned();
+        let big = r.scale.last().cloned().unwrap();
+        let at = |n: usize| format!("{n} plans");
+        let target_size = full && big.plans >= 10_000;
+        if let Some(one) = &one {
+            let x = ratio(big.p50(), one.p50());
+            r.row(
+                &format!("wake p50 with {} vs 1 plan", big.plans),
+                us(big.p50()),
+                &us(one.p50()),
+                &format!("{x:.2}"),
+                "≤ 1.5",
+                Some(x <= 1.5),
+            );
+        }
+        r.row(
+            &format!("READY, first start, {}", at(big.plans)),
+            ms(big.ready_first),
+            "",
+            "",
+            "< 1 s",
+            target_size.then_some(big.ready_first < Duration::from_secs(1)),
+        );
+        r.row(
+            &format!("READY, second start (reconcile), {}", at(big.plans)),
+            ms(big.ready_second),
+            "",
+            "",
+            "< 1 s",
+            target_size.then_some(big.ready_second < Duration::from_secs(1)),
+        );
+        r.row(
+            &format!(
+                "peak RSS (VmHWM), {} + {} sessions",
+                at(big.plans),
+                big.sessions
+            ),
+            format!("{:.1} MiB", big.rss_peak_kib as f64 / 1024.0),
+            "",
+            "",
+            "< 64 MiB",
+            target_size.then_some(big.rss_peak_kib < 64 * 1024),
+        );
+        r.row(
+            &format!(
+                "idle {:.0} s, {}: context switches",
+                big.idle_secs,
+                at(big.plans)
+            ),
+            format!("{} ({})", big.idle_switches, big.idle_threads.join(", ")),
+            "",
+            "",
+            "0 periodic wake-ups",
+            Some(big.idle_switches == 0),
+        );
+        r.row(
+            &format!("idle {:.0} s, {}: CPU time", big.idle_secs, at(big.plans)),
+            format!("{:.0} ms", big.idle_cpu_ms),
+            "",
+            "",
+            "",
+            None,
+        );
+        r.row(
+            &format!(
+                "burst: one step unblocked in each of {} sessions",
+                big.sessions
+            ),
+            ms(big.burst_total),
+            "",
+            "",
+            "",
+            None,
+        );
+        r.notes.push(
+            "polling trackers and orchestrators notice work every few seconds to minutes; beads' own `bd ready` was reported at 5 s for 132 issues".into(),
+        );
+    }
+
+    if want("events") {
+        for &n in &p.events {
+            eprintln!("events: {n} …");
+            let e = tracker::events(env, n);
+            let rate = n as f64 / e.daemon.as_secs_f64();
+            let (base, x) = match e.jq {
+                Some(j) => (
+                    format!("jq: {:.0}/s ({})", n as f64 / j.as_secs_f64(), ms(j)),
+                    format!("{:.1}× jq", ratio(j, e.daemon)),
+                ),
+                None => ("jq not installed".into(), String::new()),
+            };
+            r.row(
+                &format!("events log, {n} lines ({:.1} MB)", e.bytes as f64 / 1e6),
+                format!(
+                    "{rate:.0}/s ({}; CPU {}, {:.0}/CPU-s)",
+                    ms(e.daemon),
+                    ms(e.cpu),
+                    n as f64 / e.cpu.as_secs_f64().max(1e-3)
+                ),
+                &base,
+                &x,
+                "≥ 1,000,000/s",
+                (full && n >= 1_000_000
+                    || n == *p.events.iter().max().unwrap() && size != Size::Smoke)
+                    .then_some(rate >= 1e6),
+            );
+            r.notes.push(format!(
+                "events {n}: the one write(2) appending the log took {}; the clock starts when it returns",
+                ms(e.append)
+            ));
+        }
+    }
+
+    if want("beads") {
+        eprintln!("beads: {} issues …", p.issues);
+        let b = tracker::beads(env, p.issues, p.beads_trials);
+        let total = b.parse + b.ready;
+        r.row(
+            &format!(
+                "issues.jsonl {} issues ({:.1} MB): parse + ready after one closes",
+                b.issues,
+                b.bytes as f64 / 1e6
+            ),
+            format!(
+                "{} ({} parse, {} ready)",
+                ms(total),
+                ms(b.parse),
+                us(b.ready)
+            ),
+            "bd ready: 5 s for 132 issues (reported)",
+            "",
+            "< 20 ms",
+            (size != Size::Smoke).then_some(total < Duration::from_millis(20)),
+        );
+        r.row(
+            "issues.jsonl: close → prompt at the FIFO, through the daemon (p50 / max)",
+            format!("{} / {}", ms(percentile(&b.e2e, 50.0)), ms(max(&b.e2e))),
+            "",
+            "",
+            "",
+            None,
+        );
+    }
+    r.elapsed = started.elapsed();
+    r
+}
+
+fn has(tool: &str) -> bool {
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool} >/dev/null"))
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// One FIFO per session is held open: lift the soft fd limit to the hard one.
+fn raise_fd_limit() {
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: plain get/setrlimit on a local struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0 {
+            l.rlim_cur = l.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+        }
+    }
+}
