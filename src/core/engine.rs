@@ -251,6 +251,9 @@ pub struct Engine {
     /// Line errors of the current issues.jsonl, so a rewrite with the same
     /// broken line does not log it again.
     beads_errors: BTreeSet<String>,
+    /// Plans with a current error (kept as a count: `STATUS=` asks for it
+    /// on every loop turn).
+    invalid: usize,
     /// Tracker task titles by source and id, for claim/completed prompts.
     task_titles: BTreeMap<(String, String), String>,
 }
@@ -280,6 +283,7 @@ impl Engine {
             beads_due: None,
             beads_errors: BTreeSet::new(),
             task_titles: BTreeMap::new(),
+            invalid: 0,
         }
     }
 
@@ -493,7 +497,9 @@ impl Engine {
                             .file(&path.display().to_string()),
                     ));
                     if let Some(p) = plan {
-                        p.error = Some(msg);
+                        if p.error.replace(msg).is_none() {
+                            self.invalid += 1;
+                        }
                     }
                 }
                 return;
@@ -568,6 +574,7 @@ impl Engine {
             Ok(_) if bytes.is_empty() && state.summary.is_some() => return,
             Ok(plan) => {
                 if state.error.take().is_some() {
+                    self.invalid -= 1;
                     fx.push(Effect::Log(
                         Log::new(Level::Info, "plan is valid again")
                             .plan(&pp.source)
@@ -592,7 +599,9 @@ impl Engine {
                         .file(&path.display().to_string())
                         .line(e.line),
                     ));
-                    state.error = Some(msg);
+                    if state.error.replace(msg).is_none() {
+                        self.invalid += 1;
+                    }
                 }
                 return;
             }
@@ -658,6 +667,9 @@ impl Engine {
         let Some(state) = self.plans.remove(source) else {
             return;
         };
+        if state.error.is_some() {
+            self.invalid -= 1;
+        }
         if state.lifecycle.is_live() {
             fx.push(Effect::Log(
                 Log::new(
@@ -1223,6 +1235,11 @@ impl Engine {
             .collect()
     }
 
+    /// How many sessions are currently failing.
+    pub fn failing_count(&self) -> usize {
+        self.lanes.values().filter(|l| l.failing.is_some()).count()
+    }
+
     /// Sessions currently failing, with the reason.
     pub fn failing(&self) -> BTreeMap<String, String> {
         self.lanes
@@ -1233,7 +1250,7 @@ impl Engine {
 
     /// Plans with a current error.
     pub fn invalid_plans(&self) -> usize {
-        self.plans.values().filter(|p| p.error.is_some()).count()
+        self.invalid
     }
 
     /// Number of tracked plans.

@@ -135,15 +135,17 @@ pub fn read_capped(path: &Path, cap: usize) -> FileRead {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return FileRead::Missing,
         Err(e) => return FileRead::Failed(e.to_string()),
     };
-    match file.metadata() {
-        Ok(m) if m.is_file() => {}
+    let size = match file.metadata() {
+        Ok(m) if m.is_file() => m.len(),
         Ok(m) if m.file_type().is_fifo() => {
             return FileRead::Failed("is a named pipe, not a plan file".into())
         }
         Ok(_) => return FileRead::Failed("is not a regular file".into()),
         Err(e) => return FileRead::Failed(e.to_string()),
-    }
-    let mut bytes = Vec::new();
+    };
+    // Sized from the file, so a plan is read in one `read` (and one more
+    // that finds the end), not in a series of doubling reads.
+    let mut bytes = Vec::with_capacity((size as usize).min(cap) + 1);
     match (&mut file).take(cap as u64 + 1).read_to_end(&mut bytes) {
         Ok(_) => FileRead::Bytes(bytes),
         Err(e) => FileRead::Failed(e.to_string()),
@@ -230,6 +232,8 @@ struct Daemon {
     store_failing: bool,
     /// The last STATUS= sent, so it is only sent on change.
     status: String,
+    /// What that STATUS= was made of.
+    status_key: [usize; 6],
     /// Deliveries finishing in the background (partial pipe writes, regular
     /// and 9P files); a stop waits briefly for them.
     background: usize,
@@ -602,7 +606,7 @@ impl Daemon {
         if invalid > 0 {
             s.push_str(&format!(", {invalid} invalid"));
         }
-        let failing = self.engine.failing().len();
+        let failing = self.engine.failing_count();
         if failing > 0 {
             s.push_str(&format!(", {} unreachable", count(failing, "session")));
         }
@@ -629,10 +633,25 @@ impl Daemon {
         self.status = s;
     }
 
+    /// Send `STATUS=` when the summary changed. What it is made of is
+    /// compared first (a handful of counters), so the string is only built
+    /// when it may differ — this runs on every loop turn, the wake path too.
     fn update_status(&mut self) {
         if !self.notifier.is_enabled() {
             return;
         }
+        let key = [
+            self.engine.plan_count(),
+            self.engine.memory().pending_total(),
+            self.engine.invalid_plans(),
+            self.engine.failing_count(),
+            self.watch.generation(),
+            usize::from(self.store_failing),
+        ];
+        if key == self.status_key {
+            return;
+        }
+        self.status_key = key;
         let s = self.summary();
         if s != self.status {
             self.notifier.status(&s);
@@ -749,6 +768,7 @@ pub async fn run(
         sync_at: None,
         store_failing: false,
         status: String::new(),
+        status_key: [usize::MAX; 6],
         background: 0,
         tail: None,
         pipe: None,

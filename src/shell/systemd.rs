@@ -5,37 +5,69 @@
 //! all. A failed send is logged and otherwise ignored: losing a status line
 //! must never stop the daemon. (A lost `WATCHDOG=1` gets us restarted, which
 //! is what the watchdog is for.)
+//!
+//! The socket is connected once and is non-blocking: a service manager that
+//! stops reading (its queue holds about ten datagrams) must not stall the
+//! event loop — the sd-notify crate's own `notify` blocks there. The
+//! crate's `NotifyState` still formats the messages.
 
+use std::fmt::Write as _;
+use std::io;
+use std::os::unix::net::UnixDatagram;
 use std::time::Duration;
 
 use sd_notify::NotifyState;
 
 /// Sends state changes to the service manager that started us, if any.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Notifier {
-    /// Whether `NOTIFY_SOCKET` was set at start-up; when it was not, every
-    /// method is a no-op, so the daemon runs unchanged in a terminal.
-    enabled: bool,
+    /// Connected to `NOTIFY_SOCKET`, non-blocking; `None` when it was unset
+    /// (every method is then a no-op, so the daemon runs unchanged in a
+    /// terminal) or could not be connected (said once, at start-up).
+    sock: Option<UnixDatagram>,
+}
+
+fn connect(path: &std::ffi::OsStr) -> io::Result<UnixDatagram> {
+    use std::os::unix::ffi::OsStrExt;
+    let sock = UnixDatagram::unbound()?;
+    let bytes = path.as_bytes();
+    if let Some(name) = bytes.strip_prefix(b"@") {
+        // An abstract socket (`@name`), as `sd_notify(3)` allows.
+        use std::os::linux::net::SocketAddrExt;
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(name)?;
+        sock.connect_addr(&addr)?;
+    } else {
+        sock.connect(path)?;
+    }
+    sock.set_nonblocking(true)?;
+    Ok(sock)
 }
 
 impl Notifier {
     /// A notifier for the current process. Reads `NOTIFY_SOCKET` once and
-    /// leaves it in the environment (children started by the daemon are not
-    /// expected, but unsetting it would also hide it from later calls).
+    /// leaves it in the environment.
     pub fn from_env() -> Self {
-        Self {
-            enabled: std::env::var_os("NOTIFY_SOCKET").is_some_and(|s| !s.is_empty()),
-        }
+        let sock = match std::env::var_os("NOTIFY_SOCKET").filter(|s| !s.is_empty()) {
+            None => None,
+            Some(path) => match connect(&path) {
+                Ok(sock) => Some(sock),
+                Err(err) => {
+                    tracing::warn!(error = %err, "cannot connect to NOTIFY_SOCKET {}; not notifying systemd", path.to_string_lossy());
+                    None
+                }
+            },
+        };
+        Self { sock }
     }
 
     /// A notifier that never sends anything (tests, `reveille check`).
     pub fn disabled() -> Self {
-        Self { enabled: false }
+        Self { sock: None }
     }
 
     /// Whether messages are sent at all.
     pub fn is_enabled(&self) -> bool {
-        self.enabled
+        self.sock.is_some()
     }
 
     /// `READY=1`: start-up (or a reload) is complete; we are watching.
@@ -63,7 +95,7 @@ impl Notifier {
     /// `sd_notify(3)` asks; send [`ready`](Self::ready) when the reload is
     /// done (whether the new configuration was taken or refused).
     pub fn reloading(&self) {
-        if !self.enabled {
+        if !self.is_enabled() {
             return;
         }
         match NotifyState::monotonic_usec_now() {
@@ -92,7 +124,7 @@ impl Notifier {
     /// (`WATCHDOG_PID` unset or our pid). `None` when there is no watchdog
     /// or no service manager to ping.
     pub fn watchdog_interval(&self) -> Option<Duration> {
-        if !self.enabled {
+        if !self.is_enabled() {
             return None;
         }
         watchdog_interval_from(
@@ -103,11 +135,19 @@ impl Notifier {
     }
 
     fn send(&self, what: &str, states: &[NotifyState<'_>]) {
-        if !self.enabled {
+        let Some(sock) = &self.sock else {
             return;
+        };
+        let mut msg = String::new();
+        for s in states {
+            let _ = writeln!(msg, "{s}");
         }
-        if let Err(err) = sd_notify::notify(false, states) {
-            tracing::warn!(error = %err, "sd_notify {what} failed");
+        match sock.send(msg.as_bytes()) {
+            Ok(_) => {}
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
+                tracing::warn!("sd_notify {what} dropped: the service manager is not reading its notify socket");
+            }
+            Err(err) => tracing::warn!(error = %err, "sd_notify {what} failed"),
         }
     }
 }

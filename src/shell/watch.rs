@@ -134,6 +134,8 @@ pub struct Watch {
     polled: BTreeMap<PathBuf, Fingerprint>,
     /// The enqueue file name, whose opening means a reader may be there.
     enqueue: String,
+    /// Bumped whenever a root changes how it is watched.
+    generation: usize,
     session_plans: bool,
 }
 
@@ -215,6 +217,7 @@ impl Watch {
                 watched: BTreeSet::new(),
                 polled: BTreeMap::new(),
                 enqueue: enqueue.to_string(),
+                generation: 0,
                 session_plans,
             },
             WatchEvents {
@@ -253,6 +256,7 @@ impl Watch {
 
     /// Decide (again) how root `i` is watched.
     fn setup(&mut self, i: usize) {
+        self.generation += 1;
         let path = self.roots[i].dir();
         if let RootMode::Missing(ancestor) = &self.roots[i].mode {
             let ancestor = ancestor.clone();
@@ -307,6 +311,11 @@ impl Watch {
         })
     }
 
+    /// Changes whenever a root changes how it is watched.
+    pub fn generation(&self) -> usize {
+        self.generation
+    }
+
     /// How each root is watched, for status.
     pub fn modes(&self) -> Vec<(PathBuf, RootMode)> {
         self.roots
@@ -347,6 +356,7 @@ impl Watch {
                         && p.parent() == Some(root.as_path()) =>
                 {
                     if self.watch_dir(p).is_err() {
+                        self.generation += 1;
                         self.roots[i].mode = RootMode::Polled(
                             "inotify watch limit reached (fs.inotify.max_user_watches)".into(),
                         );
