@@ -103,12 +103,15 @@ struct Draft {
     line: usize,
     status: StepStatus,
     title: String,
-    description: Vec<String>,
+    /// Description lines joined with `\n`.
+    description: String,
     /// Blank lines seen since the last description line: kept only if more
     /// description follows, so a step's description never ends with blanks.
     blank_run: usize,
     /// Indentation of the first description line, removed from all of them.
     desc_indent: Option<usize>,
+    /// Whether a description line was seen (the first may be empty text).
+    has_description: bool,
     /// `None`: no annotation, so the step waits for the one before it.
     /// `Some`: the annotated references as (step number, line written on).
     refs: Option<Vec<(usize, usize)>>,
@@ -133,10 +136,11 @@ impl Draft {
             num,
             line,
             status,
-            title: title.split_whitespace().collect::<Vec<_>>().join(" "),
-            description: Vec::new(),
+            title: collapse_whitespace(title),
+            description: String::new(),
             blank_run: 0,
             desc_indent: None,
+            has_description: false,
             refs,
         })
     }
@@ -149,41 +153,54 @@ impl Draft {
             return;
         }
         let strip = *self.desc_indent.get_or_insert(indent);
-        if !self.description.is_empty() {
-            self.description
-                .extend(std::iter::repeat_n(String::new(), self.blank_run));
+        let first = self.description.is_empty() && !self.has_description;
+        if !first {
+            // The newline ending the previous line, and the blank lines kept
+            // because more description followed them.
+            for _ in 0..=self.blank_run {
+                self.description.push('\n');
+            }
         }
+        self.has_description = true;
         self.blank_run = 0;
         let cut = line
             .char_indices()
             .take(strip)
             .take_while(|(_, c)| *c == ' ' || *c == '\t')
             .count();
-        self.description.push(line[cut..].trim_end().to_string());
+        self.description.push_str(line[cut..].trim_end());
     }
 }
 
 /// Turns drafts into steps: keys, default sequential dependencies, and
 /// reference checks at the line each reference was written on.
 fn resolve(drafts: Vec<Draft>) -> Result<Vec<Step>, PlanError> {
-    let mut seen: HashMap<String, usize> = HashMap::new();
+    // Keys first, borrowing the titles: no title is copied to count it.
+    let keys: Vec<String> = {
+        let mut seen: HashMap<&str, usize> = HashMap::with_capacity(drafts.len());
+        drafts
+            .iter()
+            .map(|d| {
+                let count = seen.entry(d.title.as_str()).or_insert(0);
+                *count += 1;
+                if *count == 1 {
+                    d.title.clone()
+                } else {
+                    format!("{}#{}", d.title, count)
+                }
+            })
+            .collect()
+    };
     let mut steps = Vec::with_capacity(drafts.len());
     let mut refs = Vec::with_capacity(drafts.len());
-    for d in drafts {
-        let count = seen.entry(d.title.clone()).or_insert(0);
-        *count += 1;
-        let key = if *count == 1 {
-            d.title.clone()
-        } else {
-            format!("{}#{}", d.title, count)
-        };
+    for (d, key) in drafts.into_iter().zip(keys) {
         refs.push(d.refs);
         steps.push(Step {
             num: d.num,
             key,
             label: format!("s{}", d.num),
             title: d.title,
-            description: d.description.join("\n"),
+            description: d.description,
             status: d.status,
             deps: Vec::new(),
             line: d.line,
@@ -207,6 +224,18 @@ fn resolve(drafts: Vec<Draft>) -> Result<Vec<Step>, PlanError> {
         steps[i].deps = deps;
     }
     Ok(steps)
+}
+
+/// Trimmed, with every run of whitespace one space; allocates once.
+fn collapse_whitespace(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for word in s.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
 }
 
 /// `- [ ] title`, `* [x] title`, `+ [X] title`, `1. [ ] title`, `2) [ ] title`.

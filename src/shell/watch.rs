@@ -160,6 +160,18 @@ fn map_event(event: notify::Event, enqueue: &str) -> Vec<Seen> {
     }
     let path = |i: usize| event.paths.get(i).cloned();
     let one = |f: fn(PathBuf) -> Seen| path(0).map(f).into_iter().collect();
+    let is_enqueue = path(0).is_some_and(|p| p.file_name().is_some_and(|n| n == enqueue));
+    // Of an enqueue file, only its appearing and its opening matter (a
+    // reader may have arrived); its modifications and closes are mostly the
+    // daemon's own prompt writes echoing back, one loop turn each.
+    if is_enqueue
+        && matches!(
+            event.kind,
+            EventKind::Access(AccessKind::Close(_)) | EventKind::Modify(ModifyKind::Data(_))
+        )
+    {
+        return vec![];
+    }
     match event.kind {
         EventKind::Access(AccessKind::Close(AccessMode::Write)) => one(Seen::Closed),
         EventKind::Access(AccessKind::Open(_)) => match path(0) {
