@@ -2,5 +2,6 @@
 //! is a group of tests, `util` is their shared harness.
 
 mod config_example;
+mod hostile;
 mod systemd;
 mod util;

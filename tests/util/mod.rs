@@ -5,6 +5,7 @@
 
 pub mod journald;
 pub mod systemd;
+pub mod world;
 
 use std::time::{Duration, Instant};
 
