@@ -91,6 +91,44 @@ fn a_directory_or_a_missing_enqueue_file_keeps_the_prompt_until_a_fifo_appears()
     w.assert_contained();
 }
 
+#[test]
+fn a_regular_enqueue_file_gets_whole_prompts_with_message_framing() {
+    let mut w = World::new();
+    let mut good = w.fifo_session(GOOD);
+    let dir = w.session_dir("plain");
+    let file = dir.join("fifo.in");
+    fs::write(&file, "").unwrap();
+    w.made(&file);
+    let d = w.start();
+    // Two plans, two prompts, one after the other.
+    plan_for(
+        &mut w,
+        "plain",
+        "first prompt into a regular file, rather long",
+    );
+    crate::util::wait_until("the first prompt", WAIT, || {
+        let t = fs::read_to_string(&file).unwrap();
+        t.contains("rather long").then_some(())
+    });
+    plan_for(&mut w, "plain", "second");
+    crate::util::wait_until("the second prompt", WAIT, || {
+        let t = fs::read_to_string(&file).unwrap();
+        t.contains("ready: second").then_some(())
+    });
+    let text = fs::read_to_string(&file).unwrap();
+    // message framing: no NUL, no JSON; both prompts whole, in order.
+    assert!(!text.contains('\0'), "{text:?}");
+    let first = text
+        .find("rather long")
+        .expect("first prompt lost or overwritten");
+    let second = text.find("ready: second").unwrap();
+    assert!(first < second, "{text}");
+    assert_eq!(text.matches("[reveille] Step").count(), 2, "{text}");
+    w.assert_alive(&mut good);
+    d.assert_running();
+    w.assert_contained();
+}
+
 /// Root ignores file modes, so "unwritable" is made with a read-only bind
 /// mount of the session directory.
 #[test]
