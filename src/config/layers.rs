@@ -275,6 +275,12 @@ impl Layers {
     /// `flag --project`. Entries of a map table are keyed as
     /// [`entry_key`] writes them.
     pub fn origin(&self, key: &str) -> String {
+        // An array element (`events.mounts[0]`) comes from where its array
+        // does; figment has no metadata for the element itself.
+        let key = match key.strip_suffix(']').and_then(|k| k.rsplit_once('[')) {
+            Some((array, index)) if index.bytes().all(|b| b.is_ascii_digit()) => array,
+            _ => key,
+        };
         let metadata = match split_entry(key) {
             Some((table, entry)) => self
                 .figment

@@ -417,6 +417,17 @@ fn a_config_path_that_is_not_a_regular_file_is_refused_at_once() {
     }
 }
 
+/// Regression: a bad `events.mounts` entry from a file was reported as
+/// "(from default)": the lookup used the element key `events.mounts[0]`.
+#[test]
+fn a_bad_array_element_names_the_file_it_came_from() {
+    let (dir, loaded) = with_file("[events]\nmounts = [\"ok\", \"..\"]\n", &[]);
+    let err = loaded.unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("events.mounts[1]"));
+    let path = dir.path().join("x.toml");
+    assert_eq!(err.origin, Some(format!("file {}", path.display())));
+}
+
 #[test]
 fn syntax_error_names_file_and_line() {
     let (dir, loaded) = with_file("[project]\nname = \"p\"\nmode = \n", &[]);
