@@ -138,3 +138,65 @@ fn a_truncated_and_rewritten_log_is_read_again_without_repeats() {
     d.assert_running();
     w.assert_contained();
 }
+
+#[test]
+fn a_garbage_issues_jsonl_is_reported_once_per_line_across_exports() {
+    let mut w = World::new();
+    w.set("project", "default_session", &format!("{GOOD:?}"));
+    let issues = w.issues.clone();
+    w.set(
+        "beads",
+        "issues_jsonl",
+        &format!("{:?}", issues.display().to_string()),
+    );
+    let mut good = w.fifo_session(GOOD);
+    let garbage = format!(
+        "not json\n{}\n{{\"id\":\"{}\",\"title\":\"huge\",\"status\":\"open\"}}\n[1]\n{{\"id\":\"../x\",\"status\":\"open\"}}\n\u{1}\u{2}\n",
+        "[".repeat(100_000),
+        "x".repeat(10 << 20),
+    );
+    let export = |w: &World, extra: &str| {
+        // An export writes a temp file and renames it into place.
+        let tmp = w.root.join("issues.jsonl.tmp");
+        fs::write(&tmp, format!("{garbage}{extra}")).unwrap();
+        fs::rename(&tmp, &w.issues).unwrap();
+    };
+    export(&w, "");
+    w.made(&issues);
+    let d = w.start();
+    let ok = "{\"id\":\"bd-ok\",\"title\":\"a real issue\",\"status\":\"open\"}\n";
+    export(&w, ok);
+    good.wait_for("a real issue");
+    export(
+        &w,
+        &format!("{ok}{{\"id\":\"bd-2\",\"title\":\"another\",\"status\":\"open\"}}\n"),
+    );
+    good.wait_for("another");
+    w.assert_alive(&mut good);
+    let file = issues.display().to_string();
+    let reported = d.lines_with(&format!("{file}: line "));
+    // First start: the garbage is reported as the baseline is read; the
+    // exports after it repeat the same lines and are not reported again.
+    for n in [1, 2, 3, 4, 5, 6] {
+        let hits = reported
+            .iter()
+            .filter(|l| l.contains(&format!(": line {n}: ")))
+            .count();
+        assert!(hits <= 1, "line {n} reported {hits} times: {reported:#?}");
+    }
+    assert!(reported.len() >= 4, "{}", d.log_text());
+    assert!(
+        reported.iter().all(|l| l.len() < 2000),
+        "a log line quotes too much"
+    );
+    let prompts = good.prompts();
+    assert_eq!(
+        prompts
+            .iter()
+            .filter(|p| p.contains("a real issue"))
+            .count(),
+        1
+    );
+    d.assert_running();
+    w.assert_contained();
+}
