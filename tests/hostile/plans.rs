@@ -190,6 +190,13 @@ fn a_plan_rewritten_mid_read_announces_only_what_the_finished_file_would() {
         .collect();
     eprintln!("{rounds} rewrites, {} prompts", announced.len());
     assert!(rounds > 100, "only {rounds} rewrites");
+    let mut distinct: std::collections::BTreeMap<&str, usize> = Default::default();
+    for p in &announced {
+        *distinct
+            .entry(p.lines().next().unwrap_or_default())
+            .or_default() += 1;
+    }
+    eprintln!("announced: {distinct:#?}");
     for p in &announced {
         assert!(
             p.contains("is ready: second step title is long\n"),
