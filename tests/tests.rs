@@ -4,6 +4,7 @@
 mod bench_smoke;
 mod config_example;
 mod daemon;
+mod hostile;
 mod reliability;
 mod systemd;
 mod util;

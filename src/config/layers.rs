@@ -22,6 +22,31 @@ pub(crate) const ENV_SEPARATOR: &str = "__";
 /// (`[a, b]`, `{ "agent-1" = "sess" }`); every other value stays a string.
 const STRUCTURED_KEYS: &[&str] = &["events.mounts", "events.assignees"];
 
+/// Read a configuration file that must be a regular file. Opened
+/// non-blocking and checked before reading, so `--config` naming a FIFO
+/// cannot hang `check` or `run` (waiting for a writer) and a device such as
+/// `/dev/zero` cannot be read forever.
+fn read_regular(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        let what = if meta.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file"
+        };
+        return Err(std::io::Error::other(format!("is {what}")));
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text)?;
+    Ok(text)
+}
+
 /// The metadata names that identify each layer.
 const DEFAULT_NAME: &str = "default";
 const ENV_NAME: &str = "env";
@@ -70,7 +95,7 @@ impl Layer {
     /// error naming the file (and, for syntax, the line).
     pub fn file(path: &Path) -> Result<Layer, ConfigError> {
         let origin = file_origin(path);
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        let text = read_regular(path).map_err(|e| ConfigError {
             key: None,
             value: None,
             origin: Some(origin.clone()),
@@ -250,6 +275,12 @@ impl Layers {
     /// `flag --project`. Entries of a map table are keyed as
     /// [`entry_key`] writes them.
     pub fn origin(&self, key: &str) -> String {
+        // An array element (`events.mounts[0]`) comes from where its array
+        // does; figment has no metadata for the element itself.
+        let key = match key.strip_suffix(']').and_then(|k| k.rsplit_once('[')) {
+            Some((array, index)) if index.bytes().all(|b| b.is_ascii_digit()) => array,
+            _ => key,
+        };
         let metadata = match split_entry(key) {
             Some((table, entry)) => self
                 .figment

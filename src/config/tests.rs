@@ -392,6 +392,42 @@ fn missing_config_file_is_named() {
     assert!(err.to_string().contains("cannot read"), "{err}");
 }
 
+/// Regression: `--config` naming a FIFO hung `check` and `run` forever in
+/// `open` (waiting for a writer); `/dev/zero` would have been read forever.
+#[test]
+fn a_config_path_that_is_not_a_regular_file_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.toml");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for (path, why) in [
+        (fifo.clone(), "is not a regular file"),
+        (PathBuf::from("/dev/zero"), "is not a regular file"),
+        (dir.path().to_path_buf(), "is a directory"),
+    ] {
+        let err = load(&LoadOptions {
+            config: Some(path.clone()),
+            project: None,
+            env: env(&[]),
+        })
+        .unwrap_err();
+        assert_eq!(err.origin, Some(format!("file {}", path.display())));
+        assert!(err.to_string().contains(why), "{err}");
+    }
+}
+
+/// Regression: a bad `events.mounts` entry from a file was reported as
+/// "(from default)": the lookup used the element key `events.mounts[0]`.
+#[test]
+fn a_bad_array_element_names_the_file_it_came_from() {
+    let (dir, loaded) = with_file("[events]\nmounts = [\"ok\", \"..\"]\n", &[]);
+    let err = loaded.unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("events.mounts[1]"));
+    let path = dir.path().join("x.toml");
+    assert_eq!(err.origin, Some(format!("file {}", path.display())));
+}
+
 #[test]
 fn syntax_error_names_file_and_line() {
     let (dir, loaded) = with_file("[project]\nname = \"p\"\nmode = \n", &[]);

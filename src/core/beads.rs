@@ -7,7 +7,7 @@ use std::collections::{HashMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use super::lines::LineError;
+use super::lines::{quoted, LineError};
 use super::timestamp::parse_timestamp;
 use super::tracker::valid_id;
 
@@ -219,7 +219,10 @@ fn parse_issue_line(raw: &str, line: usize, errors: &mut Vec<LineError>) -> Opti
     let id = match issue.id {
         Some(id) if valid_id(&id) => id.into_owned(),
         Some(id) => {
-            errors.push(LineError::new(line, format!("invalid issue id {id:?}")));
+            errors.push(LineError::new(
+                line,
+                format!("invalid issue id {}", quoted(&id)),
+            ));
             return None;
         }
         None => {
@@ -234,7 +237,10 @@ fn parse_issue_line(raw: &str, line: usize, errors: &mut Vec<LineError>) -> Opti
             if parsed.is_none() {
                 errors.push(LineError::new(
                     line,
-                    format!("{id}: defer_until {s:?} is not a date or RFC 3339 time; ignored"),
+                    format!(
+                        "{id}: defer_until {} is not a date or RFC 3339 time; ignored",
+                        quoted(s)
+                    ),
                 ));
             }
             parsed

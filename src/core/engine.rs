@@ -21,6 +21,7 @@ use std::time::Duration;
 use super::effect::{Delivery, Effect, Level, Log};
 use super::input::{Change, FileRead, Input};
 use super::lifecycle::Lifecycle;
+use super::lines::quoted;
 use super::name::{classify, FileState, PlanFile};
 use super::plan::{parse_plan, Plan, PlanFormat, StepStatus};
 use super::prompt;
@@ -735,23 +736,25 @@ impl Engine {
             })
             .or_else(|| self.config.default_session.clone());
         match session {
-            Some(s) => match check_name(&s) {
-                Ok(()) => Some(s),
-                Err(why) => {
-                    if !state.warned_route {
-                        state.warned_route = true;
-                        fx.push(Effect::Log(
+            Some(s) => {
+                match check_name(&s) {
+                    Ok(()) => Some(s),
+                    Err(why) => {
+                        if !state.warned_route {
+                            state.warned_route = true;
+                            fx.push(Effect::Log(
                             Log::new(
                                 Level::Error,
-                                format!("session id {s:?} {why}; this plan wakes nobody until it is fixed"),
+                                format!("session id {} {why}; this plan wakes nobody until it is fixed", quoted(&s)),
                             )
                             .plan(source)
                             .file(&state.path.display().to_string()),
                         ));
+                        }
+                        None
                     }
-                    None
                 }
-            },
+            }
             None => {
                 if !state.warned_route {
                     state.warned_route = true;

@@ -31,6 +31,19 @@ impl fmt::Display for LineError {
     }
 }
 
+/// Longest piece of a data value quoted in a message, in characters.
+pub const QUOTE_CHARS: usize = 64;
+
+/// `value` quoted for a message (`{:?}` style), cut to [`QUOTE_CHARS`]
+/// characters with its full length appended, so one hostile field (a 10 MB
+/// id, a 4 MB session name) cannot turn into a journal entry of that size.
+pub fn quoted(value: &str) -> String {
+    match value.char_indices().nth(QUOTE_CHARS) {
+        None => format!("{value:?}"),
+        Some((cut, _)) => format!("{:?}… ({} bytes)", &value[..cut], value.len()),
+    }
+}
+
 /// Deepest JSON nesting the parsers accept. Real events and issues nest
 /// three or four levels; serde_json's own limit (128) keeps the stack safe,
 /// this one lets us say "too deep" instead of a generic syntax error.
@@ -78,6 +91,39 @@ mod tests {
         assert!(json_too_deep(br#"{"a":[1,{"b":[2]}]}"#, 3));
         // Brackets inside a string, and an escaped quote, do not nest.
         assert!(!json_too_deep(br#"{"a":"[[[[\"[[[["}"#, 1));
+    }
+
+    #[test]
+    fn quoted_values_are_cut_with_their_length() {
+        assert_eq!(quoted("bd-1"), "\"bd-1\"");
+        assert_eq!(
+            quoted(&"é".repeat(QUOTE_CHARS)),
+            format!("{:?}", "é".repeat(QUOTE_CHARS))
+        );
+        let long = "x".repeat(10 << 20);
+        let q = quoted(&long);
+        assert!(q.len() < 100, "{q}");
+        assert!(q.ends_with("… (10485760 bytes)"), "{q}");
+        // Cut on a character boundary.
+        assert!(quoted(&"é".repeat(1000)).starts_with(&format!("\"{}\"…", "é".repeat(QUOTE_CHARS))));
+    }
+
+    /// Regression: a 10 MB id in `issues.jsonl`, a 1 MB mount name in an
+    /// event, quoted whole, made journal entries of that size.
+    #[test]
+    fn parser_errors_quote_hostile_values_briefly() {
+        let id = "x".repeat(10 << 20);
+        let line = format!("{{\"id\":\"{id}/\",\"status\":\"open\"}}");
+        let (_, errors) = crate::core::beads::parse_issues(&line);
+        assert!(
+            errors[0].to_string().len() < 200,
+            "{}",
+            errors[0].message.len()
+        );
+        let mount = "m".repeat(500_000);
+        let event = format!("{{\"type\":\"created\",\"id\":\"bd-1\",\"mount\":\"{mount}\"}}");
+        let e = crate::core::tracker::parse_event(event.as_bytes()).unwrap_err();
+        assert!(e.to_string().len() < 200, "{}", e.to_string().len());
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use super::lines::{json_too_deep, LineError, MAX_JSON_DEPTH};
+use super::lines::{json_too_deep, quoted, LineError, MAX_JSON_DEPTH};
 
 /// Longest events-log line accepted. Real events are a few hundred bytes; a
 /// longer line is garbage or an attack, and parsing it would only cost time.
@@ -89,7 +89,7 @@ impl fmt::Display for EventError {
             EventError::Malformed(m) => write!(f, "malformed: {m}"),
             EventError::WrongShape(m) => write!(f, "not an event: {m}"),
             EventError::BadName { field, value } => {
-                write!(f, "invalid {field} {value:?}")
+                write!(f, "invalid {field} {}", quoted(value))
             }
         }
     }
@@ -308,7 +308,10 @@ fn envelope_mount(
     match opt_string(obj, "source")? {
         Some(source) => match source.strip_prefix("beads/") {
             Some(mount) => checked("mount", mount.to_string()),
-            None => Err(shape(format!("`source` {source:?} is not beads/<mount>"))),
+            None => Err(shape(format!(
+                "`source` {} is not beads/<mount>",
+                quoted(&source)
+            ))),
         },
         None => Err(shape("no `data.mount` or `source` field")),
     }
@@ -375,12 +378,12 @@ fn parse_ready_row(line: &str) -> Result<ReadyRow, String> {
         ));
     };
     if !valid_id(id) {
-        return Err(format!("invalid bead id {id:?}"));
+        return Err(format!("invalid bead id {}", quoted(id)));
     }
     let blockers = blockers
         .trim()
         .parse::<u32>()
-        .map_err(|_| format!("blockers count {blockers:?} is not a number"))?;
+        .map_err(|_| format!("blockers count {} is not a number", quoted(blockers)))?;
     let dash = |s: &str| (s != "-" && !s.is_empty()).then(|| s.to_string());
     Ok(ReadyRow {
         id: id.to_string(),
@@ -477,7 +480,7 @@ pub fn parse_bead_file(text: &str) -> Result<BeadFile, String> {
     bead.body = lines.collect();
     match id {
         Some(id) if valid_id(&id) => bead.id = id,
-        Some(id) => return Err(format!("invalid bead id {id:?}")),
+        Some(id) => return Err(format!("invalid bead id {}", quoted(&id))),
         None => return Err("front matter has no `id`".into()),
     }
     Ok(bead)

@@ -136,6 +136,16 @@ impl Deliverer {
         if kind.is_fifo() {
             Ok(Target::Fifo(file))
         } else if kind.is_file() {
+            // A local regular file is read as a whole by whoever consumes
+            // it: append, or each prompt would overwrite the start of the
+            // one before. A FUSE/9P file (ollie-9p's `fifo.in`) is a message
+            // endpoint: one write at offset 0 per open, as it expects.
+            let remote = nix::sys::statfs::fstatfs(&file)
+                .ok()
+                .and_then(|st| crate::shell::watch::remote_fs_kind(&st));
+            if remote.is_none() {
+                set_append(&file).map_err(|e| undeliverable(format!("{}: {e}", path.display())))?;
+            }
             Ok(Target::Regular(file))
         } else {
             Err(undeliverable(format!(
@@ -245,6 +255,20 @@ impl Deliverer {
             });
         });
     }
+}
+
+/// Turn on `O_APPEND` for an open file.
+fn set_append(file: &File) -> io::Result<()> {
+    // SAFETY: fcntl on an fd we own, with integer arguments only.
+    let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags | libc::O_APPEND) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 fn write_some(file: &File, bytes: &[u8]) -> io::Result<usize> {

@@ -22,6 +22,14 @@ use tokio::sync::{mpsc, Notify};
 /// A filesystem where inotify sees nothing of remote changes.
 fn is_remote_fs(path: &Path) -> Option<&'static str> {
     let st = nix::sys::statfs::statfs(path).ok()?;
+    remote_fs_kind(&st)
+}
+
+/// The name of a filesystem where inotify sees nothing of remote changes
+/// (and where a file may be a synthetic message endpoint), from its statfs.
+pub fn remote_fs_kind(st: &nix::sys::statfs::Statfs) -> Option<&'static str> {
+    // `__fsword_t` is i64 on x86_64 but not on every target.
+    #[allow(clippy::unnecessary_cast)]
     let t = st.filesystem_type().0 as i64;
     match t {
         0x6573_5546 => Some("FUSE"),

@@ -8,6 +8,7 @@ pub mod daemon;
 pub mod journald;
 pub mod rig;
 pub mod systemd;
+pub mod world;
 
 use std::time::{Duration, Instant};
 

@@ -11,6 +11,7 @@ use super::{Engine, Now};
 use crate::core::beads;
 use crate::core::effect::{Effect, Level, Log};
 use crate::core::input::FileRead;
+use crate::core::lines::quoted;
 use crate::core::prompt;
 use crate::core::record::{Cursor, Item, Record};
 use crate::core::tracker::{parse_event, parse_ready, EventError, TrackerEvent};
@@ -205,7 +206,10 @@ impl Engine {
                 format!("type:{type_name}"),
                 Log::new(
                     Level::Info,
-                    format!("tracker event type {type_name:?} is not one reveille acts on; skipped (said once)"),
+                    format!(
+                        "tracker event type {} is not one reveille acts on; skipped (said once)",
+                        quoted(&type_name)
+                    ),
                 )
                 .file("events"),
                 fx,

@@ -1,0 +1,125 @@
+//! A full disk under the state directory: a 64 KiB tmpfs, filled. The
+//! daemon keeps delivering from memory, says once that state cannot be
+//! persisted, and says so again when space is back.
+
+use std::fs;
+use std::io::Write;
+use std::process::Command;
+
+use crate::util::world::{fresh_uid, plan_name, FifoReader, World, GOOD};
+
+/// Unmounts on drop, so a failing test leaves no mount behind.
+struct Tmpfs(std::path::PathBuf);
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// Fill the filesystem holding `dir` with one file; returns it.
+fn fill(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("filler");
+    let mut f = fs::File::create(&path).unwrap();
+    let block = [0u8; 512];
+    loop {
+        match f.write(&block) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => break,
+            Err(e) => panic!("filling {}: {e}", path.display()),
+        }
+    }
+    // Then byte by byte, so not even a partial page is left.
+    while let Ok(1) = f.write(&[0]) {}
+    path
+}
+
+fn plan(w: &mut World, title: &str) {
+    w.write_plan(
+        &plan_name(fresh_uid(), "disk"),
+        format!("# Disk\n<!-- session: {GOOD} -->\n\n- [ ] {title}\n- [ ] then {title}\n"),
+    );
+}
+
+#[test]
+fn a_full_state_disk_never_stops_delivery_and_is_reported_once() {
+    let mut w = World::new();
+    fs::create_dir(&w.state).unwrap();
+    let st = w.state.display().to_string();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", &st])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("SKIPPED: mount -t tmpfs is not permitted here (needs root / CAP_SYS_ADMIN)");
+        return;
+    }
+    let _mount = Tmpfs(w.state.clone());
+    let mut good = w.fifo_session(GOOD);
+    let d = w.start();
+    plan(&mut w, "before the disk filled");
+    good.wait_for("ready: before the disk filled");
+    let filler = fill(&w.state);
+    // Full: each wake-up is still delivered, from memory. The journal's
+    // last page may still hold a few records; keep going until it is full.
+    let mut i = 0;
+    while d.count("cannot record state") == 0 {
+        assert!(i < 100, "100 plans and no report:\n{}", d.log_text());
+        let title = format!("while full {i}");
+        plan(&mut w, &title);
+        good.wait_for(&format!("ready: {title}\n"));
+        i += 1;
+    }
+    for j in i..i + 5 {
+        let title = format!("while full {j}");
+        plan(&mut w, &title);
+        good.wait_for(&format!("ready: {title}\n"));
+    }
+    let line = d.wait_log("the full-disk report", "cannot record state");
+    assert!(
+        line.contains("ERROR") && line.contains("No space left on device"),
+        "{line}"
+    );
+    assert_eq!(d.count("cannot record state"), 1, "{}", d.log_text());
+    assert_eq!(
+        d.count("cannot write the state snapshot"),
+        0,
+        "{}",
+        d.log_text()
+    );
+    // Space comes back: the next record says so, once.
+    fs::remove_file(&filler).unwrap();
+    plan(&mut w, "after space came back");
+    good.wait_for("ready: after space came back");
+    d.wait_log("the recovery", "state directory writable again");
+    w.assert_alive(&mut good);
+    assert_eq!(d.count("cannot record state"), 1, "{}", d.log_text());
+    assert_eq!(d.count("writable again"), 1, "{}", d.log_text());
+    // A clean stop persists everything; a restart loses nothing and
+    // repeats nothing: no step is announced again.
+    let before = good.prompts().len();
+    assert!(d.stop().success());
+    let d = w.start();
+    let mut good2 = FifoReader::open(&w.sessions.join(GOOD).join("fifo.in"));
+    w.assert_alive(&mut good2);
+    let again: Vec<String> = good2
+        .prompts()
+        .into_iter()
+        .chain(good.prompts().into_iter().skip(before))
+        .filter(|p| !p.contains("alive check"))
+        .collect();
+    assert!(
+        again.is_empty(),
+        "repeated after restart: {again:#?}\n{}",
+        d.log_text()
+    );
+    assert!(
+        !d.log_text().contains("could not be read"),
+        "{}",
+        d.log_text()
+    );
+    d.assert_running();
+    drop(d);
+    w.assert_contained();
+}
