@@ -161,6 +161,7 @@ fn engine_wake(c: &mut Criterion) {
                     path: path.clone(),
                     read: FileRead::Bytes(versions[n % 2].clone()),
                     complete: true,
+                    fresh: false,
                 },
             );
             // Deliver what was announced, as the shell would.

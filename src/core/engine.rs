@@ -28,6 +28,11 @@ use super::prompt;
 use super::record::{Item, Memory, Pending, Record};
 use super::session::check_name;
 
+/// Complete re-reads of a file that keeps being fresh before it is
+/// believed as it is (a writer rewriting it forever, or a clock skewed
+/// against the file system's).
+const MAX_RECHECKS: u32 = 20;
+
 /// Monotonic time since an arbitrary origin, supplied by the caller.
 pub type Now = Duration;
 
@@ -252,6 +257,9 @@ pub struct Engine {
     /// Line errors of the current issues.jsonl, so a rewrite with the same
     /// broken line does not log it again.
     beads_errors: BTreeSet<String>,
+    /// Fresh reads to confirm with a complete re-read: when, and how many
+    /// times in a row the file was still fresh.
+    rechecks: BTreeMap<PathBuf, (Now, u32)>,
     /// Plans with a current error (kept as a count: `STATUS=` asks for it
     /// on every loop turn).
     invalid: usize,
@@ -284,6 +292,7 @@ impl Engine {
             beads_due: None,
             beads_errors: BTreeSet::new(),
             task_titles: BTreeMap::new(),
+            rechecks: BTreeMap::new(),
             invalid: 0,
         }
     }
@@ -315,7 +324,8 @@ impl Engine {
         let settle = self.settling.values().min().copied();
         let vanish = self.vanished.values().min().copied();
         let retry = self.lanes.values().filter_map(|l| l.retry_at).min();
-        [settle, vanish, retry, self.beads_due]
+        let recheck = self.rechecks.values().map(|(at, _)| *at).min();
+        [settle, vanish, retry, recheck, self.beads_due]
             .into_iter()
             .flatten()
             .min()
@@ -340,7 +350,8 @@ impl Engine {
                 path,
                 read,
                 complete,
-            } => self.on_read(now, path, read, complete, &mut fx),
+                fresh,
+            } => self.on_read(now, path, read, complete, fresh, &mut fx),
             Input::Listed { paths, read_all } => self.on_listed(paths, read_all, &mut fx),
             Input::StartupDone => {
                 if self.baseline {
@@ -461,15 +472,22 @@ impl Engine {
         None
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn on_read(
         &mut self,
         now: Now,
         path: PathBuf,
         read: FileRead,
         complete: bool,
+        fresh: bool,
         fx: &mut Vec<Effect>,
     ) {
-        let _ = now;
+        // A complete read answers any pending re-read of this file.
+        let rechecked = if complete {
+            self.rechecks.remove(&path).map_or(0, |(_, n)| n)
+        } else {
+            0
+        };
         let Some(pp) = self.plan_path(&path) else {
             return;
         };
@@ -511,7 +529,19 @@ impl Engine {
             Origin::Json => PlanFormat::Json,
             _ => PlanFormat::Markdown,
         };
-        let bytes = if complete {
+        // A fresh file (modified within the settle time) may already be the
+        // start of the next in-place rewrite, caught between its truncate
+        // and its last write: an unterminated last line may be half a title,
+        // and a step missing from it may only not be written yet. So: whole
+        // lines only, nothing forgotten for being absent, and a complete
+        // re-read once the file has settled. A writer that never stops is
+        // believed after MAX_RECHECKS re-reads.
+        let fresh = fresh && complete && rechecked < MAX_RECHECKS;
+        let unterminated = bytes.last().is_some_and(|&b| b != b'\n');
+        if fresh && unterminated {
+            self.recheck(now, &path, rechecked);
+        }
+        let bytes = if complete && !(fresh && unterminated) {
             &bytes[..]
         } else {
             // A writer may still be mid-file: only whole lines count, so a
@@ -611,7 +641,16 @@ impl Engine {
         if old_live && !live {
             self.withdraw_source(&pp.source, "its plan ended", fx);
         }
-        self.reconcile_plan(&pp.source, &plan, complete, fx);
+        let forget_missing = complete && !fresh;
+        if self.reconcile_plan(&pp.source, &plan, forget_missing, fx) && fresh {
+            self.recheck(now, &path, rechecked);
+        }
+    }
+
+    /// Read `path` again, completely, once the settle time has passed.
+    fn recheck(&mut self, now: Now, path: &Path, rechecked: u32) {
+        self.rechecks
+            .insert(path.to_path_buf(), (now + self.config.settle, rechecked));
     }
 
     fn on_listed(&mut self, paths: Vec<PathBuf>, read_all: bool, fx: &mut Vec<Effect>) {
@@ -709,6 +748,18 @@ impl Engine {
                 complete: false,
             });
         }
+        for (path, (at, n)) in self.rechecks.iter_mut() {
+            if *at <= now && *at != Duration::MAX {
+                // Due: read again; `MAX` marks it as asked until the read
+                // comes back (and resets or reschedules it).
+                *at = Duration::MAX;
+                *n += 1;
+                fx.push(Effect::Read {
+                    path: path.clone(),
+                    complete: true,
+                });
+            }
+        }
         if self.beads_due.is_some_and(|at| at <= now) {
             self.beads_due = None;
             fx.push(Effect::ReadBeads);
@@ -773,9 +824,17 @@ impl Engine {
     }
 
     /// Diff a plan's ready set against what was announced for it.
-    fn reconcile_plan(&mut self, source: &str, plan: &Plan, complete: bool, fx: &mut Vec<Effect>) {
+    /// Returns whether announced steps missing from `plan` were kept
+    /// because the read was not `complete`.
+    fn reconcile_plan(
+        &mut self,
+        source: &str,
+        plan: &Plan,
+        complete: bool,
+        fx: &mut Vec<Effect>,
+    ) -> bool {
         let Some(state) = self.plans.get(source) else {
-            return;
+            return false;
         };
         let live = state.lifecycle.is_live();
         let lifecycle = state.lifecycle;
@@ -794,6 +853,12 @@ impl Engine {
             .map(|(i, s)| (s.key.as_str(), i))
             .collect();
         let existing: BTreeSet<&str> = plan.steps.iter().map(|s| s.key.as_str()).collect();
+        let kept_missing = !complete
+            && self.memory.announced.get(source).is_some_and(|items| {
+                items
+                    .keys()
+                    .any(|i| matches!(i, Item::Step(k) if !existing.contains(k.as_str())))
+            });
         let all_checked = plan.all_checked();
         let leaving: Vec<Item> = self
             .memory
@@ -825,7 +890,7 @@ impl Engine {
             );
         }
         if !live {
-            return;
+            return kept_missing;
         }
 
         let candidates: Vec<usize> = match self.config.mode {
@@ -879,7 +944,7 @@ impl Engine {
             && matches!(origin, Origin::Markdown(_))
             && !self.memory.is_announced(source, &Item::AllDone);
         if new.is_empty() && !nudge {
-            return;
+            return kept_missing;
         }
         if self.baseline {
             for i in new {
@@ -906,10 +971,10 @@ impl Engine {
                     fx,
                 );
             }
-            return;
+            return kept_missing;
         }
         let Some(session) = self.route(source, fx) else {
-            return;
+            return kept_missing;
         };
         // Queue mode puts the goal on the first prompt of the plan's dump.
         let first_dump =
@@ -941,7 +1006,7 @@ impl Engine {
                 text,
                 fx,
             ) {
-                return;
+                return kept_missing;
             }
         }
         if nudge {
@@ -967,6 +1032,7 @@ impl Engine {
                 fx,
             );
         }
+        kept_missing
     }
 
     /// Record an announcement and queue its prompt. Returns false when the

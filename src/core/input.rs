@@ -51,6 +51,10 @@ pub enum Input {
         /// scan found it — rather than after a settle with no close, when a
         /// writer may still be mid-file.
         complete: bool,
+        /// The file was modified within the settle time: an in-place
+        /// rewrite may have begun again since the close that brought this
+        /// read, so these bytes may be the start of the next version.
+        fresh: bool,
     },
     /// Every plan file currently present, in answer to `Effect::List`, at
     /// start-up, or after an event-queue overflow.

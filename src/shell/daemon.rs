@@ -126,29 +126,45 @@ fn framing(s: &Settings) -> Framing {
 /// refused without reading all of it). Opened non-blocking and checked to be
 /// a regular file, so a FIFO named like a plan cannot hang the loop.
 pub fn read_capped(path: &Path, cap: usize) -> FileRead {
+    read_fresh(path, cap, Duration::ZERO).0
+}
+
+/// `read_capped`, and whether the file was modified less than `window` ago
+/// (by the wall clock, against its mtime): a writer may be rewriting it
+/// right now, so what was read may be the start of the next version.
+pub fn read_fresh(path: &Path, cap: usize, window: Duration) -> (FileRead, bool) {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path);
     let mut file = match file {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return FileRead::Missing,
-        Err(e) => return FileRead::Failed(e.to_string()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (FileRead::Missing, false),
+        Err(e) => return (FileRead::Failed(e.to_string()), false),
     };
-    let size = match file.metadata() {
-        Ok(m) if m.is_file() => m.len(),
+    let meta = match file.metadata() {
+        Ok(m) if m.is_file() => m,
         Ok(m) if m.file_type().is_fifo() => {
-            return FileRead::Failed("is a named pipe, not a plan file".into())
+            return (
+                FileRead::Failed("is a named pipe, not a plan file".into()),
+                false,
+            )
         }
-        Ok(_) => return FileRead::Failed("is not a regular file".into()),
-        Err(e) => return FileRead::Failed(e.to_string()),
+        Ok(_) => return (FileRead::Failed("is not a regular file".into()), false),
+        Err(e) => return (FileRead::Failed(e.to_string()), false),
     };
+    let fresh = !window.is_zero()
+        && meta
+            .modified()
+            .ok()
+            .and_then(|m| std::time::SystemTime::now().duration_since(m).ok())
+            .is_none_or(|age| age < window);
     // Sized from the file, so a plan is read in one `read` (and one more
     // that finds the end), not in a series of doubling reads.
-    let mut bytes = Vec::with_capacity((size as usize).min(cap) + 1);
+    let mut bytes = Vec::with_capacity((meta.len() as usize).min(cap) + 1);
     match (&mut file).take(cap as u64 + 1).read_to_end(&mut bytes) {
-        Ok(_) => FileRead::Bytes(bytes),
-        Err(e) => FileRead::Failed(e.to_string()),
+        Ok(_) => (FileRead::Bytes(bytes), fresh),
+        Err(e) => (FileRead::Failed(e.to_string()), false),
     }
 }
 
@@ -274,11 +290,13 @@ impl Daemon {
                     None
                 }
                 Effect::Read { path, complete } => {
-                    let read = read_capped(&path, self.engine.config().max_plan_bytes);
+                    let config = self.engine.config();
+                    let (read, fresh) = read_fresh(&path, config.max_plan_bytes, config.settle);
                     Some(Input::PlanRead {
                         path,
                         read,
                         complete,
+                        fresh,
                     })
                 }
                 Effect::List { read_all } => Some(Input::Listed {

@@ -112,6 +112,7 @@ pub fn gather(settings: &Settings) -> Result<Status, String> {
                     path,
                     read,
                     complete,
+                    fresh: false,
                 },
             ));
         }

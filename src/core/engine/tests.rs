@@ -89,6 +89,7 @@ impl Rig {
                         path,
                         read,
                         complete,
+                        fresh: false,
                     })
                 }
                 Some(Effect::List { read_all }) => Some(Input::Listed {
@@ -1158,4 +1159,45 @@ fn beads_issues_are_announced_as_they_become_ready_and_deferrals_come_due() {
     rig.now = due;
     rig.feed(Input::Tick);
     assert_eq!(rig.take_delivered(), vec!["b-3"]);
+}
+
+#[test]
+fn a_fresh_read_of_a_rewrite_in_progress_announces_nothing_the_finished_file_would_not() {
+    let mut rig = Rig::started();
+    let path = PathBuf::from(PLAN_DIR).join(NAME);
+    rig.write(NAME, &stock(&[true, false, false]));
+    assert_eq!(rig.take_delivered(), vec!["s2"]);
+    // The close of that write brought a read; it lands after the next
+    // in-place rewrite truncated the file and wrote half of it.
+    let full = stock(&[true, true, false]);
+    let half = &full[..full.find("- [x] Step 2").unwrap() + 9];
+    rig.feed(Input::PlanRead {
+        path: path.clone(),
+        read: FileRead::Bytes(half.as_bytes().to_vec()),
+        complete: true,
+        fresh: true,
+    });
+    assert!(rig.delivered.is_empty(), "{:?}", rig.delivered);
+    assert!(
+        rig.engine.memory().is_announced(
+            "plan:20261130T101500_a1b2c3d4",
+            &Item::Step("Step 2".into())
+        ),
+        "a step missing from a fresh read is not forgotten"
+    );
+    // The finished file settles: read again, complete; s3 is announced once.
+    rig.files.insert(path.clone(), full);
+    rig.settle();
+    assert_eq!(rig.take_delivered(), vec!["s3"]);
+    // A stale read (not fresh) of a shortened file does forget.
+    rig.feed(Input::PlanRead {
+        path,
+        read: FileRead::Bytes(b"# Ship it\n\n- [ ] Step 1\n".to_vec()),
+        complete: true,
+        fresh: false,
+    });
+    assert!(!rig.engine.memory().is_announced(
+        "plan:20261130T101500_a1b2c3d4",
+        &Item::Step("Step 3".into())
+    ));
 }
