@@ -524,13 +524,18 @@ impl Engine {
             state.origin = Origin::Markdown(file_state);
         }
         match parsed {
-            // Zero bytes is a rewrite caught between its truncate and its
-            // write (`task_complete` rewrites in place, and a read brought by
-            // the previous close can land there): it proves nothing, and the
-            // writer's close brings the real content. Taken as a plan with no
-            // steps, it would forget every announced step, and the next read
-            // would announce the ready ones again. Keep the last parse.
-            Ok(_) if bytes.is_empty() && state.plan.is_some() => {}
+            // No steps where the last parse had some is a rewrite caught
+            // mid-way: zero bytes between its truncate and its write, or
+            // only the head of the file (`task_complete` rewrites in place,
+            // and a read brought by the previous close can land there). It
+            // proves nothing, and the writer's close brings the real
+            // content. Taken as a plan with no steps, it would forget every
+            // announced step (the next read announcing the ready ones
+            // again) and find every step checked (an early all-done
+            // nudge). Keep the last parse.
+            Ok(plan)
+                if plan.steps.is_empty()
+                    && state.plan.as_ref().is_some_and(|p| !p.steps.is_empty()) => {}
             Ok(plan) => {
                 if state.error.take().is_some() {
                     fx.push(Effect::Log(
@@ -746,7 +751,8 @@ impl Engine {
             .map(|(i, s)| (s.key.as_str(), i))
             .collect();
         let existing: BTreeSet<&str> = plan.steps.iter().map(|s| s.key.as_str()).collect();
-        let all_checked = plan.all_checked();
+        // A plan without steps has nothing to be done: no nudge.
+        let all_checked = !plan.steps.is_empty() && plan.all_checked();
         let leaving: Vec<Item> = self
             .memory
             .announced
