@@ -541,7 +541,13 @@ impl Engine {
         if fresh && unterminated {
             self.recheck(now, &path, rechecked);
         }
-        let bytes = if complete && !(fresh && unterminated) {
+        // An oversized read is refused whole (trimmed to its last line it
+        // would slip under the cap).
+        let oversized = bytes.len() > self.config.max_plan_bytes;
+        // JSON has no lines to trust: a fresh half of it simply fails to
+        // parse, and that error waits for the re-read (below).
+        let unterminated = unterminated && format == PlanFormat::Markdown;
+        let bytes = if oversized || (complete && !(fresh && unterminated)) {
             &bytes[..]
         } else {
             // A writer may still be mid-file: only whole lines count, so a
@@ -596,13 +602,20 @@ impl Engine {
             state.origin = Origin::Markdown(file_state);
         }
         let plan = match parsed {
-            // Zero bytes is a rewrite caught between its truncate and its
-            // write (`task_complete` rewrites in place, and a read brought by
-            // the previous close can land there): it proves nothing, and the
-            // writer's close brings the real content. Taken as a plan with no
-            // steps, it would forget every announced step, and the next read
-            // would announce the ready ones again. Keep the last parse.
-            Ok(_) if bytes.is_empty() && state.summary.is_some() => return,
+            // No steps where the last parse had some is a rewrite caught
+            // mid-way: zero bytes between its truncate and its write, or
+            // only the head of the file (`task_complete` rewrites in place,
+            // and a read brought by the previous close can land there). It
+            // proves nothing, and the writer's close brings the real
+            // content. Taken as a plan with no steps, it would forget every
+            // announced step (the next read announcing the ready ones
+            // again) and find every step checked (an early all-done
+            // nudge). Keep the last parse.
+            Ok(plan)
+                if plan.steps.is_empty() && state.summary.as_ref().is_some_and(|p| p.steps > 0) =>
+            {
+                return
+            }
             Ok(plan) => {
                 if state.error.take().is_some() {
                     self.invalid -= 1;
@@ -614,6 +627,12 @@ impl Engine {
                 }
                 state.summary = Some(Summary::of(&plan));
                 plan
+            }
+            Err(_) if fresh => {
+                // Maybe the next version half written: judged when it
+                // has settled, so a transient error is never reported.
+                self.recheck(now, &path, rechecked);
+                return;
             }
             Err(e) => {
                 let msg = e.to_string();
@@ -859,7 +878,8 @@ impl Engine {
                     .keys()
                     .any(|i| matches!(i, Item::Step(k) if !existing.contains(k.as_str())))
             });
-        let all_checked = plan.all_checked();
+        // A plan without steps has nothing to be done: no nudge.
+        let all_checked = !plan.steps.is_empty() && plan.all_checked();
         let leaving: Vec<Item> = self
             .memory
             .announced

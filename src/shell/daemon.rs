@@ -9,7 +9,7 @@
 //! in the journal before the prompt that depends on it is written.
 
 use std::collections::VecDeque;
-use std::io::Read;
+use std::io::{Read, Seek};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -159,12 +159,43 @@ pub fn read_fresh(path: &Path, cap: usize, window: Duration) -> (FileRead, bool)
             .ok()
             .and_then(|m| std::time::SystemTime::now().duration_since(m).ok())
             .is_none_or(|age| age < window);
-    // Sized from the file, so a plan is read in one `read` (and one more
-    // that finds the end), not in a series of doubling reads.
-    let mut bytes = Vec::with_capacity((meta.len() as usize).min(cap) + 1);
-    match (&mut file).take(cap as u64 + 1).read_to_end(&mut bytes) {
-        Ok(_) => (FileRead::Bytes(bytes), fresh),
-        Err(e) => (FileRead::Failed(e.to_string()), false),
+    let mut size = meta.len();
+    // The whole file in one read(2), and its size checked afterwards: a
+    // plan rewritten in place (truncate, write) between two reads of it is
+    // seen cut short, and a prefix whose steps are all checked sent an
+    // early all-done nudge (steps missing from it were forgotten and
+    // announced again). `read_to_end` on a `Take` reads 32 bytes first and
+    // then doubles: six read(2)s for a 400-byte plan (found by the soak test
+    // in tests/reliability). A file that changed during the read is read
+    // again.
+    let mut attempt = 0;
+    loop {
+        let mut bytes = vec![0u8; usize::try_from(size).unwrap_or(cap).min(cap) + 1];
+        let mut filled = 0;
+        loop {
+            if filled == bytes.len() {
+                if filled > cap {
+                    break;
+                }
+                bytes.resize((filled * 2).min(cap + 1), 0);
+            }
+            match file.read(&mut bytes[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return (FileRead::Failed(e.to_string()), false),
+            }
+        }
+        bytes.truncate(filled);
+        let now = file.metadata().map_or(size, |m| m.len());
+        attempt += 1;
+        if now == filled as u64 || filled > cap || attempt == 4 {
+            return (FileRead::Bytes(bytes), fresh);
+        }
+        if let Err(e) = file.seek(std::io::SeekFrom::Start(0)) {
+            return (FileRead::Failed(e.to_string()), false);
+        }
+        size = now;
     }
 }
 
@@ -902,4 +933,27 @@ pub async fn run(
     }
     tracing::info!(project = %project, "stopped: {}", d.summary());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_capped_reads_whole_files_and_at_most_cap_plus_one_bytes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("p.md");
+        for len in [0usize, 1, 31, 32, 33, 400, 5000] {
+            let text = "x".repeat(len);
+            std::fs::write(&path, &text).unwrap();
+            match read_capped(&path, 4096) {
+                FileRead::Bytes(b) => assert_eq!(b.len(), len.min(4097), "len {len}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(matches!(
+            read_capped(&tmp.path().join("missing"), 10),
+            FileRead::Missing
+        ));
+    }
 }

@@ -569,6 +569,31 @@ fn a_read_catching_a_rewrite_between_truncate_and_write_repeats_nothing() {
     assert_eq!(rig.take_delivered(), vec!["s3"]);
 }
 
+/// Regression (found by the 30-minute soak in `tests/reliability`): the
+/// same race as above, but the read got the head of the file (its first
+/// read(2) of 32 bytes) before the truncate: a goal and no steps. Every
+/// step looked checked, so the all-done nudge went out early, and every
+/// announced step was forgotten and announced again.
+#[test]
+fn a_read_catching_only_the_head_of_a_rewrite_repeats_nothing_and_nudges_nobody() {
+    let mut rig = Rig::started();
+    rig.write(WIP, &stock(&[true, false, false]));
+    assert_eq!(rig.take_delivered(), vec!["s2"]);
+    rig.write(WIP, "# Ship it\n\n");
+    rig.write(WIP, &stock(&[true, false, false]));
+    assert!(rig.take_delivered().is_empty(), "{:?}", rig.delivered);
+    rig.write(WIP, &stock(&[true, true, true]));
+    assert_eq!(rig.take_delivered(), vec!["all-done"]);
+}
+
+/// A plan that never had a step has nothing to be done: no nudge.
+#[test]
+fn a_plan_without_steps_gets_no_done_nudge() {
+    let mut rig = Rig::started();
+    rig.write(WIP, "# Nothing to do yet\n");
+    assert!(rig.take_delivered().is_empty(), "{:?}", rig.delivered);
+}
+
 #[test]
 fn a_settle_read_ignores_a_half_written_last_line() {
     let mut rig = Rig::started();
