@@ -7,7 +7,8 @@
 //! - `plan`, `markdown`, `planjson`, `graph`: parsing and the ready set;
 //! - `lifecycle`: Todo → Wip → Done | Abandoned;
 //! - `record`: the durable memory and the journal records that change it;
-//! - `engine`, `input`, `effect`: the engine and its interface;
+//! - `engine` (with `engine::plans`, `engine::lanes`, `engine::tasks`),
+//!   `input`, `effect`: the engine and its interface;
 //! - `prompt`: templates; `session`: names from data;
 //! - `tracker`, `beads`, `timestamp`, `lines`: the task tracker's event
 //!   lines, ready files and `issues.jsonl` with `bd ready`'s rule;

@@ -337,17 +337,7 @@ impl Engine {
     }
 
     fn forget_task(&mut self, source: &str, id: &str, why: &str, fx: &mut Vec<Effect>) {
-        let item = Item::Task(id.to_string());
-        if self.memory.is_announced(source, &item) {
-            self.withdraw_item(source, &item, why, fx);
-            self.record(
-                Record::Forget {
-                    source: source.to_string(),
-                    item,
-                },
-                fx,
-            );
-        }
+        self.unannounce(source, Item::Task(id.to_string()), why, fx);
     }
 
     pub(super) fn on_mount_read(&mut self, mount: &str, read: FileRead, fx: &mut Vec<Effect>) {

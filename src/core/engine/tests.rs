@@ -8,8 +8,10 @@ use std::time::Duration;
 use proptest::prelude::*;
 
 use super::*;
-use crate::core::input::Undeliverable;
+use crate::core::effect::Log;
+use crate::core::input::{FileRead, Undeliverable};
 use crate::core::record::Cursor;
+use crate::core::record::Item;
 
 const PLAN_DIR: &str = "/p";
 const SESSIONS: &str = "/s";

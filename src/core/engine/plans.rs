@@ -1,0 +1,769 @@
+//! Plans in the engine: which file is which plan, reading and parsing it,
+//! its lifecycle, its route, and the diff of its ready steps against what
+//! was announced (`reconcile_plan`, the heart of the wake rule).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use super::{Engine, Mode, Now};
+use crate::core::effect::{Effect, Level, Log};
+use crate::core::input::{Change, FileRead};
+use crate::core::lifecycle::Lifecycle;
+use crate::core::lines::quoted;
+use crate::core::name::{classify, FileState, PlanFile};
+use crate::core::plan::{parse_plan, Plan, PlanFormat, StepStatus};
+use crate::core::prompt;
+use crate::core::record::{Item, Record};
+use crate::core::session::check_name;
+
+/// Complete re-reads of a file that keeps being fresh before it is
+/// believed as it is (a writer rewriting it forever, or a clock skewed
+/// against the file system's).
+const MAX_RECHECKS: u32 = 20;
+
+/// Where a plan file lives, which decides its identity and routing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Origin {
+    /// A `<stamp>_<uid>--<slug>__<state>.md` in the plan directory.
+    Markdown(FileState),
+    /// A `*.plan.json` in the plan directory.
+    Json,
+    /// `<sessions_dir>/<id>/plan`.
+    Session(String),
+}
+
+/// A path recognised as a plan file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct PlanPath {
+    /// The source key: `plan:<stamp>_<uid>`, `json:<stem>`, `session:<id>`.
+    pub(super) source: String,
+    pub(super) origin: Origin,
+}
+
+/// What the engine knows about one plan.
+#[derive(Debug, Clone)]
+pub(super) struct PlanState {
+    /// Its file right now.
+    pub(super) path: PathBuf,
+    pub(super) origin: Origin,
+    pub(super) lifecycle: Lifecycle,
+    /// What `status` and routing need of the last valid parse; `None` until
+    /// the file first parses. The parse itself is not kept: each change is
+    /// read and parsed afresh, and 10,000 parsed plans would cost tens of
+    /// megabytes for nothing.
+    pub(super) summary: Option<Summary>,
+    /// The current parse error, so each distinct error is logged once.
+    pub(super) error: Option<String>,
+    /// Whether "no session" was already said for this plan.
+    pub(super) warned_route: bool,
+}
+
+/// The little that is kept of a plan's last valid parse.
+#[derive(Debug, Clone)]
+pub(super) struct Summary {
+    pub(super) goal: String,
+    /// The session named in the file, unvalidated.
+    pub(super) session: Option<String>,
+    pub(super) steps: usize,
+    pub(super) checked: usize,
+    /// Ready steps: (label, title).
+    pub(super) ready: Vec<(String, String)>,
+}
+
+impl Summary {
+    pub(super) fn of(plan: &Plan) -> Summary {
+        Summary {
+            goal: plan.goal.clone(),
+            session: plan.session.clone(),
+            steps: plan.steps.len(),
+            checked: plan
+                .steps
+                .iter()
+                .filter(|s| s.status == StepStatus::Checked)
+                .count(),
+            ready: plan
+                .ready()
+                .into_iter()
+                .map(|i| (plan.steps[i].label.clone(), plan.steps[i].title.clone()))
+                .collect(),
+        }
+    }
+}
+
+impl Engine {
+    pub(super) fn on_changed(
+        &mut self,
+        now: Now,
+        path: PathBuf,
+        change: Change,
+        fx: &mut Vec<Effect>,
+    ) {
+        let Some(pp) = self.plan_path(&path) else {
+            return;
+        };
+        match change {
+            Change::Closed | Change::Appeared => {
+                self.settling.remove(&path);
+                fx.push(Effect::Read {
+                    path,
+                    complete: true,
+                });
+            }
+            Change::Modified => {
+                self.settling
+                    .entry(path)
+                    .or_insert(now + self.config.settle);
+            }
+            Change::Gone => {
+                self.settling.remove(&path);
+                if self.plans.get(&pp.source).is_some_and(|p| p.path == path) {
+                    self.vanished
+                        .insert(pp.source, now + self.config.rename_grace);
+                }
+            }
+        }
+    }
+
+    /// Which plan a path is, if any.
+    pub(super) fn plan_path(&self, path: &Path) -> Option<PlanPath> {
+        let name = path.file_name()?.to_str()?;
+        let parent = path.parent()?;
+        if parent == self.config.plan_dir {
+            return match classify(name)? {
+                PlanFile::Markdown(n) => Some(PlanPath {
+                    source: format!("plan:{}", n.id()),
+                    origin: Origin::Markdown(n.state),
+                }),
+                PlanFile::Json { stem } => Some(PlanPath {
+                    source: format!("json:{stem}"),
+                    origin: Origin::Json,
+                }),
+            };
+        }
+        if self.config.session_plans
+            && name == "plan"
+            && parent.parent() == Some(self.config.sessions_dir.as_path())
+        {
+            let session = parent.file_name()?.to_str()?;
+            if check_name(session).is_ok() {
+                return Some(PlanPath {
+                    source: format!("session:{session}"),
+                    origin: Origin::Session(session.to_string()),
+                });
+            }
+        }
+        None
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn on_read(
+        &mut self,
+        now: Now,
+        path: PathBuf,
+        read: FileRead,
+        complete: bool,
+        fresh: bool,
+        fx: &mut Vec<Effect>,
+    ) {
+        // A complete read answers any pending re-read of this file.
+        let rechecked = if complete {
+            self.rechecks.remove(&path).map_or(0, |(_, n)| n)
+        } else {
+            0
+        };
+        let Some(pp) = self.plan_path(&path) else {
+            return;
+        };
+        let file = display_name(&path);
+        let bytes = match read {
+            FileRead::Bytes(b) => b,
+            FileRead::Missing => {
+                // Gone between the event and the read. If this was the plan's
+                // current file, a listing decides whether it moved.
+                if self.plans.get(&pp.source).is_some_and(|p| p.path == path) {
+                    self.vanished
+                        .insert(pp.source, now + self.config.rename_grace);
+                }
+                return;
+            }
+            FileRead::Failed(err) => {
+                let msg = format!("cannot read plan file: {err}");
+                let plan = self.plans.get_mut(&pp.source);
+                let already = plan
+                    .as_ref()
+                    .is_some_and(|p| p.error.as_deref() == Some(&msg));
+                if !already {
+                    fx.push(Effect::Log(
+                        Log::new(Level::Error, msg.clone())
+                            .plan(&pp.source)
+                            .file(&path.display().to_string()),
+                    ));
+                    if let Some(p) = plan {
+                        if p.error.replace(msg).is_none() {
+                            self.invalid += 1;
+                        }
+                    }
+                }
+                return;
+            }
+        };
+        self.vanished.remove(&pp.source);
+        let format = match pp.origin {
+            Origin::Json => PlanFormat::Json,
+            _ => PlanFormat::Markdown,
+        };
+        // A fresh file (modified within the settle time) may already be the
+        // start of the next in-place rewrite, caught between its truncate
+        // and its last write: an unterminated last line may be half a title,
+        // and a step missing from it may only not be written yet. So: whole
+        // lines only, nothing forgotten for being absent, and a complete
+        // re-read once the file has settled. A writer that never stops is
+        // believed after MAX_RECHECKS re-reads.
+        let fresh = fresh && complete && rechecked < MAX_RECHECKS;
+        let unterminated = bytes.last().is_some_and(|&b| b != b'\n');
+        if fresh && unterminated {
+            self.recheck(now, &path, rechecked);
+        }
+        // An oversized read is refused whole (trimmed to its last line it
+        // would slip under the cap).
+        let oversized = bytes.len() > self.config.max_plan_bytes;
+        // JSON has no lines to trust: a fresh half of it simply fails to
+        // parse, and that error waits for the re-read (below).
+        let unterminated = unterminated && format == PlanFormat::Markdown;
+        let bytes = if oversized || (complete && !(fresh && unterminated)) {
+            &bytes[..]
+        } else {
+            // A writer may still be mid-file: only whole lines count, so a
+            // half-written title can never become a step.
+            match bytes.iter().rposition(|&b| b == b'\n') {
+                Some(end) => &bytes[..=end],
+                None => &[][..],
+            }
+        };
+        let parsed = parse_plan(format, bytes, self.config.max_plan_bytes);
+        let first_seen = !self.plans.contains_key(&pp.source);
+        let state = self
+            .plans
+            .entry(pp.source.clone())
+            .or_insert_with(|| PlanState {
+                path: path.clone(),
+                origin: pp.origin.clone(),
+                lifecycle: match &pp.origin {
+                    Origin::Markdown(s) => Lifecycle::first_seen(*s),
+                    _ => Lifecycle::Wip,
+                },
+                summary: None,
+                error: None,
+                warned_route: false,
+            });
+        if first_seen {
+            fx.push(Effect::Log(
+                Log::new(
+                    Level::Debug,
+                    format!("tracking plan ({:?})", state.lifecycle),
+                )
+                .plan(&pp.source)
+                .file(&file),
+            ));
+        }
+        state.path = path.clone();
+        let old_live = state.lifecycle.is_live();
+        if let Origin::Markdown(file_state) = pp.origin {
+            if let Some(t) = state.lifecycle.transition_to(file_state) {
+                if let Some(next) = state.lifecycle.apply(t) {
+                    fx.push(Effect::Log(
+                        Log::new(
+                            Level::Info,
+                            format!("plan {}: {:?} → {:?}", t.name(), state.lifecycle, next),
+                        )
+                        .plan(&pp.source)
+                        .file(&file),
+                    ));
+                    state.lifecycle = next;
+                }
+            }
+            state.origin = Origin::Markdown(file_state);
+        }
+        let plan = match parsed {
+            // No steps where the last parse had some is a rewrite caught
+            // mid-way: zero bytes between its truncate and its write, or
+            // only the head of the file (`task_complete` rewrites in place,
+            // and a read brought by the previous close can land there). It
+            // proves nothing, and the writer's close brings the real
+            // content. Taken as a plan with no steps, it would forget every
+            // announced step (the next read announcing the ready ones
+            // again) and find every step checked (an early all-done
+            // nudge). Keep the last parse.
+            Ok(plan)
+                if plan.steps.is_empty() && state.summary.as_ref().is_some_and(|p| p.steps > 0) =>
+            {
+                return
+            }
+            Ok(plan) => {
+                if state.error.take().is_some() {
+                    self.invalid -= 1;
+                    fx.push(Effect::Log(
+                        Log::new(Level::Info, "plan is valid again")
+                            .plan(&pp.source)
+                            .file(&file),
+                    ));
+                }
+                state.summary = Some(Summary::of(&plan));
+                plan
+            }
+            Err(_) if fresh => {
+                // Maybe the next version half written: judged when it
+                // has settled, so a transient error is never reported.
+                self.recheck(now, &path, rechecked);
+                return;
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                if state.error.as_deref() != Some(msg.as_str()) {
+                    fx.push(Effect::Log(
+                        Log::new(
+                            Level::Error,
+                            format!(
+                                "invalid plan {}: {msg}; no wake-ups from it until it is fixed",
+                                path.display()
+                            ),
+                        )
+                        .plan(&pp.source)
+                        .file(&path.display().to_string())
+                        .line(e.line),
+                    ));
+                    if state.error.replace(msg).is_none() {
+                        self.invalid += 1;
+                    }
+                }
+                return;
+            }
+        };
+        let live = state.lifecycle.is_live();
+        if old_live && !live {
+            self.withdraw_source(&pp.source, "its plan ended", fx);
+        }
+        let forget_missing = complete && !fresh;
+        if self.reconcile_plan(&pp.source, &plan, forget_missing, fx) && fresh {
+            self.recheck(now, &path, rechecked);
+        }
+    }
+
+    /// Read `path` again, completely, once the settle time has passed.
+    pub(super) fn recheck(&mut self, now: Now, path: &Path, rechecked: u32) {
+        self.rechecks
+            .insert(path.to_path_buf(), (now + self.config.settle, rechecked));
+    }
+
+    pub(super) fn on_listed(&mut self, paths: Vec<PathBuf>, read_all: bool, fx: &mut Vec<Effect>) {
+        self.listing = false;
+        let mut present: BTreeMap<String, PathBuf> = BTreeMap::new();
+        for path in paths {
+            if let Some(pp) = self.plan_path(&path) {
+                // Two files of one identity (a copy before a delete): the
+                // one already tracked wins, so the plan does not flap.
+                let keep_existing = self.plans.get(&pp.source).is_some_and(|p| p.path == path);
+                if keep_existing || !present.contains_key(&pp.source) {
+                    present.insert(pp.source, path);
+                }
+            }
+        }
+        let gone: Vec<String> = self
+            .plans
+            .keys()
+            .filter(|s| !present.contains_key(*s))
+            .cloned()
+            .collect();
+        for source in gone {
+            self.remove_plan(&source, fx);
+        }
+        // Persisted announcements of plans that no longer exist at all
+        // (deleted while the daemon was down).
+        if read_all {
+            let stale: Vec<String> = self
+                .memory
+                .announced
+                .keys()
+                .filter(|s| is_plan_source(s) && !present.contains_key(*s))
+                .cloned()
+                .collect();
+            for source in stale {
+                self.withdraw_source(&source, "its plan was deleted", fx);
+                self.record(Record::DropSource { source }, fx);
+            }
+        }
+        for (source, path) in present {
+            self.vanished.remove(&source);
+            let known = self.plans.get(&source).is_some_and(|p| p.path == path);
+            if read_all || !known {
+                fx.push(Effect::Read {
+                    path,
+                    complete: true,
+                });
+            }
+        }
+    }
+
+    pub(super) fn remove_plan(&mut self, source: &str, fx: &mut Vec<Effect>) {
+        self.vanished.remove(source);
+        let Some(state) = self.plans.remove(source) else {
+            return;
+        };
+        if state.error.is_some() {
+            self.invalid -= 1;
+        }
+        if state.lifecycle.is_live() {
+            fx.push(Effect::Log(
+                Log::new(
+                    Level::Info,
+                    format!(
+                        "plan abandon: {:?} → Abandoned (file deleted)",
+                        state.lifecycle
+                    ),
+                )
+                .plan(source)
+                .file(&display_name(&state.path)),
+            ));
+        }
+        self.withdraw_source(source, "its plan was deleted", fx);
+        if self.memory.announced.contains_key(source) {
+            self.record(
+                Record::DropSource {
+                    source: source.to_string(),
+                },
+                fx,
+            );
+        }
+    }
+
+    /// The session a plan's wake-ups go to, if any.
+    pub(super) fn route(&mut self, source: &str, fx: &mut Vec<Effect>) -> Option<String> {
+        let state = self.plans.get_mut(source)?;
+        let from_file = state.summary.as_ref().and_then(|p| p.session.clone());
+        let session = from_file
+            .or_else(|| match &state.origin {
+                Origin::Session(s) => Some(s.clone()),
+                _ => None,
+            })
+            .or_else(|| self.config.default_session.clone());
+        match session {
+            Some(s) => {
+                match check_name(&s) {
+                    Ok(()) => Some(s),
+                    Err(why) => {
+                        if !state.warned_route {
+                            state.warned_route = true;
+                            fx.push(Effect::Log(
+                            Log::new(
+                                Level::Error,
+                                format!("session id {} {why}; this plan wakes nobody until it is fixed", quoted(&s)),
+                            )
+                            .plan(source)
+                            .file(&state.path.display().to_string()),
+                        ));
+                        }
+                        None
+                    }
+                }
+            }
+            None => {
+                if !state.warned_route {
+                    state.warned_route = true;
+                    fx.push(Effect::Log(
+                        Log::new(
+                            Level::Warn,
+                            "plan has no session (no session comment, no session directory, no default_session); it is tracked but wakes nobody",
+                        )
+                        .plan(source)
+                        .file(&state.path.display().to_string()),
+                    ));
+                }
+                None
+            }
+        }
+    }
+
+    /// Diff a plan's ready set against what was announced for it.
+    /// Returns whether announced steps missing from `plan` were kept
+    /// because the read was not `complete`.
+    pub(super) fn reconcile_plan(
+        &mut self,
+        source: &str,
+        plan: &Plan,
+        complete: bool,
+        fx: &mut Vec<Effect>,
+    ) -> bool {
+        let Some(state) = self.plans.get(source) else {
+            return false;
+        };
+        let live = state.lifecycle.is_live();
+        let lifecycle = state.lifecycle;
+        let origin = state.origin.clone();
+        let path = state.path.clone();
+        let file = display_name(&path);
+
+        // Leave: checked steps, and (on a complete read) steps that no longer
+        // exist. A settle read may be a truncated file, so absence proves
+        // nothing then.
+        let open: BTreeMap<&str, usize> = plan
+            .steps
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.status != StepStatus::Checked)
+            .map(|(i, s)| (s.key.as_str(), i))
+            .collect();
+        let existing: BTreeSet<&str> = plan.steps.iter().map(|s| s.key.as_str()).collect();
+        let kept_missing = !complete
+            && self.memory.announced.get(source).is_some_and(|items| {
+                items
+                    .keys()
+                    .any(|i| matches!(i, Item::Step(k) if !existing.contains(k.as_str())))
+            });
+        // A plan without steps has nothing to be done: no nudge.
+        let all_checked = !plan.steps.is_empty() && plan.all_checked();
+        let leaving: Vec<Item> = self
+            .memory
+            .announced
+            .get(source)
+            .map(|items| {
+                items
+                    .keys()
+                    .filter(|item| match item {
+                        Item::Step(k) => {
+                            !open.contains_key(k.as_str())
+                                && (complete || existing.contains(k.as_str()))
+                        }
+                        Item::AllDone => !all_checked,
+                        _ => false,
+                    })
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        for item in leaving {
+            self.unannounce(source, item, "its step was checked", fx);
+        }
+        if !live {
+            return kept_missing;
+        }
+
+        let candidates: Vec<usize> = match self.config.mode {
+            Mode::Reactive => plan.ready(),
+            Mode::Queue => plan
+                .topo_order()
+                .into_iter()
+                .filter(|&i| plan.steps[i].status == StepStatus::Open)
+                .collect(),
+        };
+        if self.config.mode == Mode::Reactive {
+            // A prompt still waiting in an outbox for a step that is no
+            // longer ready (a dependency was unchecked) would now be early:
+            // withdraw it and un-announce, so it is announced again when it
+            // is ready again.
+            let ready: BTreeSet<&str> = candidates
+                .iter()
+                .map(|&i| plan.steps[i].key.as_str())
+                .collect();
+            let stale: BTreeSet<Item> = self
+                .memory
+                .outbox
+                .values()
+                .flatten()
+                .filter(|p| p.source == source)
+                .filter(|p| matches!(&p.item, Item::Step(k) if !ready.contains(k.as_str())))
+                .map(|p| p.item.clone())
+                .collect();
+            for item in stale {
+                self.unannounce(source, item, "its step is no longer ready", fx);
+            }
+        }
+        let new: Vec<usize> = candidates
+            .into_iter()
+            .filter(|&i| {
+                !self
+                    .memory
+                    .is_announced(source, &Item::Step(plan.steps[i].key.clone()))
+            })
+            .collect();
+        let nudge = all_checked
+            && self.config.nudge_done
+            && lifecycle == Lifecycle::Wip
+            && matches!(origin, Origin::Markdown(_))
+            && !self.memory.is_announced(source, &Item::AllDone);
+        if new.is_empty() && !nudge {
+            return kept_missing;
+        }
+        if self.baseline {
+            for i in new {
+                self.record(
+                    Record::Announce {
+                        source: source.to_string(),
+                        item: Item::Step(plan.steps[i].key.clone()),
+                        session: None,
+                        baseline: true,
+                        pending: None,
+                    },
+                    fx,
+                );
+            }
+            if nudge {
+                self.record(
+                    Record::Announce {
+                        source: source.to_string(),
+                        item: Item::AllDone,
+                        session: None,
+                        baseline: true,
+                        pending: None,
+                    },
+                    fx,
+                );
+            }
+            return kept_missing;
+        }
+        let Some(session) = self.route(source, fx) else {
+            return kept_missing;
+        };
+        // Queue mode puts the goal on the first prompt of the plan's dump.
+        let first_dump =
+            self.config.mode == Mode::Queue && !self.memory.announced.contains_key(source);
+        for (n, i) in new.into_iter().enumerate() {
+            let step = &plan.steps[i];
+            let text = match self.config.mode {
+                Mode::Reactive => render_step(
+                    &self.config.templates.step,
+                    plan,
+                    i,
+                    &file,
+                    &path,
+                    source,
+                    &session,
+                ),
+                Mode::Queue => render_queue(plan, i, &file, first_dump && n == 0),
+            };
+            let label = match self.config.mode {
+                Mode::Reactive => step.label.clone(),
+                Mode::Queue => format!("q{}", step.num),
+            };
+            if !self.announce(
+                source,
+                Item::Step(step.key.clone()),
+                &session,
+                label,
+                file.clone(),
+                text,
+                fx,
+            ) {
+                return kept_missing;
+            }
+        }
+        if nudge {
+            let done_file = done_name(&file);
+            let text = prompt::render(
+                &self.config.templates.done,
+                &[
+                    ("goal", &plan.goal),
+                    ("file", &file),
+                    ("path", &path.display().to_string()),
+                    ("plan", source),
+                    ("session", &session),
+                    ("done_file", &done_file),
+                ],
+            );
+            self.announce(
+                source,
+                Item::AllDone,
+                &session,
+                "all-done".into(),
+                file.clone(),
+                text,
+                fx,
+            );
+        }
+        kept_missing
+    }
+}
+
+pub(super) fn is_plan_source(source: &str) -> bool {
+    source.starts_with("plan:") || source.starts_with("json:") || source.starts_with("session:")
+}
+
+pub(super) fn display_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+/// `x__wip.md` → `x__done.md`.
+fn done_name(file: &str) -> String {
+    for state in ["__todo.md", "__wip.md"] {
+        if let Some(head) = file.strip_suffix(state) {
+            return format!("{head}__done.md");
+        }
+    }
+    file.to_string()
+}
+
+fn dep_labels(plan: &Plan, i: usize, prefix: Option<&str>) -> Vec<String> {
+    plan.steps[i]
+        .deps
+        .iter()
+        .map(|&d| match prefix {
+            Some(p) => format!("{p}{}", plan.steps[d].num),
+            None => plan.steps[d].label.clone(),
+        })
+        .collect()
+}
+
+fn render_step(
+    template: &str,
+    plan: &Plan,
+    i: usize,
+    file: &str,
+    path: &Path,
+    source: &str,
+    session: &str,
+) -> String {
+    let step = &plan.steps[i];
+    let deps = dep_labels(plan, i, None);
+    let deps = if deps.is_empty() {
+        "none".to_string()
+    } else {
+        deps.join(", ")
+    };
+    prompt::render(
+        template,
+        &[
+            ("goal", &plan.goal),
+            ("id", &step.label),
+            ("title", &step.title),
+            ("description", &step.description),
+            ("deps", &deps),
+            ("file", file),
+            ("path", &path.display().to_string()),
+            ("plan", source),
+            ("session", session),
+        ],
+    )
+}
+
+/// The queue fallback's format: `qN: title (after: qA, qB)`, description
+/// lines under it, the goal before the first step of a plan.
+fn render_queue(plan: &Plan, i: usize, file: &str, with_goal: bool) -> String {
+    let step = &plan.steps[i];
+    let mut out = String::new();
+    if with_goal {
+        out.push_str(&format!("Goal: {}\nPlan file: {file}\n\n", plan.goal));
+    }
+    out.push_str(&format!("q{}: {}", step.num, step.title));
+    let deps = dep_labels(plan, i, Some("q"));
+    if !deps.is_empty() {
+        out.push_str(&format!(" (after: {})", deps.join(", ")));
+    }
+    out.push('\n');
+    for line in step.description.lines() {
+        out.push_str("  ");
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
