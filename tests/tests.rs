@@ -3,6 +3,7 @@
 
 mod bench_smoke;
 mod config_example;
+mod core_purity;
 mod daemon;
 mod hostile;
 mod reliability;
