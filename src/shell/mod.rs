@@ -3,6 +3,7 @@
 //!
 //! - `daemon`: the event loop of `reveille run`;
 //! - `watch`: inotify roots, polling fallback, rescans;
+//! - `read`: capped, non-blocking reads of plan and tracker files;
 //! - `deliver`: writing prompts into enqueue files and FIFOs;
 //! - `tail`: the tracker's event log, by byte offset;
 //! - `store`: the journal, the snapshot and the one-instance lock;
@@ -12,6 +13,7 @@
 pub mod daemon;
 pub mod deliver;
 pub mod logging;
+pub mod read;
 pub mod status;
 pub mod store;
 pub mod systemd;

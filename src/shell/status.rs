@@ -12,7 +12,8 @@ use crate::core::effect::Effect;
 use crate::core::engine::{Engine, PlanView};
 use crate::core::input::Input;
 use crate::core::record::{Announced, Cursor, Item, Memory};
-use crate::shell::daemon::{engine_config, read_capped};
+use crate::shell::daemon::engine_config;
+use crate::shell::read::read_capped;
 use crate::shell::store::read_memory;
 use crate::shell::watch::list_plans;
 
