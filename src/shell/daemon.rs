@@ -457,14 +457,11 @@ impl Daemon {
     }
 
     fn on_seen(&mut self, seen: Seen) {
-        let before = self.watch.modes();
         let reshaped = self.watch.on_dir_event(&seen);
         // A root that changed how it is watched (a new session directory
         // past the watch limit, a root deleted or appearing) says so.
-        for (path, mode) in self.watch.modes() {
-            if !before.contains(&(path.clone(), mode.clone())) {
-                self.log_mode(&path, &mode);
-            }
+        for (path, mode) in self.watch.take_changes() {
+            self.log_mode(&path, &mode);
         }
         if reshaped {
             self.rescan();
@@ -662,6 +659,9 @@ impl Daemon {
                             self.watch = watch;
                             add_roots(&mut self.watch, &new);
                             self.watch.poll();
+                            for (path, mode) in self.watch.take_changes() {
+                                self.log_mode(&path, &mode);
+                            }
                             replaced = Some(events);
                         }
                         Err(e) => {
@@ -747,7 +747,7 @@ pub async fn run(
     if let Some(path) = d.settings.events.path.clone() {
         d.tail = Some(Tail::new(&path, d.engine.memory().cursor));
     }
-    for (path, mode) in d.watch.modes() {
+    for (path, mode) in d.watch.take_changes() {
         d.log_mode(&path, &mode);
     }
     // Start-up reconcile: every plan, mount and issue is read and diffed

@@ -144,6 +144,8 @@ pub struct Watch {
     enqueue: String,
     /// Bumped whenever a root changes how it is watched.
     generation: usize,
+    /// Roots that changed how they are watched, not yet logged.
+    changes: Vec<(PathBuf, RootMode)>,
     session_plans: bool,
 }
 
@@ -238,6 +240,7 @@ impl Watch {
                 polled: BTreeMap::new(),
                 enqueue: enqueue.to_string(),
                 generation: 0,
+                changes: Vec::new(),
                 session_plans,
             },
             WatchEvents {
@@ -276,7 +279,6 @@ impl Watch {
 
     /// Decide (again) how root `i` is watched.
     fn setup(&mut self, i: usize) {
-        self.generation += 1;
         let path = self.roots[i].dir();
         if let RootMode::Missing(ancestor) = &self.roots[i].mode {
             let ancestor = ancestor.clone();
@@ -295,12 +297,14 @@ impl Watch {
             }
             let ancestor = ancestor.unwrap_or_else(|| PathBuf::from("/"));
             let _ = self.watch_dir(&ancestor);
-            self.roots[i].mode = RootMode::Missing(ancestor);
+            self.set_mode(i, RootMode::Missing(ancestor));
             return;
         }
         if let Some(fs) = is_remote_fs(&path) {
-            self.roots[i].mode =
-                RootMode::Polled(format!("{fs} filesystem, inotify sees no remote changes"));
+            self.set_mode(
+                i,
+                RootMode::Polled(format!("{fs} filesystem, inotify sees no remote changes")),
+            );
             return;
         }
         let mut dirs = vec![path.clone()];
@@ -315,11 +319,26 @@ impl Watch {
                     }
                     _ => format!("inotify failed: {e}"),
                 };
-                self.roots[i].mode = RootMode::Polled(why);
+                self.set_mode(i, RootMode::Polled(why));
                 return;
             }
         }
-        self.roots[i].mode = RootMode::Inotify;
+        self.set_mode(i, RootMode::Inotify);
+    }
+
+    /// Change how root `i` is watched, remembering the change for the log.
+    fn set_mode(&mut self, i: usize, mode: RootMode) {
+        if self.roots[i].mode != mode {
+            self.generation += 1;
+            self.changes
+                .push((self.roots[i].path.clone(), mode.clone()));
+            self.roots[i].mode = mode;
+        }
+    }
+
+    /// The roots whose way of being watched changed since the last call.
+    pub fn take_changes(&mut self) -> Vec<(PathBuf, RootMode)> {
+        std::mem::take(&mut self.changes)
     }
 
     fn is_needed(&self, dir: &Path, except: usize) -> bool {
@@ -376,9 +395,11 @@ impl Watch {
                         && p.parent() == Some(root.as_path()) =>
                 {
                     if self.watch_dir(p).is_err() {
-                        self.generation += 1;
-                        self.roots[i].mode = RootMode::Polled(
-                            "inotify watch limit reached (fs.inotify.max_user_watches)".into(),
+                        self.set_mode(
+                            i,
+                            RootMode::Polled(
+                                "inotify watch limit reached (fs.inotify.max_user_watches)".into(),
+                            ),
                         );
                     }
                     changed = true;
