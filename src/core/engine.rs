@@ -168,6 +168,9 @@ pub struct Engine {
     /// Line errors of the current issues.jsonl, so a rewrite with the same
     /// broken line does not log it again.
     beads_errors: BTreeSet<String>,
+    /// Mount ready files read fresh, to read again once settled: when, and
+    /// how many times in a row (a FUSE file may always look fresh).
+    mount_rechecks: BTreeMap<String, (Now, u32)>,
     /// Fresh reads to confirm with a complete re-read: when, and how many
     /// times in a row the file was still fresh.
     rechecks: BTreeMap<PathBuf, (Now, u32)>,
@@ -204,6 +207,7 @@ impl Engine {
             beads_errors: BTreeSet::new(),
             task_titles: BTreeMap::new(),
             rechecks: BTreeMap::new(),
+            mount_rechecks: BTreeMap::new(),
             invalid: 0,
         }
     }
@@ -236,9 +240,12 @@ impl Engine {
         let vanish = self.vanished.values().min().copied();
         let retry = self.lanes.values().filter_map(|l| l.retry_at).min();
         let recheck = self.rechecks.values().map(|(at, _)| *at).min();
-        [settle, vanish, retry, recheck, self.beads_due]
+        let mount = self.mount_rechecks.values().map(|(at, _)| *at).min();
+        // `Duration::MAX` marks a re-read already asked for: not a deadline.
+        [settle, vanish, retry, recheck, mount, self.beads_due]
             .into_iter()
             .flatten()
+            .filter(|at| *at != Duration::MAX)
             .min()
     }
 
@@ -309,7 +316,9 @@ impl Engine {
                 Level::Warn,
                 format!("tracker event log {why}: reading it again from the start"),
             ))),
-            Input::MountRead { mount, read } => self.on_mount_read(&mount, read, &mut fx),
+            Input::MountRead { mount, read, fresh } => {
+                self.on_mount_read(now, &mount, read, fresh, &mut fx)
+            }
             Input::BeadsRead { read, now_unix } => self.on_beads_read(now, read, now_unix, &mut fx),
         }
         self.run_timers(now, &mut fx);
@@ -339,6 +348,15 @@ impl Engine {
                 fx.push(Effect::Read {
                     path: path.clone(),
                     complete: true,
+                });
+            }
+        }
+        for (mount, (at, _)) in self.mount_rechecks.iter_mut() {
+            if *at <= now {
+                // Asked; the read's answer resets or reschedules it.
+                *at = Duration::MAX;
+                fx.push(Effect::ReadMount {
+                    mount: mount.clone(),
                 });
             }
         }

@@ -90,7 +90,13 @@ pub enum Input {
     /// from the start; what it repeats is de-duplicated by the engine.
     TrackerRestarted { why: String },
     /// The answer to `Effect::ReadMount`: `<beads_root>/<mount>/ready`.
-    MountRead { mount: String, read: FileRead },
+    MountRead {
+        mount: String,
+        read: FileRead,
+        /// Modified within the settle time: a local ready file rewritten in
+        /// place may be caught half written (see `PlanRead::fresh`).
+        fresh: bool,
+    },
     /// The beads `issues.jsonl`, with the wall-clock time (unix seconds) it
     /// is judged at, for `defer_until`.
     BeadsRead { read: FileRead, now_unix: i64 },

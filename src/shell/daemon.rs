@@ -297,14 +297,15 @@ impl Daemon {
     /// `<beads_root>/<mount>/ready`. Mount names come from configuration or
     /// from events, where they were validated as one path component.
     fn read_mount(&self, mount: String) -> Input {
-        let read = match check_name(&mount) {
-            Ok(()) => read_capped(
+        let (read, fresh) = match check_name(&mount) {
+            Ok(()) => read_fresh(
                 &self.settings.events.beads_root.join(&mount).join("ready"),
                 TRACKER_FILE_CAP,
+                self.settings.project.settle,
             ),
-            Err(why) => FileRead::Failed(format!("mount name {why}")),
+            Err(why) => (FileRead::Failed(format!("mount name {why}")), false),
         };
-        Input::MountRead { mount, read }
+        Input::MountRead { mount, read, fresh }
     }
 
     fn read_beads(&self) -> Option<Input> {
@@ -767,7 +768,10 @@ pub async fn run(
     loop {
         // A reload that moved the roots brings a new watcher's receiver.
         let mut replaced = None;
-        let deadline = d.engine.poll_timeout().map(|t| d.started + t);
+        let deadline = d
+            .engine
+            .poll_timeout()
+            .and_then(|t| d.started.checked_add(t));
         let polling = d.watch.polling();
         tokio::select! {
             biased;

@@ -19,7 +19,7 @@ use crate::core::session::check_name;
 /// Complete re-reads of a file that keeps being fresh before it is
 /// believed as it is (a writer rewriting it forever, or a clock skewed
 /// against the file system's).
-const MAX_RECHECKS: u32 = 20;
+pub(super) const MAX_RECHECKS: u32 = 20;
 
 /// Where a plan file lives, which decides its identity and routing.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -340,7 +340,16 @@ impl Engine {
         self.unannounce(source, Item::Task(id.to_string()), why, fx);
     }
 
-    pub(super) fn on_mount_read(&mut self, mount: &str, read: FileRead, fx: &mut Vec<Effect>) {
+    pub(super) fn on_mount_read(
+        &mut self,
+        now: Now,
+        mount: &str,
+        read: FileRead,
+        fresh: bool,
+        fx: &mut Vec<Effect>,
+    ) {
+        // This read answers any pending re-read of the mount.
+        let rechecked = self.mount_rechecks.remove(mount).map_or(0, |(_, n)| n);
         let source = mount_source(mount);
         let text = match read {
             FileRead::Bytes(b) => String::from_utf8_lossy(&b).into_owned(),
@@ -409,8 +418,15 @@ impl Engine {
                     .collect()
             })
             .unwrap_or_default();
-        for id in leaving {
-            self.forget_task(&source, &id, "it left the ready set", fx);
+        if fresh && rechecked < super::plans::MAX_RECHECKS && !leaving.is_empty() {
+            // Perhaps only half written (a local file rewritten in place):
+            // absence proves nothing yet; judged again once it settles.
+            self.mount_rechecks
+                .insert(mount.to_string(), (now + self.config.settle, rechecked + 1));
+        } else {
+            for id in leaving {
+                self.forget_task(&source, &id, "it left the ready set", fx);
+            }
         }
         self.prune_titles(&source);
         self.announce_tasks(&source, tasks, Some(mount), fx);

@@ -99,6 +99,7 @@ impl Rig {
                     read_all,
                 }),
                 Some(Effect::ReadMount { mount }) => Some(Input::MountRead {
+                    fresh: false,
                     read: match self
                         .files
                         .get(&PathBuf::from(format!("/beads/{mount}/ready")))
@@ -1132,6 +1133,7 @@ fn a_first_start_baselines_the_tracker_backlog() {
     let mut rig = tracker_rig(true);
     set_ready(&mut rig, &[("bd-1", "-", "Old backlog")]);
     rig.feed(Input::MountRead {
+        fresh: false,
         mount: "proj".into(),
         read: FileRead::Bytes(ready_file(&[("bd-1", "-", "Old backlog")]).into_bytes()),
     });
@@ -1227,4 +1229,44 @@ fn a_fresh_read_of_a_rewrite_in_progress_announces_nothing_the_finished_file_wou
         "plan:20261130T101500_a1b2c3d4",
         &Item::Step("Step 3".into())
     ));
+}
+
+#[test]
+fn a_fresh_ready_file_missing_a_task_is_read_again_before_the_task_is_forgotten() {
+    let mut rig = tracker_rig(false);
+    rig.startup();
+    set_ready(&mut rig, &[("bd-1", "-", "Fix the build")]);
+    events(
+        &mut rig,
+        &[r#"{"type":"updated","id":"bd-1","mount":"proj"}"#],
+    );
+    assert_eq!(rig.take_delivered(), vec!["bd-1"]);
+    // A read lands while the ready file is being rewritten in place: empty.
+    rig.feed(Input::MountRead {
+        mount: "proj".into(),
+        read: FileRead::Bytes(Vec::new()),
+        fresh: true,
+    });
+    assert!(rig
+        .engine
+        .memory()
+        .is_announced("mount:proj", &Item::Task("bd-1".into())));
+    // Once settled, the whole file still lists it: nothing is announced again.
+    rig.settle();
+    assert!(rig.take_delivered().is_empty());
+    assert!(rig
+        .engine
+        .memory()
+        .is_announced("mount:proj", &Item::Task("bd-1".into())));
+    // A settled read without it does forget it.
+    set_ready(&mut rig, &[]);
+    rig.feed(Input::MountRead {
+        mount: "proj".into(),
+        read: FileRead::Bytes(Vec::new()),
+        fresh: false,
+    });
+    assert!(!rig
+        .engine
+        .memory()
+        .is_announced("mount:proj", &Item::Task("bd-1".into())));
 }
