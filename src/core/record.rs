@@ -237,6 +237,14 @@ impl Memory {
             .is_some_and(|items| items.contains_key(item))
     }
 
+    /// The announced items of `source` that `keep` picks, in order.
+    pub fn announced_where(&self, source: &str, keep: impl Fn(&Item) -> bool) -> Vec<Item> {
+        self.announced
+            .get(source)
+            .map(|items| items.keys().filter(|i| keep(i)).cloned().collect())
+            .unwrap_or_default()
+    }
+
     /// Total prompts pending across sessions.
     pub fn pending_total(&self) -> usize {
         self.outbox.values().map(VecDeque::len).sum()

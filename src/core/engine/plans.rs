@@ -521,25 +521,13 @@ impl Engine {
             });
         // A plan without steps has nothing to be done: no nudge.
         let all_checked = !plan.steps.is_empty() && plan.all_checked();
-        let leaving: Vec<Item> = self
-            .memory
-            .announced
-            .get(source)
-            .map(|items| {
-                items
-                    .keys()
-                    .filter(|item| match item {
-                        Item::Step(k) => {
-                            !open.contains_key(k.as_str())
-                                && (complete || existing.contains(k.as_str()))
-                        }
-                        Item::AllDone => !all_checked,
-                        _ => false,
-                    })
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default();
+        let leaving = self.memory.announced_where(source, |item| match item {
+            Item::Step(k) => {
+                !open.contains_key(k.as_str()) && (complete || existing.contains(k.as_str()))
+            }
+            Item::AllDone => !all_checked,
+            _ => false,
+        });
         for item in leaving {
             self.unannounce(source, item, "its step was checked", fx);
         }

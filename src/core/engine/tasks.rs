@@ -121,7 +121,7 @@ impl Engine {
                 let source = mount_source(&mount);
                 self.tell_completed(&source, &id, fx);
                 if self.events_only(&mount) {
-                    self.forget_task(&source, &id, "it was completed", fx);
+                    self.unannounce(&source, Item::Task(id), "it was completed", fx);
                 }
                 self.dirty_mounts.insert(mount);
             }
@@ -282,21 +282,10 @@ impl Engine {
 
     /// Forget the claim and completion notes of a task.
     fn forget_notes(&mut self, source: &str, id: &str, fx: &mut Vec<Effect>) {
-        let notes: Vec<Item> = self
-            .memory
-            .announced
-            .get(source)
-            .map(|items| {
-                items
-                    .keys()
-                    .filter(|i| match i {
-                        Item::Claim(c, _) | Item::Completed(c) => c == id,
-                        _ => false,
-                    })
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default();
+        let notes = self.memory.announced_where(source, |i| match i {
+            Item::Claim(c, _) | Item::Completed(c) => c == id,
+            _ => false,
+        });
         for item in notes {
             self.record(
                 Record::Forget {
@@ -310,18 +299,9 @@ impl Engine {
 
     /// Keep the notes of one source bounded.
     fn prune_notes(&mut self, source: &str, fx: &mut Vec<Effect>) {
-        let notes: Vec<Item> = self
-            .memory
-            .announced
-            .get(source)
-            .map(|items| {
-                items
-                    .keys()
-                    .filter(|i| matches!(i, Item::Claim(..) | Item::Completed(_)))
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default();
+        let notes = self.memory.announced_where(source, |i| {
+            matches!(i, Item::Claim(..) | Item::Completed(_))
+        });
         if notes.len() < MAX_NOTES {
             return;
         }
@@ -334,10 +314,6 @@ impl Engine {
                 fx,
             );
         }
-    }
-
-    fn forget_task(&mut self, source: &str, id: &str, why: &str, fx: &mut Vec<Effect>) {
-        self.unannounce(source, Item::Task(id.to_string()), why, fx);
     }
 
     pub(super) fn on_mount_read(
@@ -404,28 +380,18 @@ impl Engine {
         // Leave: announced tasks no longer in the ready set (claimed,
         // blocked again, closed): they are announced again if they return.
         let present: BTreeSet<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
-        let leaving: Vec<String> = self
-            .memory
-            .announced
-            .get(&source)
-            .map(|items| {
-                items
-                    .keys()
-                    .filter_map(|i| match i {
-                        Item::Task(id) if !present.contains(id.as_str()) => Some(id.clone()),
-                        _ => None,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let leaving = self.memory.announced_where(
+            &source,
+            |i| matches!(i, Item::Task(id) if !present.contains(id.as_str())),
+        );
         if fresh && rechecked < super::plans::MAX_RECHECKS && !leaving.is_empty() {
             // Perhaps only half written (a local file rewritten in place):
             // absence proves nothing yet; judged again once it settles.
             self.mount_rechecks
                 .insert(mount.to_string(), (now + self.config.settle, rechecked + 1));
         } else {
-            for id in leaving {
-                self.forget_task(&source, &id, "it left the ready set", fx);
+            for item in leaving {
+                self.unannounce(&source, item, "it left the ready set", fx);
             }
         }
         self.prune_titles(&source);
@@ -533,28 +499,13 @@ impl Engine {
             issues.iter().map(|i| (i.id.as_str(), i)).collect();
         // Leave: closed or gone (SPEC §3); an issue that is only blocked
         // again stays announced, so it does not wake anyone twice.
-        let leaving: Vec<String> = self
-            .memory
-            .announced
-            .get(BEADS_SOURCE)
-            .map(|items| {
-                items
-                    .keys()
-                    .filter_map(|i| match i {
-                        Item::Task(id)
-                            if by_id.get(id.as_str()).is_none_or(|i| {
-                                i.status == "closed" || i.status == "tombstone"
-                            }) =>
-                        {
-                            Some(id.clone())
-                        }
-                        _ => None,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        for id in leaving {
-            self.forget_task(BEADS_SOURCE, &id, "it was closed", fx);
+        let leaving = self.memory.announced_where(BEADS_SOURCE, |i| {
+            matches!(i, Item::Task(id) if by_id
+                .get(id.as_str())
+                .is_none_or(|i| i.status == "closed" || i.status == "tombstone"))
+        });
+        for item in leaving {
+            self.unannounce(BEADS_SOURCE, item, "it was closed", fx);
         }
         // A deferred issue comes due without the file changing.
         self.beads_due = issues
