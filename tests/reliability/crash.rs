@@ -205,13 +205,7 @@ fn a_long_sigstop_pause_catches_up_with_nothing_lost_or_repeated() {
         r.mark_epoch(1);
     }
     let tally = Tally::of(&world, &received(&readers));
-    assert!(tally.errors.is_empty(), "{:#?}", tally.errors);
-    assert_eq!(tally.missing(&world), Vec::<Key>::new());
-    assert!(
-        tally.duplicates().is_empty(),
-        "repeated without a crash: {:?}",
-        tally.duplicates().keys().collect::<Vec<_>>()
-    );
+    tally.assert_exact(&world);
     eprintln!(
         "sigstop: paused {:.1}s during {ops} operations; caught up {:.0} ms after SIGCONT; \
          {} prompts, none repeated",

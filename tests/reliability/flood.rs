@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 
 use super::crash::assert_nothing_outside_roots;
-use super::workload::{Key, Tally, World};
+use super::workload::{Tally, World};
 use crate::util::rig::{Rig, Rng, Sysctl};
 use crate::util::wait_until;
 
@@ -65,13 +65,7 @@ fn inotify_queue_overflow_is_logged_and_rescanned_and_loses_nothing() {
     rig.stop();
     reader.mark_epoch(1);
     let tally = seen(&world);
-    assert!(tally.errors.is_empty(), "{:#?}", tally.errors);
-    assert_eq!(tally.missing(&world), Vec::<Key>::new());
-    assert!(
-        tally.duplicates().is_empty(),
-        "repeated: {:?}",
-        tally.duplicates().keys().collect::<Vec<_>>()
-    );
+    tally.assert_exact(&world);
     let log = rig.log_text();
     let overflows = log
         .lines()

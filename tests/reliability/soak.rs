@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::workload::{Key, Tally, World};
+use super::workload::{Tally, World};
 use crate::util::rig::{Reader, Receipt, Rig, Rng};
 use crate::util::wait_until;
 
@@ -151,13 +151,7 @@ fn soak_random_activity_shows_no_growth_in_memory_or_file_descriptors() {
         );
     }
     assert!(pid_alive);
-    assert!(tally.errors.is_empty(), "{:#?}", tally.errors);
-    assert_eq!(tally.missing(&world), Vec::<Key>::new());
-    assert!(
-        tally.duplicates().is_empty(),
-        "repeated without a crash: {:?}",
-        tally.duplicates().keys().collect::<Vec<_>>()
-    );
+    tally.assert_exact(&world);
     assert!(
         rss1 <= rss0 + rss0 / 10 + 2048,
         "RSS grew: first third max {rss0} KiB, last third max {rss1} KiB"

@@ -428,6 +428,17 @@ pub struct Tally {
 }
 
 impl Tally {
+    /// Within one daemon run: no error, nothing missing, nothing repeated.
+    pub fn assert_exact(&self, world: &World) {
+        assert!(self.errors.is_empty(), "{:#?}", self.errors);
+        assert_eq!(self.missing(world), Vec::<Key>::new());
+        assert!(
+            self.duplicates().is_empty(),
+            "repeated without a crash: {:?}",
+            self.duplicates().keys().collect::<Vec<_>>()
+        );
+    }
+
     pub fn of(world: &World, received: &[(String, Vec<Receipt>)]) -> Tally {
         let mut by_key: BTreeMap<Key, Vec<Receipt>> = BTreeMap::new();
         let mut errors = Vec::new();
