@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Run every fuzz target for a while (default 10 s each, one job at a time)
-# against the committed corpus, without changing it. A crash fails the run
-# and leaves its input under fuzz/artifacts/<target>/.
+# Run every fuzz target for a while (default 10 s each, one job at a time).
+# Committed: a few named seeds per target (seeds/<target>/) and minimised
+# crash cases (regressions/<target>/). The working corpus, corpus/<target>/,
+# is a cache that libFuzzer grows from them; it is git-ignored, so a fresh
+# clone starts from the seeds. A crash fails the run and leaves its input
+# under fuzz/artifacts/<target>/.
 #
 #   fuzz/smoke.sh [SECONDS] [TARGET...]
 #
@@ -19,9 +22,12 @@ export RUSTC_BOOTSTRAP=1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for t in "${targets[@]}"; do
-    mkdir -p "$work/$t" "corpus/$t"
-    # New inputs go to the scratch dir; corpus/$t is only read.
-    if ! cargo fuzz run "$t" "$work/$t" "corpus/$t" -- \
+    mkdir -p "corpus/$t"
+    dirs=("corpus/$t" "seeds/$t")
+    [ -d "regressions/$t" ] && dirs+=("regressions/$t")
+    # New inputs go to the first directory, the ignored working corpus;
+    # seeds/ and regressions/ are only read.
+    if ! cargo fuzz run "$t" "${dirs[@]}" -- \
         -max_total_time="$secs" -rss_limit_mb=2048 -print_final_stats=1 \
         >"$work/$t.log" 2>&1; then
         tail -n 60 "$work/$t.log" >&2
