@@ -4,7 +4,8 @@
 //! synchronously, without threads, sleeps or temp dirs.
 //!
 //! - `name`: the plan file-name grammar and plan identity;
-//! - `plan`, `markdown`, `planjson`, `graph`: parsing and the ready set;
+//! - `plan` (with `plan::markdown`, `plan::json`, `plan::graph`): the
+//!   plan model, its two parsers and the ready set;
 //! - `lifecycle`: Todo → Wip → Done | Abandoned;
 //! - `record`: the durable memory and the journal records that change it;
 //! - `engine` (with `engine::plans`, `engine::lanes`, `engine::tasks`),
@@ -17,14 +18,11 @@
 pub mod beads;
 pub mod effect;
 pub mod engine;
-pub mod graph;
 pub mod input;
 pub mod lifecycle;
 pub mod lines;
-pub mod markdown;
 pub mod name;
 pub mod plan;
-pub mod planjson;
 pub mod prompt;
 pub mod ready_report;
 pub mod record;
