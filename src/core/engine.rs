@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::effect::{Effect, Level, Log};
-use super::input::{Change, Input};
+use super::input::Input;
 use super::lifecycle::Lifecycle;
 use super::prompt;
 use super::record::{Memory, Record};
@@ -254,16 +254,6 @@ impl Engine {
         let mut fx = Vec::new();
         match input {
             Input::Changed { path, change } => self.on_changed(now, path, change, &mut fx),
-            Input::Renamed { from, to } => {
-                let moved = match (self.plan_path(&from), self.plan_path(&to)) {
-                    (Some(a), Some(b)) => a.source == b.source,
-                    _ => false,
-                };
-                if !moved {
-                    self.on_changed(now, from, Change::Gone, &mut fx);
-                }
-                self.on_changed(now, to, Change::Appeared, &mut fx);
-            }
             Input::PlanRead {
                 path,
                 read,

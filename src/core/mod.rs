@@ -10,12 +10,15 @@
 //! - `record`: the durable memory and the journal records that change it;
 //! - `engine` (with `engine::plans`, `engine::lanes`, `engine::tasks`),
 //!   `input`, `effect`: the engine and its interface;
+//! - `driver`: the one loop over the engine (`drive`) behind the `World`
+//!   trait, shared by the daemon, `status` and the engine tests;
 //! - `prompt`: templates; `session`: names from data;
 //! - `tracker`, `beads`, `timestamp`, `lines`: the task tracker's event
 //!   lines, ready files and `issues.jsonl` with `bd ready`'s rule;
 //! - `ready_report`: `reveille ready` output.
 
 pub mod beads;
+pub mod driver;
 pub mod effect;
 pub mod engine;
 pub mod input;

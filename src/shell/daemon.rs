@@ -8,8 +8,7 @@
 //! something happens. Effects are applied in order, depth-first: a record is
 //! in the journal before the prompt that depends on it is written.
 
-use std::collections::VecDeque;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,10 +19,12 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::config::{self, Settings};
-use crate::core::effect::{Effect, Level, Log};
+use crate::core::driver::{drive, World};
+use crate::core::effect::{Delivery, Level, Log};
 use crate::core::engine::{Engine, EngineConfig, Mode, Templates};
-use crate::core::input::{Change, FileRead, Input};
+use crate::core::input::{Change, FileRead, Input, Undeliverable};
 use crate::core::prompt;
+use crate::core::record::Record;
 use crate::core::session::check_name;
 use crate::shell::deliver::{Deliverer, Framing, Outcome};
 use crate::shell::read::{read_capped, read_fresh};
@@ -187,6 +188,96 @@ fn emit(project: &str, l: &Log) {
     }
 }
 
+/// `<beads_root>/<mount>/ready`. Mount names come from configuration or
+/// from events, where they were validated as one path component.
+fn mount_read(settings: &Settings, mount: &str) -> (FileRead, bool) {
+    match check_name(mount) {
+        Ok(()) => read_fresh(
+            &settings.events.beads_root.join(mount).join("ready"),
+            TRACKER_FILE_CAP,
+            settings.project.settle,
+        ),
+        Err(why) => (FileRead::Failed(format!("mount name {why}")), false),
+    }
+}
+
+fn beads_read(settings: &Settings) -> Option<(FileRead, i64)> {
+    let path = settings.beads.issues_jsonl.as_ref()?;
+    Some((read_capped(path, TRACKER_FILE_CAP), unix_now()))
+}
+
+/// The daemon's side of the driver: the journal, the files, the FIFOs.
+/// It borrows the daemon's parts beside the engine, so the engine and the
+/// world it drives are two disjoint borrows.
+struct Carry<'a> {
+    settings: &'a Settings,
+    store: &'a mut Store,
+    sync_at: &'a mut Option<Instant>,
+    store_failing: &'a mut bool,
+    watch: &'a Watch,
+    deliverer: &'a Deliverer,
+    background: &'a mut usize,
+}
+
+impl World for Carry<'_> {
+    fn record(&mut self, record: &Record) {
+        self.persist(record);
+    }
+
+    fn log(&mut self, log: Log) {
+        emit(&self.settings.project.name, &log);
+    }
+
+    fn read_plan(&mut self, path: &Path, config: &EngineConfig) -> (FileRead, bool) {
+        read_fresh(path, config.max_plan_bytes, config.settle)
+    }
+
+    fn list(&mut self) -> Vec<PathBuf> {
+        self.watch.list()
+    }
+
+    fn read_mount(&mut self, mount: &str) -> (FileRead, bool) {
+        mount_read(self.settings, mount)
+    }
+
+    fn read_beads(&mut self) -> Option<(FileRead, i64)> {
+        beads_read(self.settings)
+    }
+
+    fn deliver(&mut self, d: &Delivery) -> Option<Result<(), Undeliverable>> {
+        let outcome = self.deliverer.deliver(d);
+        if outcome.is_none() {
+            *self.background += 1;
+        }
+        outcome
+    }
+}
+
+impl Carry<'_> {
+    fn persist(&mut self, record: &Record) {
+        match self.store.append(record) {
+            Ok(()) => {
+                if *self.store_failing {
+                    *self.store_failing = false;
+                    tracing::info!(project = %self.settings.project.name, "state directory writable again");
+                }
+                if self.sync_at.is_none() {
+                    *self.sync_at = Some(Instant::now() + self.settings.state.sync_interval);
+                }
+            }
+            Err(e) => {
+                // Keep working from memory: a wake-up that cannot be recorded
+                // is still delivered (at-least-once allows a repeat after a
+                // crash; silence would lose it).
+                if !*self.store_failing {
+                    *self.store_failing = true;
+                    tracing::error!(project = %self.settings.project.name, "cannot record state: {e}; continuing from memory, a crash now may repeat prompts");
+                }
+            }
+        }
+    }
+}
+
 /// The running daemon.
 struct Daemon {
     settings: Settings,
@@ -222,100 +313,16 @@ impl Daemon {
     /// Feed one input and carry out everything that follows from it.
     fn feed(&mut self, input: Input) {
         let now = self.now();
-        let mut queue: VecDeque<Effect> = self.engine.handle(now, input).into();
-        loop {
-            let Some(effect) = queue.pop_front() else {
-                // Every effect is carried out (records are in the journal):
-                // now write what the engine says can go out.
-                match self.deliver_next(now) {
-                    Some(input) => {
-                        queue.extend(self.engine.handle(now, input));
-                        continue;
-                    }
-                    None => return,
-                }
-            };
-            let follow = match effect {
-                Effect::Record(r) => {
-                    self.persist(&r);
-                    None
-                }
-                Effect::Log(l) => {
-                    emit(&self.settings.project.name, &l);
-                    None
-                }
-                Effect::Read { path, complete } => {
-                    let config = self.engine.config();
-                    let (read, fresh) = read_fresh(&path, config.max_plan_bytes, config.settle);
-                    Some(Input::PlanRead {
-                        path,
-                        read,
-                        complete,
-                        fresh,
-                    })
-                }
-                Effect::List { read_all } => Some(Input::Listed {
-                    paths: self.watch.list(),
-                    read_all,
-                }),
-                Effect::ReadMount { mount } => Some(self.read_mount(mount)),
-                Effect::ReadBeads => self.read_beads(),
-            };
-            if let Some(input) = follow {
-                // Depth-first: what follows from an effect happens before the
-                // effects queued after it.
-                let more = self.engine.handle(now, input);
-                for e in more.into_iter().rev() {
-                    queue.push_front(e);
-                }
-            }
-        }
-    }
-
-    /// Attempt the next delivery the engine offers; the outcome is the next
-    /// input, unless the write finishes in the background.
-    fn deliver_next(&mut self, now: Duration) -> Option<Input> {
-        while let Some(d) = self.engine.poll_delivery(now) {
-            match self.deliverer.deliver(&d) {
-                Some(Ok(())) => {
-                    return Some(Input::Delivered {
-                        session: d.session,
-                        seq: d.seq,
-                    })
-                }
-                Some(Err(why)) => {
-                    return Some(Input::Undeliverable {
-                        session: d.session,
-                        seq: d.seq,
-                        why,
-                    })
-                }
-                None => self.background += 1,
-            }
-        }
-        None
-    }
-
-    /// `<beads_root>/<mount>/ready`. Mount names come from configuration or
-    /// from events, where they were validated as one path component.
-    fn read_mount(&self, mount: String) -> Input {
-        let (read, fresh) = match check_name(&mount) {
-            Ok(()) => read_fresh(
-                &self.settings.events.beads_root.join(&mount).join("ready"),
-                TRACKER_FILE_CAP,
-                self.settings.project.settle,
-            ),
-            Err(why) => (FileRead::Failed(format!("mount name {why}")), false),
+        let mut world = Carry {
+            settings: &self.settings,
+            store: &mut self.store,
+            sync_at: &mut self.sync_at,
+            store_failing: &mut self.store_failing,
+            watch: &self.watch,
+            deliverer: &self.deliverer,
+            background: &mut self.background,
         };
-        Input::MountRead { mount, read, fresh }
-    }
-
-    fn read_beads(&self) -> Option<Input> {
-        let path = self.settings.beads.issues_jsonl.as_ref()?;
-        Some(Input::BeadsRead {
-            read: read_capped(path, TRACKER_FILE_CAP),
-            now_unix: unix_now(),
-        })
+        drive(&mut self.engine, &mut world, now, input);
     }
 
     /// Read what the event log gained and feed it to the engine.
@@ -409,29 +416,6 @@ impl Daemon {
         self.feed(input);
     }
 
-    fn persist(&mut self, record: &crate::core::record::Record) {
-        match self.store.append(record) {
-            Ok(()) => {
-                if self.store_failing {
-                    self.store_failing = false;
-                    tracing::info!(project = %self.settings.project.name, "state directory writable again");
-                }
-                if self.sync_at.is_none() {
-                    self.sync_at = Some(Instant::now() + self.settings.state.sync_interval);
-                }
-            }
-            Err(e) => {
-                // Keep working from memory: a wake-up that cannot be recorded
-                // is still delivered (at-least-once allows a repeat after a
-                // crash; silence would lose it).
-                if !self.store_failing {
-                    self.store_failing = true;
-                    tracing::error!(project = %self.settings.project.name, "cannot record state: {e}; continuing from memory, a crash now may repeat prompts");
-                }
-            }
-        }
-    }
-
     fn sync(&mut self) {
         self.sync_at = None;
         if !self.store.needs_sync() {
@@ -516,8 +500,8 @@ impl Daemon {
             // An export rewrites the file whole: read it once it is closed
             // or renamed into place, not mid-write.
             if matches!(change, Change::Closed | Change::Appeared) {
-                if let Some(input) = self.read_beads() {
-                    self.feed(input);
+                if let Some((read, now_unix)) = beads_read(&self.settings) {
+                    self.feed(Input::BeadsRead { read, now_unix });
                 }
             }
             return;
@@ -555,12 +539,12 @@ impl Daemon {
         });
         if self.settings.events.path.is_some() {
             for mount in self.settings.events.mounts.clone() {
-                let input = self.read_mount(mount);
-                self.feed(input);
+                let (read, fresh) = mount_read(&self.settings, &mount);
+                self.feed(Input::MountRead { mount, read, fresh });
             }
         }
-        if let Some(input) = self.read_beads() {
-            self.feed(input);
+        if let Some((read, now_unix)) = beads_read(&self.settings) {
+            self.feed(Input::BeadsRead { read, now_unix });
         }
         self.read_events();
     }
