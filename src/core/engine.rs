@@ -25,6 +25,7 @@ use super::prompt;
 use super::record::{Memory, Record};
 use lanes::Lane;
 use plans::{Origin, PlanState};
+use timers::{Recheck, Timer, Timers};
 
 /// Monotonic time since an arbitrary origin, supplied by the caller.
 pub type Now = Duration;
@@ -145,10 +146,9 @@ pub struct Engine {
     memory: Memory,
     plans: BTreeMap<String, PlanState>,
     lanes: BTreeMap<String, Lane>,
-    /// Paths modified without a close, and when to read them.
-    settling: BTreeMap<PathBuf, Now>,
-    /// Plans whose file vanished, and when to decide by listing.
-    vanished: BTreeMap<String, Now>,
+    /// Every deadline: settles, re-reads, rename grace, retries, beads
+    /// deferrals.
+    timers: Timers,
     /// Whether a listing was asked for and not answered yet.
     listing: bool,
     /// True from a first start (no memory) until `StartupDone`.
@@ -162,18 +162,14 @@ pub struct Engine {
     dirty_mounts: BTreeSet<String>,
     /// Things said once (unknown event types, unroutable assignees, …).
     said: BTreeSet<String>,
-    /// When a deferred beads issue comes due and the file must be judged
-    /// again, though it did not change.
-    beads_due: Option<Now>,
     /// Line errors of the current issues.jsonl, so a rewrite with the same
     /// broken line does not log it again.
     beads_errors: BTreeSet<String>,
-    /// Mount ready files read fresh, to read again once settled: when, and
-    /// how many times in a row (a FUSE file may always look fresh).
-    mount_rechecks: BTreeMap<String, (Now, u32)>,
-    /// Fresh reads to confirm with a complete re-read: when, and how many
-    /// times in a row the file was still fresh.
-    rechecks: BTreeMap<PathBuf, (Now, u32)>,
+    /// Mount ready files read fresh and waiting for a settled re-read (a
+    /// FUSE file may always look fresh: counted).
+    mount_rechecks: BTreeMap<String, Recheck>,
+    /// Fresh plan reads waiting for a complete re-read, counted.
+    rechecks: BTreeMap<PathBuf, Recheck>,
     /// Plans with a current error (kept as a count: `STATUS=` asks for it
     /// on every loop turn).
     invalid: usize,
@@ -195,15 +191,13 @@ impl Engine {
             memory,
             plans: BTreeMap::new(),
             lanes: BTreeMap::new(),
-            settling: BTreeMap::new(),
-            vanished: BTreeMap::new(),
+            timers: Timers::default(),
             listing: false,
             baseline,
             dirty_lanes,
             capped: BTreeSet::new(),
             dirty_mounts: BTreeSet::new(),
             said: BTreeSet::new(),
-            beads_due: None,
             beads_errors: BTreeSet::new(),
             task_titles: BTreeMap::new(),
             rechecks: BTreeMap::new(),
@@ -236,17 +230,7 @@ impl Engine {
 
     /// The next instant at which `Tick` has work to do.
     pub fn poll_timeout(&self) -> Option<Now> {
-        let settle = self.settling.values().min().copied();
-        let vanish = self.vanished.values().min().copied();
-        let retry = self.lanes.values().filter_map(|l| l.retry_at).min();
-        let recheck = self.rechecks.values().map(|(at, _)| *at).min();
-        let mount = self.mount_rechecks.values().map(|(at, _)| *at).min();
-        // `Duration::MAX` marks a re-read already asked for: not a deadline.
-        [settle, vanish, retry, recheck, mount, self.beads_due]
-            .into_iter()
-            .flatten()
-            .filter(|at| *at != Duration::MAX)
-            .min()
+        self.timers.next()
     }
 
     /// Handle one input; the returned effects are to be carried out in order.
@@ -283,7 +267,8 @@ impl Engine {
                 } else {
                     (lane.backoff * 2).min(self.config.retry_max)
                 };
-                lane.retry_at = Some(now + lane.backoff);
+                self.timers
+                    .set(Timer::Retry(session.clone()), now + lane.backoff);
                 if lane.failing.as_deref() != Some(why.reason.as_str()) {
                     let pending = self.memory.outbox.get(&session).map_or(0, |q| q.len());
                     fx.push(Effect::Log(
@@ -316,53 +301,41 @@ impl Engine {
     }
 
     fn run_timers(&mut self, now: Now, fx: &mut Vec<Effect>) {
-        let due: Vec<PathBuf> = self
-            .settling
-            .iter()
-            .filter(|(_, at)| **at <= now)
-            .map(|(p, _)| p.clone())
-            .collect();
-        for path in due {
-            self.settling.remove(&path);
-            fx.push(Effect::Read {
-                path,
-                complete: false,
-            });
-        }
-        for (path, (at, n)) in self.rechecks.iter_mut() {
-            if *at <= now && *at != Duration::MAX {
-                // Due: read again; `MAX` marks it as asked until the read
-                // comes back (and resets or reschedules it).
-                *at = Duration::MAX;
-                *n += 1;
-                fx.push(Effect::Read {
-                    path: path.clone(),
-                    complete: true,
-                });
+        // Vanished plans wait while a listing is already out.
+        let listing = self.listing;
+        let mut list = false;
+        for timer in self
+            .timers
+            .take_due(now, |t| listing && matches!(t, Timer::Vanished(_)))
+        {
+            match timer {
+                Timer::Settle(path) => fx.push(Effect::Read {
+                    path,
+                    complete: false,
+                }),
+                Timer::Recheck(path) => {
+                    let r = self.rechecks.entry(path.clone()).or_default();
+                    r.count += 1;
+                    r.asked = true;
+                    fx.push(Effect::Read {
+                        path,
+                        complete: true,
+                    });
+                }
+                Timer::MountRecheck(mount) => {
+                    self.mount_rechecks.entry(mount.clone()).or_default().asked = true;
+                    fx.push(Effect::ReadMount { mount });
+                }
+                Timer::BeadsDue => fx.push(Effect::ReadBeads),
+                Timer::Vanished(_) => list = true,
+                Timer::Retry(session) => {
+                    self.dirty_lanes.insert(session);
+                }
             }
         }
-        for (mount, (at, _)) in self.mount_rechecks.iter_mut() {
-            if *at <= now {
-                // Asked; the read's answer resets or reschedules it.
-                *at = Duration::MAX;
-                fx.push(Effect::ReadMount {
-                    mount: mount.clone(),
-                });
-            }
-        }
-        if self.beads_due.is_some_and(|at| at <= now) {
-            self.beads_due = None;
-            fx.push(Effect::ReadBeads);
-        }
-        if self.vanished.values().any(|at| *at <= now) && !self.listing {
-            self.vanished.retain(|_, at| *at > now);
+        if list {
             self.listing = true;
             fx.push(Effect::List { read_all: false });
-        }
-        for (session, lane) in &mut self.lanes {
-            if lane.inflight.is_none() && lane.retry_at.is_some_and(|at| at <= now) {
-                self.dirty_lanes.insert(session.clone());
-            }
         }
     }
 
@@ -435,3 +408,4 @@ mod plans;
 mod tasks;
 #[cfg(test)]
 mod tests;
+mod timers;

@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use super::timers::Timer;
 use super::{Engine, Now};
 use crate::core::effect::{Delivery, Effect, Level, Log};
 use crate::core::record::{Item, Pending, Record};
@@ -14,7 +15,6 @@ use crate::core::record::{Item, Pending, Record};
 #[derive(Debug, Clone, Default)]
 pub(super) struct Lane {
     pub(super) inflight: Option<u64>,
-    pub(super) retry_at: Option<Now>,
     pub(super) backoff: Duration,
     /// The reason of the current failure streak, logged once.
     pub(super) failing: Option<String>,
@@ -24,11 +24,11 @@ pub(super) struct Lane {
 
 impl Engine {
     pub(super) fn poke(&mut self, now: Now, session: String) {
-        if let Some(lane) = self.lanes.get_mut(&session) {
-            if lane.inflight.is_none() && lane.retry_at.is_some() {
-                lane.retry_at = Some(now);
-                self.dirty_lanes.insert(session);
-            }
+        // Backing off (never while a write is in flight): retry now.
+        let retry = Timer::Retry(session.clone());
+        if self.timers.get(&retry).is_some() {
+            self.timers.set(retry, now);
+            self.dirty_lanes.insert(session);
         }
     }
 
@@ -192,8 +192,8 @@ impl Engine {
         if lane.inflight == Some(seq) {
             lane.inflight = None;
         }
-        lane.retry_at = None;
         lane.backoff = Duration::ZERO;
+        self.timers.cancel(&Timer::Retry(session.clone()));
         if lane.failing.take().is_some() {
             fx.push(Effect::Log(
                 Log::new(Level::Info, "session is reachable again").session(&session),
@@ -219,17 +219,17 @@ impl Engine {
     /// interleaved, and one stuck session never holds up another.
     pub fn poll_delivery(&mut self, now: Now) -> Option<Delivery> {
         while let Some(session) = self.dirty_lanes.pop_first() {
+            let retry = Timer::Retry(session.clone());
             let lane = self.lanes.entry(session.clone()).or_default();
             // In flight, or backing off: the retry timer brings it back.
-            if lane.inflight.is_some() || lane.retry_at.is_some_and(|at| at > now) {
+            if lane.inflight.is_some() || self.timers.get(&retry).is_some_and(|at| at > now) {
                 continue;
             }
+            self.timers.cancel(&retry);
             let Some(front) = self.memory.outbox.get(&session).and_then(|q| q.front()) else {
-                lane.retry_at = None;
                 continue;
             };
             lane.inflight = Some(front.seq);
-            lane.retry_at = None;
             return Some(Delivery {
                 session,
                 seq: front.seq,

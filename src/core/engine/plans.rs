@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use super::timers::{Recheck, Timer};
 use super::{Engine, Mode, Now};
 use crate::core::effect::{Effect, Level, Log};
 use crate::core::input::{Change, FileRead};
@@ -103,22 +104,21 @@ impl Engine {
         };
         match change {
             Change::Closed | Change::Appeared => {
-                self.settling.remove(&path);
+                self.timers.cancel(&Timer::Settle(path.clone()));
                 fx.push(Effect::Read {
                     path,
                     complete: true,
                 });
             }
             Change::Modified => {
-                self.settling
-                    .entry(path)
-                    .or_insert(now + self.config.settle);
+                self.timers
+                    .set_once(Timer::Settle(path), now + self.config.settle);
             }
             Change::Gone => {
-                self.settling.remove(&path);
+                self.timers.cancel(&Timer::Settle(path.clone()));
                 if self.plans.get(&pp.source).is_some_and(|p| p.path == path) {
-                    self.vanished
-                        .insert(pp.source, now + self.config.rename_grace);
+                    self.timers
+                        .set(Timer::Vanished(pp.source), now + self.config.rename_grace);
                 }
             }
         }
@@ -167,7 +167,8 @@ impl Engine {
     ) {
         // A complete read answers any pending re-read of this file.
         let rechecked = if complete {
-            self.rechecks.remove(&path).map_or(0, |(_, n)| n)
+            self.timers.cancel(&Timer::Recheck(path.clone()));
+            self.rechecks.remove(&path).map_or(0, |r| r.count)
         } else {
             0
         };
@@ -181,8 +182,8 @@ impl Engine {
                 // Gone between the event and the read. If this was the plan's
                 // current file, a listing decides whether it moved.
                 if self.plans.get(&pp.source).is_some_and(|p| p.path == path) {
-                    self.vanished
-                        .insert(pp.source, now + self.config.rename_grace);
+                    self.timers
+                        .set(Timer::Vanished(pp.source), now + self.config.rename_grace);
                 }
                 return;
             }
@@ -207,7 +208,7 @@ impl Engine {
                 return;
             }
         };
-        self.vanished.remove(&pp.source);
+        self.timers.cancel(&Timer::Vanished(pp.source.clone()));
         let format = match pp.origin {
             Origin::Json => PlanFormat::Json,
             _ => PlanFormat::Markdown,
@@ -351,8 +352,15 @@ impl Engine {
 
     /// Read `path` again, completely, once the settle time has passed.
     pub(super) fn recheck(&mut self, now: Now, path: &Path, rechecked: u32) {
-        self.rechecks
-            .insert(path.to_path_buf(), (now + self.config.settle, rechecked));
+        self.rechecks.insert(
+            path.to_path_buf(),
+            Recheck {
+                count: rechecked,
+                asked: false,
+            },
+        );
+        self.timers
+            .set(Timer::Recheck(path.to_path_buf()), now + self.config.settle);
     }
 
     pub(super) fn on_listed(&mut self, paths: Vec<PathBuf>, read_all: bool, fx: &mut Vec<Effect>) {
@@ -393,7 +401,7 @@ impl Engine {
             }
         }
         for (source, path) in present {
-            self.vanished.remove(&source);
+            self.timers.cancel(&Timer::Vanished(source.clone()));
             let known = self.plans.get(&source).is_some_and(|p| p.path == path);
             if read_all || !known {
                 fx.push(Effect::Read {
@@ -405,7 +413,7 @@ impl Engine {
     }
 
     pub(super) fn remove_plan(&mut self, source: &str, fx: &mut Vec<Effect>) {
-        self.vanished.remove(source);
+        self.timers.cancel(&Timer::Vanished(source.to_string()));
         let Some(state) = self.plans.remove(source) else {
             return;
         };

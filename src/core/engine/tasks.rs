@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use super::timers::{Recheck, Timer};
 use super::{Engine, Now};
 use crate::core::beads;
 use crate::core::effect::{Effect, Level, Log};
@@ -325,7 +326,8 @@ impl Engine {
         fx: &mut Vec<Effect>,
     ) {
         // This read answers any pending re-read of the mount.
-        let rechecked = self.mount_rechecks.remove(mount).map_or(0, |(_, n)| n);
+        self.timers.cancel(&Timer::MountRecheck(mount.to_string()));
+        let rechecked = self.mount_rechecks.remove(mount).map_or(0, |r| r.count);
         let source = mount_source(mount);
         let text = match read {
             FileRead::Bytes(b) => String::from_utf8_lossy(&b).into_owned(),
@@ -387,8 +389,15 @@ impl Engine {
         if fresh && rechecked < super::plans::MAX_RECHECKS && !leaving.is_empty() {
             // Perhaps only half written (a local file rewritten in place):
             // absence proves nothing yet; judged again once it settles.
-            self.mount_rechecks
-                .insert(mount.to_string(), (now + self.config.settle, rechecked + 1));
+            let recheck = Recheck {
+                count: rechecked + 1,
+                asked: false,
+            };
+            self.mount_rechecks.insert(mount.to_string(), recheck);
+            self.timers.set(
+                Timer::MountRecheck(mount.to_string()),
+                now + self.config.settle,
+            );
         } else {
             for item in leaving {
                 self.unannounce(&source, item, "it left the ready set", fx);
@@ -508,13 +517,17 @@ impl Engine {
             self.unannounce(BEADS_SOURCE, item, "it was closed", fx);
         }
         // A deferred issue comes due without the file changing.
-        self.beads_due = issues
+        let due = issues
             .iter()
             .filter(|i| i.status == "open")
             .filter_map(|i| i.defer_until)
             .filter(|&t| t > now_unix)
             .min()
             .map(|t| now + Duration::from_secs((t - now_unix) as u64));
+        match due {
+            Some(at) => self.timers.set(Timer::BeadsDue, at),
+            None => self.timers.cancel(&Timer::BeadsDue),
+        }
         let tasks = ready
             .into_iter()
             .map(|i| ReadyTask {
