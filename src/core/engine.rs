@@ -23,8 +23,9 @@ use super::input::Input;
 use super::lifecycle::Lifecycle;
 use super::prompt;
 use super::record::{Memory, Record};
+use super::source::Source;
 use lanes::Lane;
-use plans::{Origin, PlanState};
+use plans::{Origin, PlanState, ReadKind};
 use timers::{Recheck, Timer, Timers};
 
 /// Monotonic time since an arbitrary origin, supplied by the caller.
@@ -127,7 +128,7 @@ impl EngineConfig {
 /// One plan as `status` shows it.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct PlanView {
-    pub source: String,
+    pub source: Source,
     pub path: PathBuf,
     pub lifecycle: Lifecycle,
     pub goal: String,
@@ -144,7 +145,7 @@ pub struct Engine {
     config: EngineConfig,
     /// The durable part, changed only through `Record`s.
     memory: Memory,
-    plans: BTreeMap<String, PlanState>,
+    plans: BTreeMap<Source, PlanState>,
     lanes: BTreeMap<String, Lane>,
     /// Every deadline: settles, re-reads, rename grace, retries, beads
     /// deferrals.
@@ -174,7 +175,7 @@ pub struct Engine {
     /// on every loop turn).
     invalid: usize,
     /// Tracker task titles by source and id, for claim/completed prompts.
-    task_titles: BTreeMap<(String, String), String>,
+    task_titles: BTreeMap<(Source, String), String>,
 }
 
 impl Engine {
@@ -243,7 +244,7 @@ impl Engine {
                 read,
                 complete,
                 fresh,
-            } => self.on_read(now, path, read, complete, fresh, &mut fx),
+            } => self.on_read(now, path, read, ReadKind { complete, fresh }, &mut fx),
             Input::Listed { paths, read_all } => self.on_listed(paths, read_all, &mut fx),
             Input::StartupDone => {
                 if self.baseline {

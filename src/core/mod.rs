@@ -12,6 +12,7 @@
 //!   `input`, `effect`: the engine and its interface;
 //! - `driver`: the one loop over the engine (`drive`) behind the `World`
 //!   trait, shared by the daemon, `status` and the engine tests;
+//! - `source`: where announced work comes from (`Source`);
 //! - `prompt`: templates; `session`: names from data;
 //! - `tracker`, `beads`, `timestamp`, `lines`: the task tracker's event
 //!   lines, ready files and `issues.jsonl` with `bd ready`'s rule;
@@ -30,5 +31,6 @@ pub mod prompt;
 pub mod ready_report;
 pub mod record;
 pub mod session;
+pub mod source;
 pub mod timestamp;
 pub mod tracker;

@@ -165,10 +165,10 @@ pub fn gather(settings: &Settings) -> Result<Status, String> {
     let tasks = memory
         .announced
         .iter()
-        .filter(|(source, _)| source.starts_with("mount:") || source.starts_with("beads"))
+        .filter(|(source, _)| !source.is_plan())
         .map(|(source, items)| {
             (
-                source.clone(),
+                source.to_string(),
                 items.iter().map(|(i, a)| item_name(i, a)).collect(),
             )
         })

@@ -9,6 +9,7 @@ use super::timers::Timer;
 use super::{Engine, Now};
 use crate::core::effect::{Delivery, Effect, Level, Log};
 use crate::core::record::{Item, Pending, Record};
+use crate::core::source::Source;
 
 /// The delivery lane of one session: at most one prompt in flight, retries
 /// with backoff, so one stuck session never delays another.
@@ -20,6 +21,17 @@ pub(super) struct Lane {
     pub(super) failing: Option<String>,
     /// Wake-ups refused because the outbox was full (shown in status).
     pub(super) refused: u64,
+}
+
+/// One wake-up to announce: what, to whom, and its prompt.
+pub(super) struct Wake<'a> {
+    pub(super) item: Item,
+    pub(super) session: &'a str,
+    /// The id agents see (`s3`, `q3`, `all-done`, a task id).
+    pub(super) label: String,
+    /// The plan file name or tracker source, for jsonl framing and logs.
+    pub(super) plan: String,
+    pub(super) text: String,
 }
 
 impl Engine {
@@ -35,17 +47,14 @@ impl Engine {
     /// Record an announcement and queue its prompt. Returns false when the
     /// session's outbox is full: the item stays unannounced, so it is
     /// announced once there is room, and nothing is lost.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn announce(
-        &mut self,
-        source: &str,
-        item: Item,
-        session: &str,
-        step: String,
-        plan: String,
-        text: String,
-        fx: &mut Vec<Effect>,
-    ) -> bool {
+    pub(super) fn announce(&mut self, source: &Source, wake: Wake, fx: &mut Vec<Effect>) -> bool {
+        let Wake {
+            item,
+            session,
+            label: step,
+            plan,
+            text,
+        } = wake;
         let queued = self.memory.outbox.get(session).map_or(0, |q| q.len());
         // Said once per streak: a streak ends when the outbox is empty.
         let full_said = format!("outbox-full:{session}");
@@ -72,7 +81,7 @@ impl Engine {
         let seq = self.memory.next_seq;
         let pending = Pending {
             seq,
-            source: source.to_string(),
+            source: source.clone(),
             item: item.clone(),
             step: step.clone(),
             plan: plan.clone(),
@@ -80,7 +89,7 @@ impl Engine {
         };
         self.record(
             Record::Announce {
-                source: source.to_string(),
+                source: source.clone(),
                 item,
                 session: Some(session.to_string()),
                 baseline: false,
@@ -106,7 +115,7 @@ impl Engine {
     /// returns how many were withdrawn.
     pub(super) fn withdraw_item(
         &mut self,
-        source: &str,
+        source: &Source,
         item: &Item,
         why: &str,
         fx: &mut Vec<Effect>,
@@ -116,7 +125,7 @@ impl Engine {
             let inflight = self.lanes.get(session).and_then(|l| l.inflight);
             for p in queue {
                 // A prompt being written right now cannot be taken back.
-                if p.source == source && &p.item == item && Some(p.seq) != inflight {
+                if p.source == *source && &p.item == item && Some(p.seq) != inflight {
                     found.push((session.clone(), p.seq, p.step.clone()));
                 }
             }
@@ -143,13 +152,13 @@ impl Engine {
         n
     }
 
-    pub(super) fn withdraw_source(&mut self, source: &str, why: &str, fx: &mut Vec<Effect>) {
+    pub(super) fn withdraw_source(&mut self, source: &Source, why: &str, fx: &mut Vec<Effect>) {
         let items: BTreeSet<Item> = self
             .memory
             .outbox
             .values()
             .flatten()
-            .filter(|p| p.source == source)
+            .filter(|p| p.source == *source)
             .map(|p| p.item.clone())
             .collect();
         // A withdrawn prompt was never heard: un-announce it, so a plan
@@ -161,12 +170,18 @@ impl Engine {
 
     /// Take `item` out of the announced set, withdrawing its prompt if it
     /// is still pending: it is announced again if it becomes ready again.
-    pub(super) fn unannounce(&mut self, source: &str, item: Item, why: &str, fx: &mut Vec<Effect>) {
+    pub(super) fn unannounce(
+        &mut self,
+        source: &Source,
+        item: Item,
+        why: &str,
+        fx: &mut Vec<Effect>,
+    ) {
         self.withdraw_item(source, &item, why, fx);
         if self.memory.is_announced(source, &item) {
             self.record(
                 Record::Forget {
-                    source: source.to_string(),
+                    source: source.clone(),
                     item,
                 },
                 fx,

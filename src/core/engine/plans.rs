@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use super::lanes::Wake;
 use super::timers::{Recheck, Timer};
 use super::{Engine, Mode, Now};
 use crate::core::effect::{Effect, Level, Log};
@@ -12,10 +13,11 @@ use crate::core::input::{Change, FileRead};
 use crate::core::lifecycle::Lifecycle;
 use crate::core::lines::quoted;
 use crate::core::name::{classify, FileState, PlanFile};
-use crate::core::plan::{parse_plan, Plan, PlanFormat, StepStatus};
+use crate::core::plan::{parse_plan, Plan, PlanError, PlanFormat, StepStatus};
 use crate::core::prompt;
 use crate::core::record::{Item, Record};
 use crate::core::session::check_name;
+use crate::core::source::Source;
 
 /// Complete re-reads of a file that keeps being fresh before it is
 /// believed as it is (a writer rewriting it forever, or a clock skewed
@@ -36,8 +38,8 @@ pub(super) enum Origin {
 /// A path recognised as a plan file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct PlanPath {
-    /// The source key: `plan:<stamp>_<uid>`, `json:<stem>`, `session:<id>`.
-    pub(super) source: String,
+    /// The plan's identity.
+    pub(super) source: Source,
     pub(super) origin: Origin,
 }
 
@@ -91,6 +93,71 @@ impl Summary {
     }
 }
 
+/// Why a plan file was read, as the shell reports it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ReadKind {
+    /// Read after a close or a rename into place (or a re-read), not after
+    /// a settle with no close seen.
+    pub(super) complete: bool,
+    /// Modified within the settle time: perhaps mid-rewrite.
+    pub(super) fresh: bool,
+}
+
+/// How far one read of a plan file can be trusted, decided once.
+///
+/// A fresh file (modified within the settle time) may already be the start
+/// of the next in-place rewrite, caught between its truncate and its last
+/// write: an unterminated last line may be half a title, and a step missing
+/// from it may only not be written yet. So: whole lines only, nothing
+/// forgotten for being absent, and a complete re-read once the file has
+/// settled. A writer that never stops is believed after `MAX_RECHECKS`
+/// re-reads.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Trust {
+    /// Fresh, and still to be confirmed by a re-read.
+    fresh: bool,
+    /// Fresh re-reads in a row so far.
+    rechecked: u32,
+    /// Only the whole lines count (a settle read, or a fresh markdown read
+    /// whose last line is unterminated).
+    whole_lines: bool,
+    /// A re-read is due whatever the parse says (a fresh read that ends
+    /// mid-line).
+    confirm_later: bool,
+}
+
+impl Trust {
+    fn of(bytes: &[u8], how: ReadKind, rechecked: u32, format: PlanFormat, max: usize) -> Trust {
+        let fresh = how.fresh && how.complete && rechecked < MAX_RECHECKS;
+        let unterminated = bytes.last().is_some_and(|&b| b != b'\n');
+        // An oversized read is refused whole (trimmed to its last line it
+        // would slip under the cap). JSON has no lines to trust: a fresh
+        // half of it simply fails to parse, and that error waits for the
+        // re-read.
+        let oversized = bytes.len() > max;
+        let md_unterminated = unterminated && format == PlanFormat::Markdown;
+        Trust {
+            fresh,
+            rechecked,
+            whole_lines: !oversized && (!how.complete || (fresh && md_unterminated)),
+            confirm_later: fresh && unterminated,
+        }
+    }
+
+    /// The part of `bytes` to parse.
+    fn usable<'a>(&self, bytes: &'a [u8]) -> &'a [u8] {
+        if !self.whole_lines {
+            return bytes;
+        }
+        // A writer may still be mid-file: only whole lines count, so a
+        // half-written title can never become a step.
+        match bytes.iter().rposition(|&b| b == b'\n') {
+            Some(end) => &bytes[..=end],
+            None => &[],
+        }
+    }
+}
+
 impl Engine {
     pub(super) fn on_changed(
         &mut self,
@@ -131,11 +198,11 @@ impl Engine {
         if parent == self.config.plan_dir {
             return match classify(name)? {
                 PlanFile::Markdown(n) => Some(PlanPath {
-                    source: format!("plan:{}", n.id()),
+                    source: Source::Plan(n.id()),
                     origin: Origin::Markdown(n.state),
                 }),
                 PlanFile::Json { stem } => Some(PlanPath {
-                    source: format!("json:{stem}"),
+                    source: Source::PlanJson(stem.to_string()),
                     origin: Origin::Json,
                 }),
             };
@@ -147,7 +214,7 @@ impl Engine {
             let session = parent.file_name()?.to_str()?;
             if check_name(session).is_ok() {
                 return Some(PlanPath {
-                    source: format!("session:{session}"),
+                    source: Source::SessionPlan(session.to_string()),
                     origin: Origin::Session(session.to_string()),
                 });
             }
@@ -155,18 +222,18 @@ impl Engine {
         None
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// A plan file's bytes arrived: trust them as far as the read allows,
+    /// follow the file's lifecycle, and reconcile the plan.
     pub(super) fn on_read(
         &mut self,
         now: Now,
         path: PathBuf,
         read: FileRead,
-        complete: bool,
-        fresh: bool,
+        how: ReadKind,
         fx: &mut Vec<Effect>,
     ) {
         // A complete read answers any pending re-read of this file.
-        let rechecked = if complete {
+        let rechecked = if how.complete {
             self.timers.cancel(&Timer::Recheck(path.clone()));
             self.rechecks.remove(&path).map_or(0, |r| r.count)
         } else {
@@ -175,17 +242,56 @@ impl Engine {
         let Some(pp) = self.plan_path(&path) else {
             return;
         };
-        let file = display_name(&path);
-        let bytes = match read {
-            FileRead::Bytes(b) => b,
+        let Some(bytes) = self.bytes_of(now, &pp, &path, read, fx) else {
+            return;
+        };
+        self.timers.cancel(&Timer::Vanished(pp.source.clone()));
+        let format = match pp.origin {
+            Origin::Json => PlanFormat::Json,
+            _ => PlanFormat::Markdown,
+        };
+        let trust = Trust::of(&bytes, how, rechecked, format, self.config.max_plan_bytes);
+        if trust.confirm_later {
+            self.recheck(now, &path, rechecked);
+        }
+        let parsed = parse_plan(format, trust.usable(&bytes), self.config.max_plan_bytes);
+        let old_live = self.track(&pp, &path, fx);
+        let Some(plan) = self.accept(now, &pp, &path, parsed, &trust, fx) else {
+            return;
+        };
+        let live = self.plans[&pp.source].lifecycle.is_live();
+        if old_live && !live {
+            self.withdraw_source(&pp.source, "its plan ended", fx);
+        }
+        let forget_missing = how.complete && !trust.fresh;
+        if self.reconcile_plan(&pp.source, &plan, forget_missing, fx) && trust.fresh {
+            self.recheck(now, &path, rechecked);
+        }
+    }
+
+    /// The bytes of a read, or `None` when there are none to judge (the
+    /// file vanished: a listing decides whether it moved; or it could not
+    /// be read: said once).
+    fn bytes_of(
+        &mut self,
+        now: Now,
+        pp: &PlanPath,
+        path: &Path,
+        read: FileRead,
+        fx: &mut Vec<Effect>,
+    ) -> Option<Vec<u8>> {
+        match read {
+            FileRead::Bytes(b) => Some(b),
             FileRead::Missing => {
                 // Gone between the event and the read. If this was the plan's
                 // current file, a listing decides whether it moved.
                 if self.plans.get(&pp.source).is_some_and(|p| p.path == path) {
-                    self.timers
-                        .set(Timer::Vanished(pp.source), now + self.config.rename_grace);
+                    self.timers.set(
+                        Timer::Vanished(pp.source.clone()),
+                        now + self.config.rename_grace,
+                    );
                 }
-                return;
+                None
             }
             FileRead::Failed(err) => {
                 let msg = format!("cannot read plan file: {err}");
@@ -205,49 +311,22 @@ impl Engine {
                         }
                     }
                 }
-                return;
+                None
             }
-        };
-        self.timers.cancel(&Timer::Vanished(pp.source.clone()));
-        let format = match pp.origin {
-            Origin::Json => PlanFormat::Json,
-            _ => PlanFormat::Markdown,
-        };
-        // A fresh file (modified within the settle time) may already be the
-        // start of the next in-place rewrite, caught between its truncate
-        // and its last write: an unterminated last line may be half a title,
-        // and a step missing from it may only not be written yet. So: whole
-        // lines only, nothing forgotten for being absent, and a complete
-        // re-read once the file has settled. A writer that never stops is
-        // believed after MAX_RECHECKS re-reads.
-        let fresh = fresh && complete && rechecked < MAX_RECHECKS;
-        let unterminated = bytes.last().is_some_and(|&b| b != b'\n');
-        if fresh && unterminated {
-            self.recheck(now, &path, rechecked);
         }
-        // An oversized read is refused whole (trimmed to its last line it
-        // would slip under the cap).
-        let oversized = bytes.len() > self.config.max_plan_bytes;
-        // JSON has no lines to trust: a fresh half of it simply fails to
-        // parse, and that error waits for the re-read (below).
-        let unterminated = unterminated && format == PlanFormat::Markdown;
-        let bytes = if oversized || (complete && !(fresh && unterminated)) {
-            &bytes[..]
-        } else {
-            // A writer may still be mid-file: only whole lines count, so a
-            // half-written title can never become a step.
-            match bytes.iter().rposition(|&b| b == b'\n') {
-                Some(end) => &bytes[..=end],
-                None => &[][..],
-            }
-        };
-        let parsed = parse_plan(format, bytes, self.config.max_plan_bytes);
+    }
+
+    /// Track the plan (first seen: its lifecycle from the file name) and
+    /// follow a rename's lifecycle transition. Returns whether the plan was
+    /// live before.
+    fn track(&mut self, pp: &PlanPath, path: &Path, fx: &mut Vec<Effect>) -> bool {
+        let file = display_name(path);
         let first_seen = !self.plans.contains_key(&pp.source);
         let state = self
             .plans
             .entry(pp.source.clone())
             .or_insert_with(|| PlanState {
-                path: path.clone(),
+                path: path.to_path_buf(),
                 origin: pp.origin.clone(),
                 lifecycle: match &pp.origin {
                     Origin::Markdown(s) => Lifecycle::first_seen(*s),
@@ -267,7 +346,7 @@ impl Engine {
                 .file(&file),
             ));
         }
-        state.path = path.clone();
+        state.path = path.to_path_buf();
         let old_live = state.lifecycle.is_live();
         if let Origin::Markdown(file_state) = pp.origin {
             if let Some(t) = state.lifecycle.transition_to(file_state) {
@@ -285,7 +364,23 @@ impl Engine {
             }
             state.origin = Origin::Markdown(file_state);
         }
-        let plan = match parsed {
+        old_live
+    }
+
+    /// Judge a parse: the plan to reconcile, or `None` when it proves
+    /// nothing (a rewrite caught mid-way, an error that may be transient)
+    /// or is an error (said once per distinct error).
+    fn accept(
+        &mut self,
+        now: Now,
+        pp: &PlanPath,
+        path: &Path,
+        parsed: Result<Plan, PlanError>,
+        trust: &Trust,
+        fx: &mut Vec<Effect>,
+    ) -> Option<Plan> {
+        let state = self.plans.get_mut(&pp.source)?;
+        match parsed {
             // No steps where the last parse had some is a rewrite caught
             // mid-way: zero bytes between its truncate and its write, or
             // only the head of the file (`task_complete` rewrites in place,
@@ -298,7 +393,7 @@ impl Engine {
             Ok(plan)
                 if plan.steps.is_empty() && state.summary.as_ref().is_some_and(|p| p.steps > 0) =>
             {
-                return
+                None
             }
             Ok(plan) => {
                 if state.error.take().is_some() {
@@ -306,17 +401,17 @@ impl Engine {
                     fx.push(Effect::Log(
                         Log::new(Level::Info, "plan is valid again")
                             .plan(&pp.source)
-                            .file(&file),
+                            .file(&display_name(path)),
                     ));
                 }
                 state.summary = Some(Summary::of(&plan));
-                plan
+                Some(plan)
             }
-            Err(_) if fresh => {
+            Err(_) if trust.fresh => {
                 // Maybe the next version half written: judged when it
                 // has settled, so a transient error is never reported.
-                self.recheck(now, &path, rechecked);
-                return;
+                self.recheck(now, path, trust.rechecked);
+                None
             }
             Err(e) => {
                 let msg = e.to_string();
@@ -337,16 +432,8 @@ impl Engine {
                         self.invalid += 1;
                     }
                 }
-                return;
+                None
             }
-        };
-        let live = state.lifecycle.is_live();
-        if old_live && !live {
-            self.withdraw_source(&pp.source, "its plan ended", fx);
-        }
-        let forget_missing = complete && !fresh;
-        if self.reconcile_plan(&pp.source, &plan, forget_missing, fx) && fresh {
-            self.recheck(now, &path, rechecked);
         }
     }
 
@@ -365,7 +452,7 @@ impl Engine {
 
     pub(super) fn on_listed(&mut self, paths: Vec<PathBuf>, read_all: bool, fx: &mut Vec<Effect>) {
         self.listing = false;
-        let mut present: BTreeMap<String, PathBuf> = BTreeMap::new();
+        let mut present: BTreeMap<Source, PathBuf> = BTreeMap::new();
         for path in paths {
             if let Some(pp) = self.plan_path(&path) {
                 // Two files of one identity (a copy before a delete): the
@@ -376,7 +463,7 @@ impl Engine {
                 }
             }
         }
-        let gone: Vec<String> = self
+        let gone: Vec<Source> = self
             .plans
             .keys()
             .filter(|s| !present.contains_key(*s))
@@ -388,11 +475,11 @@ impl Engine {
         // Persisted announcements of plans that no longer exist at all
         // (deleted while the daemon was down).
         if read_all {
-            let stale: Vec<String> = self
+            let stale: Vec<Source> = self
                 .memory
                 .announced
                 .keys()
-                .filter(|s| is_plan_source(s) && !present.contains_key(*s))
+                .filter(|s| s.is_plan() && !present.contains_key(*s))
                 .cloned()
                 .collect();
             for source in stale {
@@ -412,8 +499,8 @@ impl Engine {
         }
     }
 
-    pub(super) fn remove_plan(&mut self, source: &str, fx: &mut Vec<Effect>) {
-        self.timers.cancel(&Timer::Vanished(source.to_string()));
+    pub(super) fn remove_plan(&mut self, source: &Source, fx: &mut Vec<Effect>) {
+        self.timers.cancel(&Timer::Vanished(source.clone()));
         let Some(state) = self.plans.remove(source) else {
             return;
         };
@@ -437,7 +524,7 @@ impl Engine {
         if self.memory.announced.contains_key(source) {
             self.record(
                 Record::DropSource {
-                    source: source.to_string(),
+                    source: source.clone(),
                 },
                 fx,
             );
@@ -445,7 +532,7 @@ impl Engine {
     }
 
     /// The session a plan's wake-ups go to, if any.
-    pub(super) fn route(&mut self, source: &str, fx: &mut Vec<Effect>) -> Option<String> {
+    pub(super) fn route(&mut self, source: &Source, fx: &mut Vec<Effect>) -> Option<String> {
         let state = self.plans.get_mut(source)?;
         let from_file = state.summary.as_ref().and_then(|p| p.session.clone());
         let session = from_file
@@ -491,12 +578,13 @@ impl Engine {
         }
     }
 
-    /// Diff a plan's ready set against what was announced for it.
-    /// Returns whether announced steps missing from `plan` were kept
-    /// because the read was not `complete`.
+    /// The wake rule for one plan: diff its ready set against what was
+    /// announced for it — leave, withdraw the stale, announce the new, nudge
+    /// when all is done. Returns whether announced steps missing from `plan`
+    /// were kept because the read was not `complete`.
     pub(super) fn reconcile_plan(
         &mut self,
-        source: &str,
+        source: &Source,
         plan: &Plan,
         complete: bool,
         fx: &mut Vec<Effect>,
@@ -505,73 +593,18 @@ impl Engine {
             return false;
         };
         let live = state.lifecycle.is_live();
-        let lifecycle = state.lifecycle;
-        let origin = state.origin.clone();
+        let nudge_kind =
+            state.lifecycle == Lifecycle::Wip && matches!(state.origin, Origin::Markdown(_));
         let path = state.path.clone();
-        let file = display_name(&path);
-
-        // Leave: checked steps, and (on a complete read) steps that no longer
-        // exist. A settle read may be a truncated file, so absence proves
-        // nothing then.
-        let open: BTreeMap<&str, usize> = plan
-            .steps
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.status != StepStatus::Checked)
-            .map(|(i, s)| (s.key.as_str(), i))
-            .collect();
-        let existing: BTreeSet<&str> = plan.steps.iter().map(|s| s.key.as_str()).collect();
-        let kept_missing = !complete
-            && self.memory.announced.get(source).is_some_and(|items| {
-                items
-                    .keys()
-                    .any(|i| matches!(i, Item::Step(k) if !existing.contains(k.as_str())))
-            });
         // A plan without steps has nothing to be done: no nudge.
         let all_checked = !plan.steps.is_empty() && plan.all_checked();
-        let leaving = self.memory.announced_where(source, |item| match item {
-            Item::Step(k) => {
-                !open.contains_key(k.as_str()) && (complete || existing.contains(k.as_str()))
-            }
-            Item::AllDone => !all_checked,
-            _ => false,
-        });
-        for item in leaving {
-            self.unannounce(source, item, "its step was checked", fx);
-        }
+        let kept_missing = self.leave(source, plan, complete, all_checked, fx);
         if !live {
             return kept_missing;
         }
-
-        let candidates: Vec<usize> = match self.config.mode {
-            Mode::Reactive => plan.ready(),
-            Mode::Queue => plan
-                .topo_order()
-                .into_iter()
-                .filter(|&i| plan.steps[i].status == StepStatus::Open)
-                .collect(),
-        };
+        let candidates = self.candidates(plan);
         if self.config.mode == Mode::Reactive {
-            // A prompt still waiting in an outbox for a step that is no
-            // longer ready (a dependency was unchecked) would now be early:
-            // withdraw it and un-announce, so it is announced again when it
-            // is ready again.
-            let ready: BTreeSet<&str> = candidates
-                .iter()
-                .map(|&i| plan.steps[i].key.as_str())
-                .collect();
-            let stale: BTreeSet<Item> = self
-                .memory
-                .outbox
-                .values()
-                .flatten()
-                .filter(|p| p.source == source)
-                .filter(|p| matches!(&p.item, Item::Step(k) if !ready.contains(k.as_str())))
-                .map(|p| p.item.clone())
-                .collect();
-            for item in stale {
-                self.unannounce(source, item, "its step is no longer ready", fx);
-            }
+            self.withdraw_stale(source, plan, &candidates, fx);
         }
         let new: Vec<usize> = candidates
             .into_iter()
@@ -583,104 +616,199 @@ impl Engine {
             .collect();
         let nudge = all_checked
             && self.config.nudge_done
-            && lifecycle == Lifecycle::Wip
-            && matches!(origin, Origin::Markdown(_))
+            && nudge_kind
             && !self.memory.is_announced(source, &Item::AllDone);
         if new.is_empty() && !nudge {
             return kept_missing;
         }
         if self.baseline {
-            for i in new {
-                self.record(
-                    Record::Announce {
-                        source: source.to_string(),
-                        item: Item::Step(plan.steps[i].key.clone()),
-                        session: None,
-                        baseline: true,
-                        pending: None,
-                    },
-                    fx,
-                );
-            }
-            if nudge {
-                self.record(
-                    Record::Announce {
-                        source: source.to_string(),
-                        item: Item::AllDone,
-                        session: None,
-                        baseline: true,
-                        pending: None,
-                    },
-                    fx,
-                );
-            }
+            self.take_baseline(source, plan, &new, nudge, fx);
             return kept_missing;
         }
         let Some(session) = self.route(source, fx) else {
             return kept_missing;
         };
-        // Queue mode puts the goal on the first prompt of the plan's dump.
-        let first_dump =
-            self.config.mode == Mode::Queue && !self.memory.announced.contains_key(source);
-        for (n, i) in new.into_iter().enumerate() {
-            let step = &plan.steps[i];
-            let text = match self.config.mode {
-                Mode::Reactive => render_step(
-                    &self.config.templates.step,
-                    plan,
-                    i,
-                    &file,
-                    &path,
-                    source,
-                    &session,
-                ),
-                Mode::Queue => render_queue(plan, i, &file, first_dump && n == 0),
-            };
-            let label = match self.config.mode {
-                Mode::Reactive => step.label.clone(),
-                Mode::Queue => format!("q{}", step.num),
-            };
-            if !self.announce(
-                source,
-                Item::Step(step.key.clone()),
-                &session,
-                label,
-                file.clone(),
-                text,
-                fx,
-            ) {
-                return kept_missing;
-            }
-        }
-        if nudge {
-            let done_file = done_name(&file);
-            let text = prompt::render(
-                &self.config.templates.done,
-                &[
-                    ("goal", &plan.goal),
-                    ("file", &file),
-                    ("path", &path.display().to_string()),
-                    ("plan", source),
-                    ("session", &session),
-                    ("done_file", &done_file),
-                ],
-            );
-            self.announce(
-                source,
-                Item::AllDone,
-                &session,
-                "all-done".into(),
-                file.clone(),
-                text,
-                fx,
-            );
+        if self.announce_steps(source, plan, &new, &session, &path, fx) && nudge {
+            self.announce_done(source, plan, &session, &path, fx);
         }
         kept_missing
     }
-}
 
-pub(super) fn is_plan_source(source: &str) -> bool {
-    source.starts_with("plan:") || source.starts_with("json:") || source.starts_with("session:")
+    /// Rule 1, leave: checked steps, and (on a complete read) steps that no
+    /// longer exist, leave the announced set; so does the all-done nudge of
+    /// a plan no longer all done. A settle read may be a truncated file, so
+    /// absence proves nothing then. Returns whether absent steps were kept.
+    fn leave(
+        &mut self,
+        source: &Source,
+        plan: &Plan,
+        complete: bool,
+        all_checked: bool,
+        fx: &mut Vec<Effect>,
+    ) -> bool {
+        let open: BTreeSet<&str> = plan
+            .steps
+            .iter()
+            .filter(|s| s.status != StepStatus::Checked)
+            .map(|s| s.key.as_str())
+            .collect();
+        let existing: BTreeSet<&str> = plan.steps.iter().map(|s| s.key.as_str()).collect();
+        let kept_missing = !complete
+            && self.memory.announced.get(source).is_some_and(|items| {
+                items
+                    .keys()
+                    .any(|i| matches!(i, Item::Step(k) if !existing.contains(k.as_str())))
+            });
+        let leaving = self.memory.announced_where(source, |item| match item {
+            Item::Step(k) => {
+                !open.contains(k.as_str()) && (complete || existing.contains(k.as_str()))
+            }
+            Item::AllDone => !all_checked,
+            _ => false,
+        });
+        for item in leaving {
+            self.unannounce(source, item, "its step was checked", fx);
+        }
+        kept_missing
+    }
+
+    /// The steps that should be announced: the ready ones (reactive), or
+    /// every open step in topological order (queue).
+    fn candidates(&self, plan: &Plan) -> Vec<usize> {
+        match self.config.mode {
+            Mode::Reactive => plan.ready(),
+            Mode::Queue => plan
+                .topo_order()
+                .into_iter()
+                .filter(|&i| plan.steps[i].status == StepStatus::Open)
+                .collect(),
+        }
+    }
+
+    /// Rule 2, stale: a prompt still waiting in an outbox for a step that
+    /// is no longer ready (a dependency was unchecked) would now be early:
+    /// withdraw it and un-announce, so it is announced again when it is
+    /// ready again.
+    fn withdraw_stale(
+        &mut self,
+        source: &Source,
+        plan: &Plan,
+        ready: &[usize],
+        fx: &mut Vec<Effect>,
+    ) {
+        let ready: BTreeSet<&str> = ready.iter().map(|&i| plan.steps[i].key.as_str()).collect();
+        let stale: BTreeSet<Item> = self
+            .memory
+            .outbox
+            .values()
+            .flatten()
+            .filter(|p| p.source == *source)
+            .filter(|p| matches!(&p.item, Item::Step(k) if !ready.contains(k.as_str())))
+            .map(|p| p.item.clone())
+            .collect();
+        for item in stale {
+            self.unannounce(source, item, "its step is no longer ready", fx);
+        }
+    }
+
+    /// On a first start, what is ready is recorded, not announced.
+    fn take_baseline(
+        &mut self,
+        source: &Source,
+        plan: &Plan,
+        new: &[usize],
+        nudge: bool,
+        fx: &mut Vec<Effect>,
+    ) {
+        let items = new.iter().map(|&i| Item::Step(plan.steps[i].key.clone()));
+        let items: Vec<Item> = items.chain(nudge.then_some(Item::AllDone)).collect();
+        for item in items {
+            self.record(
+                Record::Announce {
+                    source: source.clone(),
+                    item,
+                    session: None,
+                    baseline: true,
+                    pending: None,
+                },
+                fx,
+            );
+        }
+    }
+
+    /// Rule 3, announce: the new steps, in order, to `session`. Returns
+    /// false when the session's outbox is full (the rest wait, unannounced).
+    fn announce_steps(
+        &mut self,
+        source: &Source,
+        plan: &Plan,
+        new: &[usize],
+        session: &str,
+        path: &Path,
+        fx: &mut Vec<Effect>,
+    ) -> bool {
+        let file = display_name(path);
+        // Queue mode puts the goal on the first prompt of the plan's dump.
+        let first_dump =
+            self.config.mode == Mode::Queue && !self.memory.announced.contains_key(source);
+        for (n, &i) in new.iter().enumerate() {
+            let step = &plan.steps[i];
+            let (label, text) = match self.config.mode {
+                Mode::Reactive => {
+                    let t = &self.config.templates.step;
+                    let text = render_step(t, plan, i, &file, path, source, session);
+                    (step.label.clone(), text)
+                }
+                Mode::Queue => (
+                    format!("q{}", step.num),
+                    render_queue(plan, i, &file, first_dump && n == 0),
+                ),
+            };
+            let wake = Wake {
+                item: Item::Step(step.key.clone()),
+                session,
+                label,
+                plan: file.clone(),
+                text,
+            };
+            if !self.announce(source, wake, fx) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Rule 4, all done: one prompt asking for the rename to `__done`.
+    fn announce_done(
+        &mut self,
+        source: &Source,
+        plan: &Plan,
+        session: &str,
+        path: &Path,
+        fx: &mut Vec<Effect>,
+    ) {
+        let file = display_name(path);
+        let done_file = done_name(&file);
+        let text = prompt::render(
+            &self.config.templates.done,
+            &[
+                ("goal", &plan.goal),
+                ("file", &file),
+                ("path", &path.display().to_string()),
+                ("plan", &source.to_string()),
+                ("session", session),
+                ("done_file", &done_file),
+            ],
+        );
+        let wake = Wake {
+            item: Item::AllDone,
+            session,
+            label: "all-done".into(),
+            plan: file,
+            text,
+        };
+        self.announce(source, wake, fx);
+    }
 }
 
 pub(super) fn display_name(path: &Path) -> String {
@@ -716,7 +844,7 @@ fn render_step(
     i: usize,
     file: &str,
     path: &Path,
-    source: &str,
+    source: &Source,
     session: &str,
 ) -> String {
     let step = &plan.steps[i];
@@ -736,7 +864,7 @@ fn render_step(
             ("deps", &deps),
             ("file", file),
             ("path", &path.display().to_string()),
-            ("plan", source),
+            ("plan", &source.to_string()),
             ("session", session),
         ],
     )

@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use super::lanes::Wake;
 use super::timers::{Recheck, Timer};
 use super::{Engine, Now};
 use crate::core::beads;
@@ -15,19 +16,17 @@ use crate::core::input::FileRead;
 use crate::core::lines::quoted;
 use crate::core::prompt;
 use crate::core::record::{Cursor, Item, Record};
+use crate::core::source::Source;
 use crate::core::tracker::{parse_event, parse_ready, EventError, TrackerEvent};
 
 /// Claim and completion notes kept per source for de-duplication when a
 /// truncated log is read again; beyond this the oldest ids are forgotten.
 const MAX_NOTES: usize = 4096;
 
-/// The source key of a 9beads mount.
-pub fn mount_source(mount: &str) -> String {
-    format!("mount:{mount}")
+/// The source of a 9beads mount.
+fn mount_source(mount: &str) -> Source {
+    Source::Mount(mount.to_string())
 }
-
-/// The source key of the beads `issues.jsonl`.
-pub const BEADS_SOURCE: &str = "beads";
 
 /// A task that is ready now, as a source reports it.
 struct ReadyTask {
@@ -47,7 +46,7 @@ impl Engine {
     /// The session a task goes to: its assignee's, else the default.
     fn task_route(
         &mut self,
-        source: &str,
+        source: &Source,
         assignee: Option<&str>,
         fx: &mut Vec<Effect>,
     ) -> Option<String> {
@@ -130,60 +129,21 @@ impl Engine {
                 id,
                 mount,
                 assignee,
-            } => {
-                if !self.ours(&mount) {
-                    return;
-                }
-                self.dirty_mounts.insert(mount.clone());
-                let Some(assignee) = assignee else {
-                    return;
-                };
-                let source = mount_source(&mount);
-                let item = Item::Claim(id.clone(), assignee.clone());
-                if self.memory.is_announced(&source, &item) {
-                    return;
-                }
-                let Some(session) = self.config.assignees.get(&assignee).cloned() else {
-                    self.say_once(
-                        format!("claim-route:{assignee}"),
-                        Log::new(
-                            Level::Info,
-                            format!("claims by {assignee:?} are not announced: no [events.assignees] entry maps it to a session"),
-                        )
-                        .mount(&mount),
-                        fx,
-                    );
-                    return;
-                };
-                let title = self.title_of(&source, &id);
-                let text = prompt::render(
-                    &self.config.templates.claim,
-                    &task_vars(&id, &title, &mount, Some(&assignee), &session, &source),
-                );
-                self.prune_notes(&source, fx);
-                self.announce(&source, item, &session, id, source.clone(), text, fx);
-            }
+            } => self.on_claimed(id, mount, assignee, fx),
             TrackerEvent::Ready {
                 id,
                 mount,
                 title,
                 assignee,
-            } => {
-                if !self.ours(&mount) {
-                    return;
-                }
-                if self.events_only(&mount) {
-                    // No ready file to read: the legacy event is the news.
-                    let task = ReadyTask {
-                        title: title.unwrap_or_else(|| id.clone()),
-                        id,
-                        assignee,
-                    };
-                    self.announce_tasks(&mount_source(&mount), vec![task], Some(&mount), fx);
-                } else {
-                    self.dirty_mounts.insert(mount);
-                }
-            }
+            } => self.on_ready_event(
+                ReadyTask {
+                    title: title.unwrap_or_else(|| id.clone()),
+                    id,
+                    assignee,
+                },
+                mount,
+                fx,
+            ),
             TrackerEvent::Mount { name, cwd } => {
                 if self.ours(&name) {
                     fx.push(Effect::Log(
@@ -218,6 +178,75 @@ impl Engine {
         }
     }
 
+    /// A claim: announced to the assignee's session, once per
+    /// `(id, assignee)`.
+    fn on_claimed(
+        &mut self,
+        id: String,
+        mount: String,
+        assignee: Option<String>,
+        fx: &mut Vec<Effect>,
+    ) {
+        if !self.ours(&mount) {
+            return;
+        }
+        self.dirty_mounts.insert(mount.clone());
+        let Some(assignee) = assignee else {
+            return;
+        };
+        let source = mount_source(&mount);
+        let item = Item::Claim(id.clone(), assignee.clone());
+        if self.memory.is_announced(&source, &item) {
+            return;
+        }
+        let Some(session) = self.config.assignees.get(&assignee).cloned() else {
+            self.say_once(
+                format!("claim-route:{assignee}"),
+                Log::new(
+                    Level::Info,
+                    format!("claims by {assignee:?} are not announced: no [events.assignees] entry maps it to a session"),
+                )
+                .mount(&mount),
+                fx,
+            );
+            return;
+        };
+        let title = self.title_of(&source, &id);
+        let text = prompt::render(
+            &self.config.templates.claim,
+            &task_vars(
+                &id,
+                &title,
+                &mount,
+                Some(&assignee),
+                &session,
+                &source.to_string(),
+            ),
+        );
+        self.prune_notes(&source, fx);
+        let wake = Wake {
+            item,
+            session: &session,
+            label: id,
+            plan: source.to_string(),
+            text,
+        };
+        self.announce(&source, wake, fx);
+    }
+
+    /// A legacy ready event: the news itself for a mount with no ready file
+    /// (`events_only`), else a reason to read the ready file.
+    fn on_ready_event(&mut self, task: ReadyTask, mount: String, fx: &mut Vec<Effect>) {
+        if !self.ours(&mount) {
+            return;
+        }
+        if self.events_only(&mount) {
+            self.announce_tasks(&mount_source(&mount), vec![task], Some(&mount), fx);
+        } else {
+            self.dirty_mounts.insert(mount);
+        }
+    }
+
     fn events_only(&self, mount: &str) -> bool {
         self.said.contains(&format!("noready:{mount}"))
     }
@@ -226,7 +255,7 @@ impl Engine {
     /// (claim and completion prompts name them); `announce_tasks` adds the
     /// ready ones back. Without this the map held every task ever seen (a
     /// slow, unbounded growth found by the soak test in tests/reliability).
-    fn prune_titles(&mut self, source: &str) {
+    fn prune_titles(&mut self, source: &Source) {
         let announced: BTreeSet<&str> = self
             .memory
             .announced
@@ -237,16 +266,16 @@ impl Engine {
             .retain(|(s, id), _| s != source || announced.contains(id.as_str()));
     }
 
-    fn title_of(&self, source: &str, id: &str) -> String {
+    fn title_of(&self, source: &Source, id: &str) -> String {
         self.task_titles
-            .get(&(source.to_string(), id.to_string()))
+            .get(&(source.clone(), id.to_string()))
             .cloned()
             .unwrap_or_else(|| id.to_string())
     }
 
     /// `notify_completed`: tell the session a task was announced to that it
     /// was completed elsewhere.
-    fn tell_completed(&mut self, source: &str, id: &str, fx: &mut Vec<Effect>) {
+    fn tell_completed(&mut self, source: &Source, id: &str, fx: &mut Vec<Effect>) {
         if !self.config.notify_completed {
             return;
         }
@@ -264,25 +293,25 @@ impl Engine {
             return;
         }
         let title = self.title_of(source, id);
-        let mount = source.strip_prefix("mount:").unwrap_or(source);
+        let name = source.to_string();
+        let mount = source.mount().unwrap_or(&name);
         let text = prompt::render(
             &self.config.templates.completed,
-            &task_vars(id, &title, mount, None, &session, source),
+            &task_vars(id, &title, mount, None, &session, &name),
         );
         self.prune_notes(source, fx);
-        self.announce(
-            source,
+        let wake = Wake {
             item,
-            &session,
-            id.to_string(),
-            source.to_string(),
+            session: &session,
+            label: id.to_string(),
+            plan: name,
             text,
-            fx,
-        );
+        };
+        self.announce(source, wake, fx);
     }
 
     /// Forget the claim and completion notes of a task.
-    fn forget_notes(&mut self, source: &str, id: &str, fx: &mut Vec<Effect>) {
+    fn forget_notes(&mut self, source: &Source, id: &str, fx: &mut Vec<Effect>) {
         let notes = self.memory.announced_where(source, |i| match i {
             Item::Claim(c, _) | Item::Completed(c) => c == id,
             _ => false,
@@ -290,7 +319,7 @@ impl Engine {
         for item in notes {
             self.record(
                 Record::Forget {
-                    source: source.to_string(),
+                    source: source.clone(),
                     item,
                 },
                 fx,
@@ -299,7 +328,7 @@ impl Engine {
     }
 
     /// Keep the notes of one source bounded.
-    fn prune_notes(&mut self, source: &str, fx: &mut Vec<Effect>) {
+    fn prune_notes(&mut self, source: &Source, fx: &mut Vec<Effect>) {
         let notes = self.memory.announced_where(source, |i| {
             matches!(i, Item::Claim(..) | Item::Completed(_))
         });
@@ -309,7 +338,7 @@ impl Engine {
         for item in notes.into_iter().take(MAX_NOTES / 4) {
             self.record(
                 Record::Forget {
-                    source: source.to_string(),
+                    source: source.clone(),
                     item,
                 },
                 fx,
@@ -411,14 +440,14 @@ impl Engine {
     /// announced yet, in the order given.
     fn announce_tasks(
         &mut self,
-        source: &str,
+        source: &Source,
         tasks: Vec<ReadyTask>,
         mount: Option<&str>,
         fx: &mut Vec<Effect>,
     ) {
         for task in tasks {
             self.task_titles
-                .insert((source.to_string(), task.id.clone()), task.title.clone());
+                .insert((source.clone(), task.id.clone()), task.title.clone());
             let item = Item::Task(task.id.clone());
             if self.memory.is_announced(source, &item) {
                 continue;
@@ -426,7 +455,7 @@ impl Engine {
             if self.baseline {
                 self.record(
                     Record::Announce {
-                        source: source.to_string(),
+                        source: source.clone(),
                         item,
                         session: None,
                         baseline: true,
@@ -447,18 +476,17 @@ impl Engine {
                     mount.unwrap_or("-"),
                     task.assignee.as_deref(),
                     &session,
-                    source,
+                    &source.to_string(),
                 ),
             );
-            if !self.announce(
-                source,
+            let wake = Wake {
                 item,
-                &session,
-                task.id,
-                source.to_string(),
+                session: &session,
+                label: task.id,
+                plan: source.to_string(),
                 text,
-                fx,
-            ) {
+            };
+            if !self.announce(source, wake, fx) {
                 return;
             }
         }
@@ -508,13 +536,13 @@ impl Engine {
             issues.iter().map(|i| (i.id.as_str(), i)).collect();
         // Leave: closed or gone (SPEC §3); an issue that is only blocked
         // again stays announced, so it does not wake anyone twice.
-        let leaving = self.memory.announced_where(BEADS_SOURCE, |i| {
+        let leaving = self.memory.announced_where(&Source::Beads, |i| {
             matches!(i, Item::Task(id) if by_id
                 .get(id.as_str())
                 .is_none_or(|i| i.status == "closed" || i.status == "tombstone"))
         });
         for item in leaving {
-            self.unannounce(BEADS_SOURCE, item, "it was closed", fx);
+            self.unannounce(&Source::Beads, item, "it was closed", fx);
         }
         // A deferred issue comes due without the file changing.
         let due = issues
@@ -536,8 +564,8 @@ impl Engine {
                 assignee: issues[i].assignee.clone(),
             })
             .collect();
-        self.prune_titles(BEADS_SOURCE);
-        self.announce_tasks(BEADS_SOURCE, tasks, None, fx);
+        self.prune_titles(&Source::Beads);
+        self.announce_tasks(&Source::Beads, tasks, None, fx);
     }
 }
 

@@ -15,6 +15,11 @@ use crate::core::record::Cursor;
 use crate::core::record::Item;
 
 const PLAN_DIR: &str = "/p";
+
+/// A source from its persisted form.
+fn src(s: &str) -> Source {
+    s.parse().unwrap()
+}
 const SESSIONS: &str = "/s";
 
 /// An in-memory world: files, sessions whose readers come and go, and
@@ -240,7 +245,7 @@ fn a_new_plan_announces_only_its_first_step() {
     let mut rig = Rig::started();
     rig.write(NAME, &stock(&[false, false, false]));
     assert_eq!(rig.take_delivered(), vec!["s1"]);
-    let text = &rig.engine.memory().announced["plan:20261130T101500_a1b2c3d4"];
+    let text = &rig.engine.memory().announced[&src("plan:20261130T101500_a1b2c3d4")];
     assert_eq!(text.len(), 1);
 }
 
@@ -433,7 +438,7 @@ fn first_start_takes_a_baseline_and_announces_what_comes_after() {
     rig.startup();
     assert!(rig.world.delivered.is_empty(), "baseline is not announced");
     assert!(rig.engine.memory().baselined);
-    let base = &rig.engine.memory().announced["plan:20261130T101500_a1b2c3d4"];
+    let base = &rig.engine.memory().announced[&src("plan:20261130T101500_a1b2c3d4")];
     assert!(base.values().all(|a| a.baseline));
     rig.write(NAME, &stock(&[true, true, false]));
     assert_eq!(rig.take_delivered(), vec!["s3"]);
@@ -1138,7 +1143,7 @@ fn a_completion_elsewhere_is_told_to_the_session_it_was_announced_to() {
     assert!(!rig
         .engine
         .memory()
-        .is_announced("mount:proj", &Item::Task("bd-7".into())));
+        .is_announced(&src("mount:proj"), &Item::Task("bd-7".into())));
 }
 
 #[test]
@@ -1253,7 +1258,7 @@ fn a_fresh_read_of_a_rewrite_in_progress_announces_nothing_the_finished_file_wou
     assert!(rig.world.delivered.is_empty(), "{:?}", rig.world.delivered);
     assert!(
         rig.engine.memory().is_announced(
-            "plan:20261130T101500_a1b2c3d4",
+            &src("plan:20261130T101500_a1b2c3d4"),
             &Item::Step("Step 2".into())
         ),
         "a step missing from a fresh read is not forgotten"
@@ -1270,7 +1275,7 @@ fn a_fresh_read_of_a_rewrite_in_progress_announces_nothing_the_finished_file_wou
         fresh: false,
     });
     assert!(!rig.engine.memory().is_announced(
-        "plan:20261130T101500_a1b2c3d4",
+        &src("plan:20261130T101500_a1b2c3d4"),
         &Item::Step("Step 3".into())
     ));
 }
@@ -1294,14 +1299,14 @@ fn a_fresh_ready_file_missing_a_task_is_read_again_before_the_task_is_forgotten(
     assert!(rig
         .engine
         .memory()
-        .is_announced("mount:proj", &Item::Task("bd-1".into())));
+        .is_announced(&src("mount:proj"), &Item::Task("bd-1".into())));
     // Once settled, the whole file still lists it: nothing is announced again.
     rig.settle();
     assert!(rig.take_delivered().is_empty());
     assert!(rig
         .engine
         .memory()
-        .is_announced("mount:proj", &Item::Task("bd-1".into())));
+        .is_announced(&src("mount:proj"), &Item::Task("bd-1".into())));
     // A settled read without it does forget it.
     set_ready(&mut rig, &[]);
     rig.feed(Input::MountRead {
@@ -1312,5 +1317,5 @@ fn a_fresh_ready_file_missing_a_task_is_read_again_before_the_task_is_forgotten(
     assert!(!rig
         .engine
         .memory()
-        .is_announced("mount:proj", &Item::Task("bd-1".into())));
+        .is_announced(&src("mount:proj"), &Item::Task("bd-1".into())));
 }

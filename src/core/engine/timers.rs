@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::Now;
+use crate::core::source::Source;
 
 /// What a deadline is for. The order of the variants is the order in which
 /// due timers are acted on in one `Tick`.
@@ -20,7 +21,7 @@ pub(super) enum Timer {
     /// A deferred beads issue comes due: judge the file again.
     BeadsDue,
     /// A plan's file vanished: a listing decides whether it moved.
-    Vanished(String),
+    Vanished(Source),
     /// A session's lane backs off after a failed write.
     Retry(String),
 }
