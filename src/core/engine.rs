@@ -14,19 +14,21 @@
 //! - every change to durable memory is emitted as a `Record` before any
 //!   effect that depends on it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::effect::{Effect, Level, Log};
+use super::effect::{Delivery, Effect, Level, Log};
 use super::input::Input;
 use super::lifecycle::Lifecycle;
 use super::prompt;
 use super::record::{Memory, Record};
 use super::source::Source;
-use lanes::Lane;
-use plans::{Origin, PlanState, ReadKind};
-use timers::{Recheck, Timer, Timers};
+use ledger::Ledger;
+use plans::{Origin, Plans, ReadKind};
+use sessions::Sessions;
+use tasks::Tasks;
+use timers::{Timer, Timers};
 
 /// Monotonic time since an arbitrary origin, supplied by the caller.
 pub type Now = Duration;
@@ -140,42 +142,41 @@ pub struct PlanView {
     pub ready: Vec<(String, String)>,
 }
 
-/// The engine.
+/// The engine: a coordinator over parts that own their state and rules.
+///
+/// - [`Ledger`] (`engine/ledger.rs`): the durable memory — announced sets,
+///   outboxes — and the delivery lanes; the only place records are applied.
+/// - [`Plans`] (`engine/plans.rs`): the plan table, settle/vanish/recheck
+///   bookkeeping, lifecycle, parse → reconcile (the wake rule).
+/// - [`Tasks`] (`engine/tasks.rs`): tracker mounts and events, the beads
+///   file, task titles, mounts known only by their events.
+/// - [`Sessions`] (`engine/sessions.rs`): what is known of each session.
+/// - [`Timers`] (`engine/timers.rs`): every deadline, in one table.
+///
+/// Each part gets what it needs of the others through a [`Cx`], so borrows
+/// stay simple and each part reads alone.
 pub struct Engine {
     config: EngineConfig,
-    /// The durable part, changed only through `Record`s.
-    memory: Memory,
-    plans: BTreeMap<Source, PlanState>,
-    lanes: BTreeMap<String, Lane>,
+    ledger: Ledger,
+    plans: Plans,
+    tasks: Tasks,
+    sessions: Sessions,
     /// Every deadline: settles, re-reads, rename grace, retries, beads
     /// deferrals.
     timers: Timers,
-    /// Whether a listing was asked for and not answered yet.
-    listing: bool,
     /// True from a first start (no memory) until `StartupDone`.
     baseline: bool,
-    /// Sessions whose lane may be able to send.
-    dirty_lanes: BTreeSet<String>,
-    /// Sessions whose outbox hit the cap since the last drain: when they
-    /// drain, every plan routed there is reconciled again.
-    capped: BTreeSet<String>,
-    /// Mounts with tracker events since their ready file was last read.
-    dirty_mounts: BTreeSet<String>,
-    /// Things said once (unknown event types, unroutable assignees, …).
-    said: BTreeSet<String>,
-    /// Line errors of the current issues.jsonl, so a rewrite with the same
-    /// broken line does not log it again.
-    beads_errors: BTreeSet<String>,
-    /// Mount ready files read fresh and waiting for a settled re-read (a
-    /// FUSE file may always look fresh: counted).
-    mount_rechecks: BTreeMap<String, Recheck>,
-    /// Fresh plan reads waiting for a complete re-read, counted.
-    rechecks: BTreeMap<PathBuf, Recheck>,
-    /// Plans with a current error (kept as a count: `STATUS=` asks for it
-    /// on every loop turn).
-    invalid: usize,
-    /// Tracker task titles by source and id, for claim/completed prompts.
-    task_titles: BTreeMap<(Source, String), String>,
+}
+
+/// What a part may use of the engine while it handles an input.
+struct Cx<'a> {
+    config: &'a EngineConfig,
+    ledger: &'a mut Ledger,
+    timers: &'a mut Timers,
+    fx: &'a mut Vec<Effect>,
+    /// A first start until `StartupDone`: what is ready is recorded as the
+    /// baseline, not announced.
+    baseline: bool,
 }
 
 impl Engine {
@@ -186,30 +187,20 @@ impl Engine {
         let baseline = memory.as_ref().is_none_or(|m| !m.baselined);
         let mut memory = memory.unwrap_or_default();
         memory.version = Memory::VERSION;
-        let dirty_lanes = memory.outbox.keys().cloned().collect();
         Engine {
             config,
-            memory,
-            plans: BTreeMap::new(),
-            lanes: BTreeMap::new(),
+            ledger: Ledger::new(memory),
+            plans: Plans::default(),
+            tasks: Tasks::default(),
+            sessions: Sessions::default(),
             timers: Timers::default(),
-            listing: false,
             baseline,
-            dirty_lanes,
-            capped: BTreeSet::new(),
-            dirty_mounts: BTreeSet::new(),
-            said: BTreeSet::new(),
-            beads_errors: BTreeSet::new(),
-            task_titles: BTreeMap::new(),
-            rechecks: BTreeMap::new(),
-            mount_rechecks: BTreeMap::new(),
-            invalid: 0,
         }
     }
 
     /// The durable memory, for snapshots and `status`.
     pub fn memory(&self) -> &Memory {
-        &self.memory
+        &self.ledger.memory
     }
 
     /// The configuration in force.
@@ -234,76 +225,124 @@ impl Engine {
         self.timers.next()
     }
 
+    /// The next prompt to write, if a lane can send — asked by the shell
+    /// when it is ready to write (as quinn's `poll_transmit`), so a prompt
+    /// withdrawn by an input handled in the meantime is never written. Each
+    /// answer marks that session's lane busy until `Delivered` or
+    /// `Undeliverable` comes back: one prompt per session at a time, never
+    /// interleaved, and one stuck session never holds up another.
+    pub fn poll_delivery(&mut self, now: Now) -> Option<Delivery> {
+        self.ledger.poll_delivery(now, &mut self.timers)
+    }
+
     /// Handle one input; the returned effects are to be carried out in order.
     pub fn handle(&mut self, now: Now, input: Input) -> Vec<Effect> {
         let mut fx = Vec::new();
-        match input {
-            Input::Changed { path, change } => self.on_changed(now, path, change, &mut fx),
+        let mut cx = Cx {
+            config: &self.config,
+            ledger: &mut self.ledger,
+            timers: &mut self.timers,
+            fx: &mut fx,
+            baseline: self.baseline,
+        };
+        let refill = match input {
+            Input::Changed { path, change } => {
+                self.plans.on_changed(now, path, change, &mut cx);
+                false
+            }
             Input::PlanRead {
                 path,
                 read,
                 complete,
                 fresh,
-            } => self.on_read(now, path, read, ReadKind { complete, fresh }, &mut fx),
-            Input::Listed { paths, read_all } => self.on_listed(paths, read_all, &mut fx),
+            } => {
+                let how = ReadKind { complete, fresh };
+                self.plans.on_read(now, path, read, how, &mut cx);
+                false
+            }
+            Input::Listed { paths, read_all } => {
+                self.plans.on_listed(paths, read_all, &mut cx);
+                false
+            }
             Input::StartupDone => {
                 if self.baseline {
                     self.baseline = false;
-                    let n: usize = self.memory.announced.values().map(BTreeMap::len).sum();
-                    self.record(Record::Baselined, &mut fx);
-                    fx.push(Effect::Log(Log::new(
+                    let n: usize = cx.ledger.memory.announced.values().map(BTreeMap::len).sum();
+                    cx.ledger.record(Record::Baselined, cx.fx);
+                    cx.fx.push(Effect::Log(Log::new(
                         Level::Info,
                         format!("first start: {n} already-ready steps and tasks recorded as the baseline, not announced"),
                     )));
                 }
+                false
             }
-            Input::Delivered { session, seq } => self.on_delivered(session, seq, &mut fx),
+            Input::Delivered { session, seq } => {
+                let cap = cx.config.outbox_cap;
+                cx.ledger.on_delivered(session, seq, cap, cx.timers, cx.fx)
+            }
             Input::Undeliverable { session, seq, why } => {
-                let lane = self.lanes.entry(session.clone()).or_default();
-                if lane.inflight == Some(seq) {
-                    lane.inflight = None;
-                }
-                lane.backoff = if lane.backoff.is_zero() {
-                    self.config.retry_initial
-                } else {
-                    (lane.backoff * 2).min(self.config.retry_max)
-                };
-                self.timers
-                    .set(Timer::Retry(session.clone()), now + lane.backoff);
-                if lane.failing.as_deref() != Some(why.reason.as_str()) {
-                    let pending = self.memory.outbox.get(&session).map_or(0, |q| q.len());
-                    fx.push(Effect::Log(
-                        Log::new(
-                            Level::Warn,
-                            format!(
-                                "cannot deliver to session: {}; {pending} prompt(s) kept in its outbox, retrying",
-                                why.reason
-                            ),
-                        )
-                        .session(&session),
-                    ));
-                    lane.failing = Some(why.reason);
-                }
+                let at = cx
+                    .ledger
+                    .on_undeliverable(now, &session, seq, why, cx.config, cx.fx);
+                cx.timers.set(Timer::Retry(session), at);
+                false
             }
-            Input::SessionActivity { session } => self.poke(now, session),
-            Input::Tick => {}
-            Input::TrackerLines { lines, cursor } => self.on_tracker_lines(lines, cursor, &mut fx),
-            Input::TrackerRestarted { why } => fx.push(Effect::Log(Log::new(
-                Level::Warn,
-                format!("tracker event log {why}: reading it again from the start"),
-            ))),
+            Input::SessionActivity { session } => {
+                self.sessions
+                    .on_activity(now, session, cx.ledger, cx.timers);
+                false
+            }
+            Input::Tick => false,
+            Input::TrackerLines { lines, cursor } => {
+                self.tasks.on_tracker_lines(lines, cursor, &mut cx);
+                false
+            }
+            Input::TrackerRestarted { why } => {
+                cx.fx.push(Effect::Log(Log::new(
+                    Level::Warn,
+                    format!("tracker event log {why}: reading it again from the start"),
+                )));
+                false
+            }
             Input::MountRead { mount, read, fresh } => {
-                self.on_mount_read(now, &mount, read, fresh, &mut fx)
+                self.tasks.on_mount_read(now, &mount, read, fresh, &mut cx);
+                false
             }
-            Input::BeadsRead { read, now_unix } => self.on_beads_read(now, read, now_unix, &mut fx),
+            Input::BeadsRead { read, now_unix } => {
+                self.tasks.on_beads_read(now, read, now_unix, &mut cx);
+                false
+            }
+        };
+        if refill {
+            self.refill(&mut fx);
         }
         self.run_timers(now, &mut fx);
         fx
     }
 
+    /// A capped outbox drained: wake-ups refused at the cap were left
+    /// unannounced, so every source is read and diffed again.
+    fn refill(&self, fx: &mut Vec<Effect>) {
+        for path in self.plans.paths() {
+            fx.push(Effect::Read {
+                path: path.to_path_buf(),
+                complete: true,
+            });
+        }
+        for mount in &self.config.mounts {
+            fx.push(Effect::ReadMount {
+                mount: mount.clone(),
+            });
+        }
+        if self.config.beads_file.is_some() {
+            fx.push(Effect::ReadBeads);
+        }
+    }
+
+    /// Act on the timers due at `now`, each by the part it belongs to.
     fn run_timers(&mut self, now: Now, fx: &mut Vec<Effect>) {
         // Vanished plans wait while a listing is already out.
-        let listing = self.listing;
+        let listing = self.plans.listing;
         let mut list = false;
         for timer in self
             .timers
@@ -314,42 +353,23 @@ impl Engine {
                     path,
                     complete: false,
                 }),
-                Timer::Recheck(path) => {
-                    let r = self.rechecks.entry(path.clone()).or_default();
-                    r.count += 1;
-                    r.asked = true;
-                    fx.push(Effect::Read {
-                        path,
-                        complete: true,
-                    });
-                }
-                Timer::MountRecheck(mount) => {
-                    self.mount_rechecks.entry(mount.clone()).or_default().asked = true;
-                    fx.push(Effect::ReadMount { mount });
-                }
+                Timer::Recheck(path) => fx.push(self.plans.recheck_due(path)),
+                Timer::MountRecheck(mount) => fx.push(self.tasks.recheck_due(mount)),
                 Timer::BeadsDue => fx.push(Effect::ReadBeads),
                 Timer::Vanished(_) => list = true,
-                Timer::Retry(session) => {
-                    self.dirty_lanes.insert(session);
-                }
+                Timer::Retry(session) => self.ledger.wake_lane(session),
             }
         }
         if list {
-            self.listing = true;
+            self.plans.listing = true;
             fx.push(Effect::List { read_all: false });
         }
-    }
-
-    /// Apply a record to memory and emit it, in that order of truth: the
-    /// shell writes it before carrying out anything emitted after it.
-    fn record(&mut self, record: Record, fx: &mut Vec<Effect>) {
-        self.memory.apply(&record);
-        fx.push(Effect::Record(record));
     }
 
     /// Every tracked plan, for `status`.
     pub fn plans(&self) -> Vec<PlanView> {
         self.plans
+            .plans
             .iter()
             .map(|(source, s)| {
                 let summary = s.summary.as_ref();
@@ -373,7 +393,8 @@ impl Engine {
 
     /// Wake-ups refused at the outbox cap, per session.
     pub fn refused(&self) -> BTreeMap<String, u64> {
-        self.lanes
+        self.ledger
+            .lanes
             .iter()
             .filter(|(_, l)| l.refused > 0)
             .map(|(s, l)| (s.clone(), l.refused))
@@ -382,12 +403,17 @@ impl Engine {
 
     /// How many sessions are currently failing.
     pub fn failing_count(&self) -> usize {
-        self.lanes.values().filter(|l| l.failing.is_some()).count()
+        self.ledger
+            .lanes
+            .values()
+            .filter(|l| l.failing.is_some())
+            .count()
     }
 
     /// Sessions currently failing, with the reason.
     pub fn failing(&self) -> BTreeMap<String, String> {
-        self.lanes
+        self.ledger
+            .lanes
             .iter()
             .filter_map(|(s, l)| l.failing.clone().map(|r| (s.clone(), r)))
             .collect()
@@ -395,17 +421,18 @@ impl Engine {
 
     /// Plans with a current error.
     pub fn invalid_plans(&self) -> usize {
-        self.invalid
+        self.plans.invalid
     }
 
     /// Number of tracked plans.
     pub fn plan_count(&self) -> usize {
-        self.plans.len()
+        self.plans.plans.len()
     }
 }
 
-mod lanes;
+mod ledger;
 mod plans;
+mod sessions;
 mod tasks;
 #[cfg(test)]
 mod tests;

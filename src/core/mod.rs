@@ -8,8 +8,10 @@
 //!   plan model, its two parsers and the ready set;
 //! - `lifecycle`: Todo → Wip → Done | Abandoned;
 //! - `record`: the durable memory and the journal records that change it;
-//! - `engine` (with `engine::plans`, `engine::lanes`, `engine::tasks`),
-//!   `input`, `effect`: the engine and its interface;
+//! - `engine`, `input`, `effect`: the engine and its interface; the engine
+//!   is a coordinator over parts that own their state — `engine::ledger`
+//!   (durable memory, delivery lanes), `engine::plans`, `engine::tasks`,
+//!   `engine::sessions` — and one `engine::timers` table;
 //! - `driver`: the one loop over the engine (`drive`) behind the `World`
 //!   trait, shared by the daemon, `status` and the engine tests;
 //! - `source`: where announced work comes from (`Source`);

@@ -5,9 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use super::lanes::Wake;
+use super::ledger::Wake;
 use super::timers::{Recheck, Timer};
-use super::{Engine, Mode, Now};
+use super::{Cx, EngineConfig, Mode, Now};
 use crate::core::effect::{Effect, Level, Log};
 use crate::core::input::{Change, FileRead};
 use crate::core::lifecycle::Lifecycle;
@@ -93,6 +93,21 @@ impl Summary {
     }
 }
 
+/// The plans part: which file is which plan, what is known of each, and
+/// the re-reads that confirm fresh reads.
+#[derive(Debug, Default)]
+pub(super) struct Plans {
+    /// Every tracked plan, by identity.
+    pub(super) plans: BTreeMap<Source, PlanState>,
+    /// Fresh plan reads waiting for a complete re-read, counted.
+    rechecks: BTreeMap<PathBuf, Recheck>,
+    /// Whether a listing was asked for and not answered yet.
+    pub(super) listing: bool,
+    /// Plans with a current error (kept as a count: `STATUS=` asks for it
+    /// on every loop turn).
+    pub(super) invalid: usize,
+}
+
 /// Why a plan file was read, as the shell reports it.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct ReadKind {
@@ -158,44 +173,54 @@ impl Trust {
     }
 }
 
-impl Engine {
-    pub(super) fn on_changed(
-        &mut self,
-        now: Now,
-        path: PathBuf,
-        change: Change,
-        fx: &mut Vec<Effect>,
-    ) {
-        let Some(pp) = self.plan_path(&path) else {
+impl Plans {
+    /// The current file of every tracked plan.
+    pub(super) fn paths(&self) -> impl Iterator<Item = &Path> {
+        self.plans.values().map(|p| p.path.as_path())
+    }
+
+    /// A re-read came due: ask for it; its answer resets or re-arms it.
+    pub(super) fn recheck_due(&mut self, path: PathBuf) -> Effect {
+        let r = self.rechecks.entry(path.clone()).or_default();
+        r.count += 1;
+        r.asked = true;
+        Effect::Read {
+            path,
+            complete: true,
+        }
+    }
+
+    pub(super) fn on_changed(&mut self, now: Now, path: PathBuf, change: Change, cx: &mut Cx) {
+        let Some(pp) = Self::plan_path(cx.config, &path) else {
             return;
         };
         match change {
             Change::Closed | Change::Appeared => {
-                self.timers.cancel(&Timer::Settle(path.clone()));
-                fx.push(Effect::Read {
+                cx.timers.cancel(&Timer::Settle(path.clone()));
+                cx.fx.push(Effect::Read {
                     path,
                     complete: true,
                 });
             }
             Change::Modified => {
-                self.timers
-                    .set_once(Timer::Settle(path), now + self.config.settle);
+                cx.timers
+                    .set_once(Timer::Settle(path), now + cx.config.settle);
             }
             Change::Gone => {
-                self.timers.cancel(&Timer::Settle(path.clone()));
+                cx.timers.cancel(&Timer::Settle(path.clone()));
                 if self.plans.get(&pp.source).is_some_and(|p| p.path == path) {
-                    self.timers
-                        .set(Timer::Vanished(pp.source), now + self.config.rename_grace);
+                    cx.timers
+                        .set(Timer::Vanished(pp.source), now + cx.config.rename_grace);
                 }
             }
         }
     }
 
     /// Which plan a path is, if any.
-    pub(super) fn plan_path(&self, path: &Path) -> Option<PlanPath> {
+    pub(super) fn plan_path(config: &EngineConfig, path: &Path) -> Option<PlanPath> {
         let name = path.file_name()?.to_str()?;
         let parent = path.parent()?;
-        if parent == self.config.plan_dir {
+        if parent == config.plan_dir {
             return match classify(name)? {
                 PlanFile::Markdown(n) => Some(PlanPath {
                     source: Source::Plan(n.id()),
@@ -207,9 +232,9 @@ impl Engine {
                 }),
             };
         }
-        if self.config.session_plans
+        if config.session_plans
             && name == "plan"
-            && parent.parent() == Some(self.config.sessions_dir.as_path())
+            && parent.parent() == Some(config.sessions_dir.as_path())
         {
             let session = parent.file_name()?.to_str()?;
             if check_name(session).is_ok() {
@@ -230,42 +255,43 @@ impl Engine {
         path: PathBuf,
         read: FileRead,
         how: ReadKind,
-        fx: &mut Vec<Effect>,
+        cx: &mut Cx,
     ) {
         // A complete read answers any pending re-read of this file.
         let rechecked = if how.complete {
-            self.timers.cancel(&Timer::Recheck(path.clone()));
+            cx.timers.cancel(&Timer::Recheck(path.clone()));
             self.rechecks.remove(&path).map_or(0, |r| r.count)
         } else {
             0
         };
-        let Some(pp) = self.plan_path(&path) else {
+        let Some(pp) = Self::plan_path(cx.config, &path) else {
             return;
         };
-        let Some(bytes) = self.bytes_of(now, &pp, &path, read, fx) else {
+        let Some(bytes) = self.bytes_of(now, &pp, &path, read, cx) else {
             return;
         };
-        self.timers.cancel(&Timer::Vanished(pp.source.clone()));
+        cx.timers.cancel(&Timer::Vanished(pp.source.clone()));
         let format = match pp.origin {
             Origin::Json => PlanFormat::Json,
             _ => PlanFormat::Markdown,
         };
-        let trust = Trust::of(&bytes, how, rechecked, format, self.config.max_plan_bytes);
+        let trust = Trust::of(&bytes, how, rechecked, format, cx.config.max_plan_bytes);
         if trust.confirm_later {
-            self.recheck(now, &path, rechecked);
+            self.recheck(now, &path, rechecked, cx);
         }
-        let parsed = parse_plan(format, trust.usable(&bytes), self.config.max_plan_bytes);
-        let old_live = self.track(&pp, &path, fx);
-        let Some(plan) = self.accept(now, &pp, &path, parsed, &trust, fx) else {
+        let parsed = parse_plan(format, trust.usable(&bytes), cx.config.max_plan_bytes);
+        let old_live = self.track(&pp, &path, cx);
+        let Some(plan) = self.accept(now, &pp, &path, parsed, &trust, cx) else {
             return;
         };
         let live = self.plans[&pp.source].lifecycle.is_live();
         if old_live && !live {
-            self.withdraw_source(&pp.source, "its plan ended", fx);
+            cx.ledger
+                .withdraw_source(&pp.source, "its plan ended", cx.fx);
         }
         let forget_missing = how.complete && !trust.fresh;
-        if self.reconcile_plan(&pp.source, &plan, forget_missing, fx) && trust.fresh {
-            self.recheck(now, &path, rechecked);
+        if self.reconcile_plan(&pp.source, &plan, forget_missing, cx) && trust.fresh {
+            self.recheck(now, &path, rechecked, cx);
         }
     }
 
@@ -278,7 +304,7 @@ impl Engine {
         pp: &PlanPath,
         path: &Path,
         read: FileRead,
-        fx: &mut Vec<Effect>,
+        cx: &mut Cx,
     ) -> Option<Vec<u8>> {
         match read {
             FileRead::Bytes(b) => Some(b),
@@ -286,9 +312,9 @@ impl Engine {
                 // Gone between the event and the read. If this was the plan's
                 // current file, a listing decides whether it moved.
                 if self.plans.get(&pp.source).is_some_and(|p| p.path == path) {
-                    self.timers.set(
+                    cx.timers.set(
                         Timer::Vanished(pp.source.clone()),
-                        now + self.config.rename_grace,
+                        now + cx.config.rename_grace,
                     );
                 }
                 None
@@ -300,7 +326,7 @@ impl Engine {
                     .as_ref()
                     .is_some_and(|p| p.error.as_deref() == Some(&msg));
                 if !already {
-                    fx.push(Effect::Log(
+                    cx.fx.push(Effect::Log(
                         Log::new(Level::Error, msg.clone())
                             .plan(&pp.source)
                             .file(&path.display().to_string()),
@@ -319,7 +345,7 @@ impl Engine {
     /// Track the plan (first seen: its lifecycle from the file name) and
     /// follow a rename's lifecycle transition. Returns whether the plan was
     /// live before.
-    fn track(&mut self, pp: &PlanPath, path: &Path, fx: &mut Vec<Effect>) -> bool {
+    fn track(&mut self, pp: &PlanPath, path: &Path, cx: &mut Cx) -> bool {
         let file = display_name(path);
         let first_seen = !self.plans.contains_key(&pp.source);
         let state = self
@@ -337,7 +363,7 @@ impl Engine {
                 warned_route: false,
             });
         if first_seen {
-            fx.push(Effect::Log(
+            cx.fx.push(Effect::Log(
                 Log::new(
                     Level::Debug,
                     format!("tracking plan ({:?})", state.lifecycle),
@@ -351,7 +377,7 @@ impl Engine {
         if let Origin::Markdown(file_state) = pp.origin {
             if let Some(t) = state.lifecycle.transition_to(file_state) {
                 if let Some(next) = state.lifecycle.apply(t) {
-                    fx.push(Effect::Log(
+                    cx.fx.push(Effect::Log(
                         Log::new(
                             Level::Info,
                             format!("plan {}: {:?} → {:?}", t.name(), state.lifecycle, next),
@@ -377,7 +403,7 @@ impl Engine {
         path: &Path,
         parsed: Result<Plan, PlanError>,
         trust: &Trust,
-        fx: &mut Vec<Effect>,
+        cx: &mut Cx,
     ) -> Option<Plan> {
         let state = self.plans.get_mut(&pp.source)?;
         match parsed {
@@ -398,7 +424,7 @@ impl Engine {
             Ok(plan) => {
                 if state.error.take().is_some() {
                     self.invalid -= 1;
-                    fx.push(Effect::Log(
+                    cx.fx.push(Effect::Log(
                         Log::new(Level::Info, "plan is valid again")
                             .plan(&pp.source)
                             .file(&display_name(path)),
@@ -410,13 +436,13 @@ impl Engine {
             Err(_) if trust.fresh => {
                 // Maybe the next version half written: judged when it
                 // has settled, so a transient error is never reported.
-                self.recheck(now, path, trust.rechecked);
+                self.recheck(now, path, trust.rechecked, cx);
                 None
             }
             Err(e) => {
                 let msg = e.to_string();
                 if state.error.as_deref() != Some(msg.as_str()) {
-                    fx.push(Effect::Log(
+                    cx.fx.push(Effect::Log(
                         Log::new(
                             Level::Error,
                             format!(
@@ -438,7 +464,7 @@ impl Engine {
     }
 
     /// Read `path` again, completely, once the settle time has passed.
-    pub(super) fn recheck(&mut self, now: Now, path: &Path, rechecked: u32) {
+    pub(super) fn recheck(&mut self, now: Now, path: &Path, rechecked: u32, cx: &mut Cx) {
         self.rechecks.insert(
             path.to_path_buf(),
             Recheck {
@@ -446,15 +472,15 @@ impl Engine {
                 asked: false,
             },
         );
-        self.timers
-            .set(Timer::Recheck(path.to_path_buf()), now + self.config.settle);
+        cx.timers
+            .set(Timer::Recheck(path.to_path_buf()), now + cx.config.settle);
     }
 
-    pub(super) fn on_listed(&mut self, paths: Vec<PathBuf>, read_all: bool, fx: &mut Vec<Effect>) {
+    pub(super) fn on_listed(&mut self, paths: Vec<PathBuf>, read_all: bool, cx: &mut Cx) {
         self.listing = false;
         let mut present: BTreeMap<Source, PathBuf> = BTreeMap::new();
         for path in paths {
-            if let Some(pp) = self.plan_path(&path) {
+            if let Some(pp) = Self::plan_path(cx.config, &path) {
                 // Two files of one identity (a copy before a delete): the
                 // one already tracked wins, so the plan does not flap.
                 let keep_existing = self.plans.get(&pp.source).is_some_and(|p| p.path == path);
@@ -470,12 +496,13 @@ impl Engine {
             .cloned()
             .collect();
         for source in gone {
-            self.remove_plan(&source, fx);
+            self.remove_plan(&source, cx);
         }
         // Persisted announcements of plans that no longer exist at all
         // (deleted while the daemon was down).
         if read_all {
-            let stale: Vec<Source> = self
+            let stale: Vec<Source> = cx
+                .ledger
                 .memory
                 .announced
                 .keys()
@@ -483,15 +510,16 @@ impl Engine {
                 .cloned()
                 .collect();
             for source in stale {
-                self.withdraw_source(&source, "its plan was deleted", fx);
-                self.record(Record::DropSource { source }, fx);
+                cx.ledger
+                    .withdraw_source(&source, "its plan was deleted", cx.fx);
+                cx.ledger.record(Record::DropSource { source }, cx.fx);
             }
         }
         for (source, path) in present {
-            self.timers.cancel(&Timer::Vanished(source.clone()));
+            cx.timers.cancel(&Timer::Vanished(source.clone()));
             let known = self.plans.get(&source).is_some_and(|p| p.path == path);
             if read_all || !known {
-                fx.push(Effect::Read {
+                cx.fx.push(Effect::Read {
                     path,
                     complete: true,
                 });
@@ -499,8 +527,8 @@ impl Engine {
         }
     }
 
-    pub(super) fn remove_plan(&mut self, source: &Source, fx: &mut Vec<Effect>) {
-        self.timers.cancel(&Timer::Vanished(source.clone()));
+    pub(super) fn remove_plan(&mut self, source: &Source, cx: &mut Cx) {
+        cx.timers.cancel(&Timer::Vanished(source.clone()));
         let Some(state) = self.plans.remove(source) else {
             return;
         };
@@ -508,7 +536,7 @@ impl Engine {
             self.invalid -= 1;
         }
         if state.lifecycle.is_live() {
-            fx.push(Effect::Log(
+            cx.fx.push(Effect::Log(
                 Log::new(
                     Level::Info,
                     format!(
@@ -520,19 +548,20 @@ impl Engine {
                 .file(&display_name(&state.path)),
             ));
         }
-        self.withdraw_source(source, "its plan was deleted", fx);
-        if self.memory.announced.contains_key(source) {
-            self.record(
+        cx.ledger
+            .withdraw_source(source, "its plan was deleted", cx.fx);
+        if cx.ledger.memory.announced.contains_key(source) {
+            cx.ledger.record(
                 Record::DropSource {
                     source: source.clone(),
                 },
-                fx,
+                cx.fx,
             );
         }
     }
 
     /// The session a plan's wake-ups go to, if any.
-    pub(super) fn route(&mut self, source: &Source, fx: &mut Vec<Effect>) -> Option<String> {
+    pub(super) fn route(&mut self, source: &Source, cx: &mut Cx) -> Option<String> {
         let state = self.plans.get_mut(source)?;
         let from_file = state.summary.as_ref().and_then(|p| p.session.clone());
         let session = from_file
@@ -540,7 +569,7 @@ impl Engine {
                 Origin::Session(s) => Some(s.clone()),
                 _ => None,
             })
-            .or_else(|| self.config.default_session.clone());
+            .or_else(|| cx.config.default_session.clone());
         match session {
             Some(s) => {
                 match check_name(&s) {
@@ -548,7 +577,7 @@ impl Engine {
                     Err(why) => {
                         if !state.warned_route {
                             state.warned_route = true;
-                            fx.push(Effect::Log(
+                            cx.fx.push(Effect::Log(
                             Log::new(
                                 Level::Error,
                                 format!("session id {} {why}; this plan wakes nobody until it is fixed", quoted(&s)),
@@ -564,7 +593,7 @@ impl Engine {
             None => {
                 if !state.warned_route {
                     state.warned_route = true;
-                    fx.push(Effect::Log(
+                    cx.fx.push(Effect::Log(
                         Log::new(
                             Level::Warn,
                             "plan has no session (no session comment, no session directory, no default_session); it is tracked but wakes nobody",
@@ -587,7 +616,7 @@ impl Engine {
         source: &Source,
         plan: &Plan,
         complete: bool,
-        fx: &mut Vec<Effect>,
+        cx: &mut Cx,
     ) -> bool {
         let Some(state) = self.plans.get(source) else {
             return false;
@@ -598,38 +627,38 @@ impl Engine {
         let path = state.path.clone();
         // A plan without steps has nothing to be done: no nudge.
         let all_checked = !plan.steps.is_empty() && plan.all_checked();
-        let kept_missing = self.leave(source, plan, complete, all_checked, fx);
+        let kept_missing = self.leave(source, plan, complete, all_checked, cx);
         if !live {
             return kept_missing;
         }
-        let candidates = self.candidates(plan);
-        if self.config.mode == Mode::Reactive {
-            self.withdraw_stale(source, plan, &candidates, fx);
+        let candidates = Self::candidates(cx.config, plan);
+        if cx.config.mode == Mode::Reactive {
+            self.withdraw_stale(source, plan, &candidates, cx);
         }
         let new: Vec<usize> = candidates
             .into_iter()
             .filter(|&i| {
-                !self
+                !cx.ledger
                     .memory
                     .is_announced(source, &Item::Step(plan.steps[i].key.clone()))
             })
             .collect();
         let nudge = all_checked
-            && self.config.nudge_done
+            && cx.config.nudge_done
             && nudge_kind
-            && !self.memory.is_announced(source, &Item::AllDone);
+            && !cx.ledger.memory.is_announced(source, &Item::AllDone);
         if new.is_empty() && !nudge {
             return kept_missing;
         }
-        if self.baseline {
-            self.take_baseline(source, plan, &new, nudge, fx);
+        if cx.baseline {
+            self.take_baseline(source, plan, &new, nudge, cx);
             return kept_missing;
         }
-        let Some(session) = self.route(source, fx) else {
+        let Some(session) = self.route(source, cx) else {
             return kept_missing;
         };
-        if self.announce_steps(source, plan, &new, &session, &path, fx) && nudge {
-            self.announce_done(source, plan, &session, &path, fx);
+        if self.announce_steps(source, plan, &new, &session, &path, cx) && nudge {
+            self.announce_done(source, plan, &session, &path, cx);
         }
         kept_missing
     }
@@ -644,7 +673,7 @@ impl Engine {
         plan: &Plan,
         complete: bool,
         all_checked: bool,
-        fx: &mut Vec<Effect>,
+        cx: &mut Cx,
     ) -> bool {
         let open: BTreeSet<&str> = plan
             .steps
@@ -654,12 +683,12 @@ impl Engine {
             .collect();
         let existing: BTreeSet<&str> = plan.steps.iter().map(|s| s.key.as_str()).collect();
         let kept_missing = !complete
-            && self.memory.announced.get(source).is_some_and(|items| {
+            && cx.ledger.memory.announced.get(source).is_some_and(|items| {
                 items
                     .keys()
                     .any(|i| matches!(i, Item::Step(k) if !existing.contains(k.as_str())))
             });
-        let leaving = self.memory.announced_where(source, |item| match item {
+        let leaving = cx.ledger.memory.announced_where(source, |item| match item {
             Item::Step(k) => {
                 !open.contains(k.as_str()) && (complete || existing.contains(k.as_str()))
             }
@@ -667,15 +696,16 @@ impl Engine {
             _ => false,
         });
         for item in leaving {
-            self.unannounce(source, item, "its step was checked", fx);
+            cx.ledger
+                .unannounce(source, item, "its step was checked", cx.fx);
         }
         kept_missing
     }
 
     /// The steps that should be announced: the ready ones (reactive), or
     /// every open step in topological order (queue).
-    fn candidates(&self, plan: &Plan) -> Vec<usize> {
-        match self.config.mode {
+    fn candidates(config: &EngineConfig, plan: &Plan) -> Vec<usize> {
+        match config.mode {
             Mode::Reactive => plan.ready(),
             Mode::Queue => plan
                 .topo_order()
@@ -689,15 +719,10 @@ impl Engine {
     /// is no longer ready (a dependency was unchecked) would now be early:
     /// withdraw it and un-announce, so it is announced again when it is
     /// ready again.
-    fn withdraw_stale(
-        &mut self,
-        source: &Source,
-        plan: &Plan,
-        ready: &[usize],
-        fx: &mut Vec<Effect>,
-    ) {
+    fn withdraw_stale(&mut self, source: &Source, plan: &Plan, ready: &[usize], cx: &mut Cx) {
         let ready: BTreeSet<&str> = ready.iter().map(|&i| plan.steps[i].key.as_str()).collect();
-        let stale: BTreeSet<Item> = self
+        let stale: BTreeSet<Item> = cx
+            .ledger
             .memory
             .outbox
             .values()
@@ -707,7 +732,8 @@ impl Engine {
             .map(|p| p.item.clone())
             .collect();
         for item in stale {
-            self.unannounce(source, item, "its step is no longer ready", fx);
+            cx.ledger
+                .unannounce(source, item, "its step is no longer ready", cx.fx);
         }
     }
 
@@ -718,12 +744,12 @@ impl Engine {
         plan: &Plan,
         new: &[usize],
         nudge: bool,
-        fx: &mut Vec<Effect>,
+        cx: &mut Cx,
     ) {
         let items = new.iter().map(|&i| Item::Step(plan.steps[i].key.clone()));
         let items: Vec<Item> = items.chain(nudge.then_some(Item::AllDone)).collect();
         for item in items {
-            self.record(
+            cx.ledger.record(
                 Record::Announce {
                     source: source.clone(),
                     item,
@@ -731,7 +757,7 @@ impl Engine {
                     baseline: true,
                     pending: None,
                 },
-                fx,
+                cx.fx,
             );
         }
     }
@@ -745,17 +771,17 @@ impl Engine {
         new: &[usize],
         session: &str,
         path: &Path,
-        fx: &mut Vec<Effect>,
+        cx: &mut Cx,
     ) -> bool {
         let file = display_name(path);
         // Queue mode puts the goal on the first prompt of the plan's dump.
         let first_dump =
-            self.config.mode == Mode::Queue && !self.memory.announced.contains_key(source);
+            cx.config.mode == Mode::Queue && !cx.ledger.memory.announced.contains_key(source);
         for (n, &i) in new.iter().enumerate() {
             let step = &plan.steps[i];
-            let (label, text) = match self.config.mode {
+            let (label, text) = match cx.config.mode {
                 Mode::Reactive => {
-                    let t = &self.config.templates.step;
+                    let t = &cx.config.templates.step;
                     let text = render_step(t, plan, i, &file, path, source, session);
                     (step.label.clone(), text)
                 }
@@ -771,7 +797,10 @@ impl Engine {
                 plan: file.clone(),
                 text,
             };
-            if !self.announce(source, wake, fx) {
+            if !cx
+                .ledger
+                .announce(cx.config.outbox_cap, source, wake, cx.fx)
+            {
                 return false;
             }
         }
@@ -785,12 +814,12 @@ impl Engine {
         plan: &Plan,
         session: &str,
         path: &Path,
-        fx: &mut Vec<Effect>,
+        cx: &mut Cx,
     ) {
         let file = display_name(path);
         let done_file = done_name(&file);
         let text = prompt::render(
-            &self.config.templates.done,
+            &cx.config.templates.done,
             &[
                 ("goal", &plan.goal),
                 ("file", &file),
@@ -807,7 +836,8 @@ impl Engine {
             plan: file,
             text,
         };
-        self.announce(source, wake, fx);
+        cx.ledger
+            .announce(cx.config.outbox_cap, source, wake, cx.fx);
     }
 }
 

@@ -1086,9 +1086,9 @@ fn task_titles_are_kept_only_for_ready_or_announced_tasks() {
     }
     assert_eq!(rig.world.delivered.len(), 50);
     assert!(
-        rig.engine.task_titles.len() <= 2,
+        rig.engine.tasks.task_titles.len() <= 2,
         "{:?}",
-        rig.engine.task_titles
+        rig.engine.tasks.task_titles
     );
 }
 

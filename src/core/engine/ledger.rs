@@ -1,14 +1,17 @@
-//! Delivery lanes: one per session, at most one prompt in flight, retries
-//! with backoff. Announcing records a wake-up and queues its prompt;
-//! withdrawing takes back one that went stale before it could be written.
+//! The ledger: the durable memory (announced sets, outboxes) and the
+//! delivery lanes over it. It is the only place records are applied.
+//! Announcing records a wake-up and queues its prompt; withdrawing takes
+//! back one that went stale before it could be written; each session's lane
+//! has at most one prompt in flight and retries with backoff.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use super::timers::Timer;
-use super::{Engine, Now};
+use super::timers::{Timer, Timers};
+use super::{EngineConfig, Now};
 use crate::core::effect::{Delivery, Effect, Level, Log};
-use crate::core::record::{Item, Pending, Record};
+use crate::core::input::Undeliverable;
+use crate::core::record::{Item, Memory, Pending, Record};
 use crate::core::source::Source;
 
 /// The delivery lane of one session: at most one prompt in flight, retries
@@ -34,12 +37,45 @@ pub(super) struct Wake<'a> {
     pub(super) text: String,
 }
 
-impl Engine {
-    pub(super) fn poke(&mut self, now: Now, session: String) {
+/// The durable memory and the delivery lanes.
+#[derive(Debug, Default)]
+pub(super) struct Ledger {
+    /// The durable part, changed only through `Record`s.
+    pub(super) memory: Memory,
+    pub(super) lanes: BTreeMap<String, Lane>,
+    /// Sessions whose lane may be able to send.
+    dirty_lanes: BTreeSet<String>,
+    /// Sessions whose outbox hit the cap since the last drain: when they
+    /// drain, every source is diffed again.
+    capped: BTreeSet<String>,
+    /// Sessions told "outbox full" in the current streak (it ends when the
+    /// outbox is empty).
+    full_said: BTreeSet<String>,
+}
+
+impl Ledger {
+    pub(super) fn new(memory: Memory) -> Ledger {
+        let dirty_lanes = memory.outbox.keys().cloned().collect();
+        Ledger {
+            memory,
+            dirty_lanes,
+            ..Ledger::default()
+        }
+    }
+
+    /// Apply a record to memory and emit it, in that order of truth: the
+    /// shell writes it before carrying out anything emitted after it.
+    pub(super) fn record(&mut self, record: Record, fx: &mut Vec<Effect>) {
+        self.memory.apply(&record);
+        fx.push(Effect::Record(record));
+    }
+
+    /// A session showed signs of a reader: a lane backing off retries now.
+    pub(super) fn poke(&mut self, now: Now, session: String, timers: &mut Timers) {
         // Backing off (never while a write is in flight): retry now.
         let retry = Timer::Retry(session.clone());
-        if self.timers.get(&retry).is_some() {
-            self.timers.set(retry, now);
+        if timers.get(&retry).is_some() {
+            timers.set(retry, now);
             self.dirty_lanes.insert(session);
         }
     }
@@ -47,7 +83,13 @@ impl Engine {
     /// Record an announcement and queue its prompt. Returns false when the
     /// session's outbox is full: the item stays unannounced, so it is
     /// announced once there is room, and nothing is lost.
-    pub(super) fn announce(&mut self, source: &Source, wake: Wake, fx: &mut Vec<Effect>) -> bool {
+    pub(super) fn announce(
+        &mut self,
+        cap: usize,
+        source: &Source,
+        wake: Wake,
+        fx: &mut Vec<Effect>,
+    ) -> bool {
         let Wake {
             item,
             session,
@@ -57,20 +99,19 @@ impl Engine {
         } = wake;
         let queued = self.memory.outbox.get(session).map_or(0, |q| q.len());
         // Said once per streak: a streak ends when the outbox is empty.
-        let full_said = format!("outbox-full:{session}");
         if queued == 0 {
-            self.said.remove(&full_said);
+            self.full_said.remove(session);
         }
-        if queued >= self.config.outbox_cap {
+        if queued >= cap {
             let lane = self.lanes.entry(session.to_string()).or_default();
             lane.refused += 1;
-            if self.capped.insert(session.to_string()) && self.said.insert(full_said) {
+            if self.capped.insert(session.to_string()) && self.full_said.insert(session.to_string())
+            {
                 fx.push(Effect::Log(
                     Log::new(
                         Level::Error,
                         format!(
-                            "outbox full ({queued} prompts, outbox_cap = {}): new wake-ups for this session wait, unannounced, until it drains",
-                            self.config.outbox_cap
+                            "outbox full ({queued} prompts, outbox_cap = {cap}): new wake-ups for this session wait, unannounced, until it drains",
                         ),
                     )
                     .session(session),
@@ -189,7 +230,16 @@ impl Engine {
         }
     }
 
-    pub(super) fn on_delivered(&mut self, session: String, seq: u64, fx: &mut Vec<Effect>) {
+    /// A prompt reached its session. Returns whether a capped outbox has
+    /// drained far enough that every source must be diffed again.
+    pub(super) fn on_delivered(
+        &mut self,
+        session: String,
+        seq: u64,
+        cap: usize,
+        timers: &mut Timers,
+        fx: &mut Vec<Effect>,
+    ) -> bool {
         let step = self
             .memory
             .outbox
@@ -208,7 +258,7 @@ impl Engine {
             lane.inflight = None;
         }
         lane.backoff = Duration::ZERO;
-        self.timers.cancel(&Timer::Retry(session.clone()));
+        timers.cancel(&Timer::Retry(session.clone()));
         if lane.failing.take().is_some() {
             fx.push(Effect::Log(
                 Log::new(Level::Info, "session is reachable again").session(&session),
@@ -222,7 +272,50 @@ impl Engine {
                     .session(&session),
             ));
         }
-        self.after_drain(&session, fx);
+        let refill = self.drained(&session, cap);
+        self.dirty_lanes.insert(session);
+        refill
+    }
+
+    /// A write failed: back off (doubling up to `retry_max`), say why once
+    /// per streak. Returns when to retry.
+    pub(super) fn on_undeliverable(
+        &mut self,
+        now: Now,
+        session: &str,
+        seq: u64,
+        why: Undeliverable,
+        config: &EngineConfig,
+        fx: &mut Vec<Effect>,
+    ) -> Now {
+        let lane = self.lanes.entry(session.to_string()).or_default();
+        if lane.inflight == Some(seq) {
+            lane.inflight = None;
+        }
+        lane.backoff = if lane.backoff.is_zero() {
+            config.retry_initial
+        } else {
+            (lane.backoff * 2).min(config.retry_max)
+        };
+        if lane.failing.as_deref() != Some(why.reason.as_str()) {
+            let pending = self.memory.outbox.get(session).map_or(0, |q| q.len());
+            fx.push(Effect::Log(
+                Log::new(
+                    Level::Warn,
+                    format!(
+                        "cannot deliver to session: {}; {pending} prompt(s) kept in its outbox, retrying",
+                        why.reason
+                    ),
+                )
+                .session(session),
+            ));
+            lane.failing = Some(why.reason);
+        }
+        now + lane.backoff
+    }
+
+    /// A lane whose retry came due may send.
+    pub(super) fn wake_lane(&mut self, session: String) {
         self.dirty_lanes.insert(session);
     }
 
@@ -232,15 +325,15 @@ impl Engine {
     /// answer marks that session's lane busy until `Delivered` or
     /// `Undeliverable` comes back: one prompt per session at a time, never
     /// interleaved, and one stuck session never holds up another.
-    pub fn poll_delivery(&mut self, now: Now) -> Option<Delivery> {
+    pub(super) fn poll_delivery(&mut self, now: Now, timers: &mut Timers) -> Option<Delivery> {
         while let Some(session) = self.dirty_lanes.pop_first() {
             let retry = Timer::Retry(session.clone());
             let lane = self.lanes.entry(session.clone()).or_default();
             // In flight, or backing off: the retry timer brings it back.
-            if lane.inflight.is_some() || self.timers.get(&retry).is_some_and(|at| at > now) {
+            if lane.inflight.is_some() || timers.get(&retry).is_some_and(|at| at > now) {
                 continue;
             }
-            self.timers.cancel(&retry);
+            timers.cancel(&retry);
             let Some(front) = self.memory.outbox.get(&session).and_then(|q| q.front()) else {
                 continue;
             };
@@ -256,29 +349,16 @@ impl Engine {
         None
     }
 
-    /// Wake-ups refused at the cap were left unannounced: once the outbox
-    /// has room again, diff every source again so they go out.
-    pub(super) fn after_drain(&mut self, session: &str, fx: &mut Vec<Effect>) {
+    /// Wake-ups refused at the cap were left unannounced: whether the
+    /// outbox of `session` has room again, so every source must be diffed
+    /// again for them to go out.
+    fn drained(&mut self, session: &str, cap: usize) -> bool {
         // Hysteresis: diff again once the outbox is down to half the cap,
         // not after each delivery. Each diff goes over every plan; at the
         // cap it ran once per prompt delivered (10,000 prompts behind a cap
         // of 1,000 drained at ~40 a second) and logged "outbox full" each
         // time it refilled.
         let queued = self.memory.outbox.get(session).map_or(0, |q| q.len());
-        if queued > self.config.outbox_cap / 2 || !self.capped.remove(session) {
-            return;
-        }
-        for state in self.plans.values() {
-            fx.push(Effect::Read {
-                path: state.path.clone(),
-                complete: true,
-            });
-        }
-        for mount in self.config.mounts.clone() {
-            fx.push(Effect::ReadMount { mount });
-        }
-        if self.config.beads_file.is_some() {
-            fx.push(Effect::ReadBeads);
-        }
+        queued <= cap / 2 && self.capped.remove(session)
     }
 }
