@@ -3,9 +3,11 @@
 //!
 //! # Layout
 //!
-//! - [`core`]: the pure engine — plan parsing, dependency graph, lifecycle,
-//!   announced sets, outbox decisions, tracker readiness, prompt rendering.
-//!   `(now, Input)` in, `Effect`s out; no I/O, no clock.
+//! - [`core`]: the pure engine — the plan model (`core::plan`: parsers and
+//!   dependency graph), lifecycle, announced sets, outbox decisions, tracker
+//!   readiness, prompt rendering. `(now, Input)` in, `Effect`s out; no I/O,
+//!   no clock. `core::driver::drive` is the one loop over it, behind a
+//!   `World` trait the shell implements.
 //! - [`shell`]: the workers around it — the event loop (`daemon`), inotify
 //!   and polling (`watch`), the tracker's event log (`tail`), FIFO and file
 //!   delivery (`deliver`), the journal and snapshot (`store`), `status`,

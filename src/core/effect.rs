@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use super::record::Record;
+use super::source::Source;
 
 /// Severity of a journal entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -38,8 +39,8 @@ impl Log {
             ..Log::default()
         }
     }
-    pub fn plan(mut self, plan: &str) -> Log {
-        self.plan = Some(plan.to_string());
+    pub fn plan(mut self, source: &Source) -> Log {
+        self.plan = Some(source.to_string());
         self
     }
     pub fn step(mut self, step: &str) -> Log {

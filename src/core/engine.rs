@@ -14,17 +14,21 @@
 //! - every change to durable memory is emitted as a `Record` before any
 //!   effect that depends on it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::effect::{Effect, Level, Log};
-use super::input::{Change, Input};
+use super::effect::{Delivery, Effect, Level, Log};
+use super::input::Input;
 use super::lifecycle::Lifecycle;
 use super::prompt;
 use super::record::{Memory, Record};
-use lanes::Lane;
-use plans::{Origin, PlanState};
+use super::source::Source;
+use ledger::Ledger;
+use plans::{Origin, Plans, ReadKind};
+use sessions::Sessions;
+use tasks::Tasks;
+use timers::{Timer, Timers};
 
 /// Monotonic time since an arbitrary origin, supplied by the caller.
 pub type Now = Duration;
@@ -126,7 +130,7 @@ impl EngineConfig {
 /// One plan as `status` shows it.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct PlanView {
-    pub source: String,
+    pub source: Source,
     pub path: PathBuf,
     pub lifecycle: Lifecycle,
     pub goal: String,
@@ -138,47 +142,41 @@ pub struct PlanView {
     pub ready: Vec<(String, String)>,
 }
 
-/// The engine.
+/// The engine: a coordinator over parts that own their state and rules.
+///
+/// - [`Ledger`] (`engine/ledger.rs`): the durable memory — announced sets,
+///   outboxes — and the delivery lanes; the only place records are applied.
+/// - [`Plans`] (`engine/plans.rs`): the plan table, settle/vanish/recheck
+///   bookkeeping, lifecycle, parse → reconcile (the wake rule).
+/// - [`Tasks`] (`engine/tasks.rs`): tracker mounts and events, the beads
+///   file, task titles, mounts known only by their events.
+/// - [`Sessions`] (`engine/sessions.rs`): what is known of each session.
+/// - [`Timers`] (`engine/timers.rs`): every deadline, in one table.
+///
+/// Each part gets what it needs of the others through a [`Cx`], so borrows
+/// stay simple and each part reads alone.
 pub struct Engine {
     config: EngineConfig,
-    /// The durable part, changed only through `Record`s.
-    memory: Memory,
-    plans: BTreeMap<String, PlanState>,
-    lanes: BTreeMap<String, Lane>,
-    /// Paths modified without a close, and when to read them.
-    settling: BTreeMap<PathBuf, Now>,
-    /// Plans whose file vanished, and when to decide by listing.
-    vanished: BTreeMap<String, Now>,
-    /// Whether a listing was asked for and not answered yet.
-    listing: bool,
+    ledger: Ledger,
+    plans: Plans,
+    tasks: Tasks,
+    sessions: Sessions,
+    /// Every deadline: settles, re-reads, rename grace, retries, beads
+    /// deferrals.
+    timers: Timers,
     /// True from a first start (no memory) until `StartupDone`.
     baseline: bool,
-    /// Sessions whose lane may be able to send.
-    dirty_lanes: BTreeSet<String>,
-    /// Sessions whose outbox hit the cap since the last drain: when they
-    /// drain, every plan routed there is reconciled again.
-    capped: BTreeSet<String>,
-    /// Mounts with tracker events since their ready file was last read.
-    dirty_mounts: BTreeSet<String>,
-    /// Things said once (unknown event types, unroutable assignees, …).
-    said: BTreeSet<String>,
-    /// When a deferred beads issue comes due and the file must be judged
-    /// again, though it did not change.
-    beads_due: Option<Now>,
-    /// Line errors of the current issues.jsonl, so a rewrite with the same
-    /// broken line does not log it again.
-    beads_errors: BTreeSet<String>,
-    /// Mount ready files read fresh, to read again once settled: when, and
-    /// how many times in a row (a FUSE file may always look fresh).
-    mount_rechecks: BTreeMap<String, (Now, u32)>,
-    /// Fresh reads to confirm with a complete re-read: when, and how many
-    /// times in a row the file was still fresh.
-    rechecks: BTreeMap<PathBuf, (Now, u32)>,
-    /// Plans with a current error (kept as a count: `STATUS=` asks for it
-    /// on every loop turn).
-    invalid: usize,
-    /// Tracker task titles by source and id, for claim/completed prompts.
-    task_titles: BTreeMap<(String, String), String>,
+}
+
+/// What a part may use of the engine while it handles an input.
+struct Cx<'a> {
+    config: &'a EngineConfig,
+    ledger: &'a mut Ledger,
+    timers: &'a mut Timers,
+    fx: &'a mut Vec<Effect>,
+    /// A first start until `StartupDone`: what is ready is recorded as the
+    /// baseline, not announced.
+    baseline: bool,
 }
 
 impl Engine {
@@ -189,32 +187,20 @@ impl Engine {
         let baseline = memory.as_ref().is_none_or(|m| !m.baselined);
         let mut memory = memory.unwrap_or_default();
         memory.version = Memory::VERSION;
-        let dirty_lanes = memory.outbox.keys().cloned().collect();
         Engine {
             config,
-            memory,
-            plans: BTreeMap::new(),
-            lanes: BTreeMap::new(),
-            settling: BTreeMap::new(),
-            vanished: BTreeMap::new(),
-            listing: false,
+            ledger: Ledger::new(memory),
+            plans: Plans::default(),
+            tasks: Tasks::default(),
+            sessions: Sessions::default(),
+            timers: Timers::default(),
             baseline,
-            dirty_lanes,
-            capped: BTreeSet::new(),
-            dirty_mounts: BTreeSet::new(),
-            said: BTreeSet::new(),
-            beads_due: None,
-            beads_errors: BTreeSet::new(),
-            task_titles: BTreeMap::new(),
-            rechecks: BTreeMap::new(),
-            mount_rechecks: BTreeMap::new(),
-            invalid: 0,
         }
     }
 
     /// The durable memory, for snapshots and `status`.
     pub fn memory(&self) -> &Memory {
-        &self.memory
+        &self.ledger.memory
     }
 
     /// The configuration in force.
@@ -236,156 +222,154 @@ impl Engine {
 
     /// The next instant at which `Tick` has work to do.
     pub fn poll_timeout(&self) -> Option<Now> {
-        let settle = self.settling.values().min().copied();
-        let vanish = self.vanished.values().min().copied();
-        let retry = self.lanes.values().filter_map(|l| l.retry_at).min();
-        let recheck = self.rechecks.values().map(|(at, _)| *at).min();
-        let mount = self.mount_rechecks.values().map(|(at, _)| *at).min();
-        // `Duration::MAX` marks a re-read already asked for: not a deadline.
-        [settle, vanish, retry, recheck, mount, self.beads_due]
-            .into_iter()
-            .flatten()
-            .filter(|at| *at != Duration::MAX)
-            .min()
+        self.timers.next()
+    }
+
+    /// The next prompt to write, if a lane can send — asked by the shell
+    /// when it is ready to write (as quinn's `poll_transmit`), so a prompt
+    /// withdrawn by an input handled in the meantime is never written. Each
+    /// answer marks that session's lane busy until `Delivered` or
+    /// `Undeliverable` comes back: one prompt per session at a time, never
+    /// interleaved, and one stuck session never holds up another.
+    pub fn poll_delivery(&mut self, now: Now) -> Option<Delivery> {
+        self.ledger.poll_delivery(now, &mut self.timers)
     }
 
     /// Handle one input; the returned effects are to be carried out in order.
     pub fn handle(&mut self, now: Now, input: Input) -> Vec<Effect> {
         let mut fx = Vec::new();
-        match input {
-            Input::Changed { path, change } => self.on_changed(now, path, change, &mut fx),
-            Input::Renamed { from, to } => {
-                let moved = match (self.plan_path(&from), self.plan_path(&to)) {
-                    (Some(a), Some(b)) => a.source == b.source,
-                    _ => false,
-                };
-                if !moved {
-                    self.on_changed(now, from, Change::Gone, &mut fx);
-                }
-                self.on_changed(now, to, Change::Appeared, &mut fx);
+        let mut cx = Cx {
+            config: &self.config,
+            ledger: &mut self.ledger,
+            timers: &mut self.timers,
+            fx: &mut fx,
+            baseline: self.baseline,
+        };
+        let refill = match input {
+            Input::Changed { path, change } => {
+                self.plans.on_changed(now, path, change, &mut cx);
+                false
             }
             Input::PlanRead {
                 path,
                 read,
                 complete,
                 fresh,
-            } => self.on_read(now, path, read, complete, fresh, &mut fx),
-            Input::Listed { paths, read_all } => self.on_listed(paths, read_all, &mut fx),
+            } => {
+                let how = ReadKind { complete, fresh };
+                self.plans.on_read(now, path, read, how, &mut cx);
+                false
+            }
+            Input::Listed { paths, read_all } => {
+                self.plans.on_listed(paths, read_all, &mut cx);
+                false
+            }
             Input::StartupDone => {
                 if self.baseline {
                     self.baseline = false;
-                    let n: usize = self.memory.announced.values().map(BTreeMap::len).sum();
-                    self.record(Record::Baselined, &mut fx);
-                    fx.push(Effect::Log(Log::new(
+                    let n: usize = cx.ledger.memory.announced.values().map(BTreeMap::len).sum();
+                    cx.ledger.record(Record::Baselined, cx.fx);
+                    cx.fx.push(Effect::Log(Log::new(
                         Level::Info,
                         format!("first start: {n} already-ready steps and tasks recorded as the baseline, not announced"),
                     )));
                 }
+                false
             }
-            Input::Delivered { session, seq } => self.on_delivered(session, seq, &mut fx),
+            Input::Delivered { session, seq } => {
+                let cap = cx.config.outbox_cap;
+                cx.ledger.on_delivered(session, seq, cap, cx.timers, cx.fx)
+            }
             Input::Undeliverable { session, seq, why } => {
-                let lane = self.lanes.entry(session.clone()).or_default();
-                if lane.inflight == Some(seq) {
-                    lane.inflight = None;
-                }
-                lane.backoff = if lane.backoff.is_zero() {
-                    self.config.retry_initial
-                } else {
-                    (lane.backoff * 2).min(self.config.retry_max)
-                };
-                lane.retry_at = Some(now + lane.backoff);
-                if lane.failing.as_deref() != Some(why.reason.as_str()) {
-                    let pending = self.memory.outbox.get(&session).map_or(0, |q| q.len());
-                    fx.push(Effect::Log(
-                        Log::new(
-                            Level::Warn,
-                            format!(
-                                "cannot deliver to session: {}; {pending} prompt(s) kept in its outbox, retrying",
-                                why.reason
-                            ),
-                        )
-                        .session(&session),
-                    ));
-                    lane.failing = Some(why.reason);
-                }
+                let at = cx
+                    .ledger
+                    .on_undeliverable(now, &session, seq, why, cx.config, cx.fx);
+                cx.timers.set(Timer::Retry(session), at);
+                false
             }
-            Input::SessionActivity { session } => self.poke(now, session),
-            Input::Tick => {}
-            Input::TrackerLines { lines, cursor } => self.on_tracker_lines(lines, cursor, &mut fx),
-            Input::TrackerRestarted { why } => fx.push(Effect::Log(Log::new(
-                Level::Warn,
-                format!("tracker event log {why}: reading it again from the start"),
-            ))),
+            Input::SessionActivity { session } => {
+                self.sessions
+                    .on_activity(now, session, cx.ledger, cx.timers);
+                false
+            }
+            Input::Tick => false,
+            Input::TrackerLines { lines, cursor } => {
+                self.tasks.on_tracker_lines(lines, cursor, &mut cx);
+                false
+            }
+            Input::TrackerRestarted { why } => {
+                cx.fx.push(Effect::Log(Log::new(
+                    Level::Warn,
+                    format!("tracker event log {why}: reading it again from the start"),
+                )));
+                false
+            }
             Input::MountRead { mount, read, fresh } => {
-                self.on_mount_read(now, &mount, read, fresh, &mut fx)
+                self.tasks.on_mount_read(now, &mount, read, fresh, &mut cx);
+                false
             }
-            Input::BeadsRead { read, now_unix } => self.on_beads_read(now, read, now_unix, &mut fx),
+            Input::BeadsRead { read, now_unix } => {
+                self.tasks.on_beads_read(now, read, now_unix, &mut cx);
+                false
+            }
+        };
+        if refill {
+            self.refill(&mut fx);
         }
         self.run_timers(now, &mut fx);
         fx
     }
 
-    fn run_timers(&mut self, now: Now, fx: &mut Vec<Effect>) {
-        let due: Vec<PathBuf> = self
-            .settling
-            .iter()
-            .filter(|(_, at)| **at <= now)
-            .map(|(p, _)| p.clone())
-            .collect();
-        for path in due {
-            self.settling.remove(&path);
+    /// A capped outbox drained: wake-ups refused at the cap were left
+    /// unannounced, so every source is read and diffed again.
+    fn refill(&self, fx: &mut Vec<Effect>) {
+        for path in self.plans.paths() {
             fx.push(Effect::Read {
-                path,
-                complete: false,
+                path: path.to_path_buf(),
+                complete: true,
             });
         }
-        for (path, (at, n)) in self.rechecks.iter_mut() {
-            if *at <= now && *at != Duration::MAX {
-                // Due: read again; `MAX` marks it as asked until the read
-                // comes back (and resets or reschedules it).
-                *at = Duration::MAX;
-                *n += 1;
-                fx.push(Effect::Read {
-                    path: path.clone(),
-                    complete: true,
-                });
-            }
+        for mount in &self.config.mounts {
+            fx.push(Effect::ReadMount {
+                mount: mount.clone(),
+            });
         }
-        for (mount, (at, _)) in self.mount_rechecks.iter_mut() {
-            if *at <= now {
-                // Asked; the read's answer resets or reschedules it.
-                *at = Duration::MAX;
-                fx.push(Effect::ReadMount {
-                    mount: mount.clone(),
-                });
-            }
-        }
-        if self.beads_due.is_some_and(|at| at <= now) {
-            self.beads_due = None;
+        if self.config.beads_file.is_some() {
             fx.push(Effect::ReadBeads);
-        }
-        if self.vanished.values().any(|at| *at <= now) && !self.listing {
-            self.vanished.retain(|_, at| *at > now);
-            self.listing = true;
-            fx.push(Effect::List { read_all: false });
-        }
-        for (session, lane) in &mut self.lanes {
-            if lane.inflight.is_none() && lane.retry_at.is_some_and(|at| at <= now) {
-                self.dirty_lanes.insert(session.clone());
-            }
         }
     }
 
-    /// Apply a record to memory and emit it, in that order of truth: the
-    /// shell writes it before carrying out anything emitted after it.
-    fn record(&mut self, record: Record, fx: &mut Vec<Effect>) {
-        self.memory.apply(&record);
-        fx.push(Effect::Record(record));
+    /// Act on the timers due at `now`, each by the part it belongs to.
+    fn run_timers(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        // Vanished plans wait while a listing is already out.
+        let listing = self.plans.listing;
+        let mut list = false;
+        for timer in self
+            .timers
+            .take_due(now, |t| listing && matches!(t, Timer::Vanished(_)))
+        {
+            match timer {
+                Timer::Settle(path) => fx.push(Effect::Read {
+                    path,
+                    complete: false,
+                }),
+                Timer::Recheck(path) => fx.push(self.plans.recheck_due(path)),
+                Timer::MountRecheck(mount) => fx.push(self.tasks.recheck_due(mount)),
+                Timer::BeadsDue => fx.push(Effect::ReadBeads),
+                Timer::Vanished(_) => list = true,
+                Timer::Retry(session) => self.ledger.wake_lane(session),
+            }
+        }
+        if list {
+            self.plans.listing = true;
+            fx.push(Effect::List { read_all: false });
+        }
     }
 
     /// Every tracked plan, for `status`.
     pub fn plans(&self) -> Vec<PlanView> {
         self.plans
+            .plans
             .iter()
             .map(|(source, s)| {
                 let summary = s.summary.as_ref();
@@ -409,7 +393,8 @@ impl Engine {
 
     /// Wake-ups refused at the outbox cap, per session.
     pub fn refused(&self) -> BTreeMap<String, u64> {
-        self.lanes
+        self.ledger
+            .lanes
             .iter()
             .filter(|(_, l)| l.refused > 0)
             .map(|(s, l)| (s.clone(), l.refused))
@@ -418,12 +403,17 @@ impl Engine {
 
     /// How many sessions are currently failing.
     pub fn failing_count(&self) -> usize {
-        self.lanes.values().filter(|l| l.failing.is_some()).count()
+        self.ledger
+            .lanes
+            .values()
+            .filter(|l| l.failing.is_some())
+            .count()
     }
 
     /// Sessions currently failing, with the reason.
     pub fn failing(&self) -> BTreeMap<String, String> {
-        self.lanes
+        self.ledger
+            .lanes
             .iter()
             .filter_map(|(s, l)| l.failing.clone().map(|r| (s.clone(), r)))
             .collect()
@@ -431,17 +421,19 @@ impl Engine {
 
     /// Plans with a current error.
     pub fn invalid_plans(&self) -> usize {
-        self.invalid
+        self.plans.invalid
     }
 
     /// Number of tracked plans.
     pub fn plan_count(&self) -> usize {
-        self.plans.len()
+        self.plans.plans.len()
     }
 }
 
-mod lanes;
+mod ledger;
 mod plans;
+mod sessions;
 mod tasks;
 #[cfg(test)]
 mod tests;
+mod timers;

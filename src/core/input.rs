@@ -39,10 +39,10 @@ pub struct Undeliverable {
 /// An input to the engine. Time is passed beside it, never read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Input {
-    /// A file under a plan root changed.
+    /// A file under a plan root changed. A rename arrives as two: `Gone`
+    /// of the old name, then `Appeared` of the new one (inotify's two
+    /// halves, or the poller seeing one name go and another come).
     Changed { path: PathBuf, change: Change },
-    /// Both halves of a rename inside the watched roots were seen.
-    Renamed { from: PathBuf, to: PathBuf },
     /// The answer to `Effect::Read`.
     PlanRead {
         path: PathBuf,

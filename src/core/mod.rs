@@ -4,30 +4,35 @@
 //! synchronously, without threads, sleeps or temp dirs.
 //!
 //! - `name`: the plan file-name grammar and plan identity;
-//! - `plan`, `markdown`, `planjson`, `graph`: parsing and the ready set;
+//! - `plan` (with `plan::markdown`, `plan::json`, `plan::graph`): the
+//!   plan model, its two parsers and the ready set;
 //! - `lifecycle`: Todo → Wip → Done | Abandoned;
 //! - `record`: the durable memory and the journal records that change it;
-//! - `engine` (with `engine::plans`, `engine::lanes`, `engine::tasks`),
-//!   `input`, `effect`: the engine and its interface;
+//! - `engine`, `input`, `effect`: the engine and its interface; the engine
+//!   is a coordinator over parts that own their state — `engine::ledger`
+//!   (durable memory, delivery lanes), `engine::plans`, `engine::tasks`,
+//!   `engine::sessions` — and one `engine::timers` table;
+//! - `driver`: the one loop over the engine (`drive`) behind the `World`
+//!   trait, shared by the daemon, `status` and the engine tests;
+//! - `source`: where announced work comes from (`Source`);
 //! - `prompt`: templates; `session`: names from data;
 //! - `tracker`, `beads`, `timestamp`, `lines`: the task tracker's event
 //!   lines, ready files and `issues.jsonl` with `bd ready`'s rule;
 //! - `ready_report`: `reveille ready` output.
 
 pub mod beads;
+pub mod driver;
 pub mod effect;
 pub mod engine;
-pub mod graph;
 pub mod input;
 pub mod lifecycle;
 pub mod lines;
-pub mod markdown;
 pub mod name;
 pub mod plan;
-pub mod planjson;
 pub mod prompt;
 pub mod ready_report;
 pub mod record;
 pub mod session;
+pub mod source;
 pub mod timestamp;
 pub mod tracker;

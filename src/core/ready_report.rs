@@ -40,7 +40,7 @@ pub fn ready_json(plan: &Plan) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::markdown;
+    use crate::core::plan::markdown;
 
     const PLAN: &str = "# G\n\n- [x] Design (after: none)\n- [ ] Build API (after: 1)\n  REST, JSON.\n- [ ] Build UI (after: s1)\n- [ ] Ship\n";
 

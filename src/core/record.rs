@@ -13,6 +13,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::source::Source;
+
 /// One thing that can be announced, within a source.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Item {
@@ -99,8 +101,8 @@ pub struct Announced {
 pub struct Pending {
     /// Global, increasing: the delivery order and the idempotency key.
     pub seq: u64,
-    /// The source the prompt is about (`plan:<id>`, `mount:<name>`, …).
-    pub source: String,
+    /// The source the prompt is about.
+    pub source: Source,
     /// The item within the source.
     pub item: Item,
     /// The id agents see (`s3`, `t2`, `bd-a1b2`), for jsonl framing and logs.
@@ -130,7 +132,7 @@ pub struct Cursor {
 pub enum Record {
     /// An item entered the announced set, with its prompt when it has one.
     Announce {
-        source: String,
+        source: Source,
         item: Item,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         session: Option<String>,
@@ -140,9 +142,9 @@ pub enum Record {
         pending: Option<Pending>,
     },
     /// An item left the announced set (checked, closed, gone).
-    Forget { source: String, item: Item },
+    Forget { source: Source, item: Item },
     /// A whole source is gone (plan deleted).
-    DropSource { source: String },
+    DropSource { source: Source },
     /// A prompt reached its session.
     Delivered { session: String, seq: u64 },
     /// A pending prompt was withdrawn before it could be delivered.
@@ -161,7 +163,7 @@ pub struct Memory {
     pub version: u32,
     /// Per source, the items announced and not yet checked/closed.
     #[serde(default)]
-    pub announced: BTreeMap<String, BTreeMap<Item, Announced>>,
+    pub announced: BTreeMap<Source, BTreeMap<Item, Announced>>,
     /// Per session, prompts recorded and not yet delivered, in order.
     #[serde(default)]
     pub outbox: BTreeMap<String, VecDeque<Pending>>,
@@ -231,14 +233,14 @@ impl Memory {
     }
 
     /// Whether `item` of `source` is in the announced set.
-    pub fn is_announced(&self, source: &str, item: &Item) -> bool {
+    pub fn is_announced(&self, source: &Source, item: &Item) -> bool {
         self.announced
             .get(source)
             .is_some_and(|items| items.contains_key(item))
     }
 
     /// The announced items of `source` that `keep` picks, in order.
-    pub fn announced_where(&self, source: &str, keep: impl Fn(&Item) -> bool) -> Vec<Item> {
+    pub fn announced_where(&self, source: &Source, keep: impl Fn(&Item) -> bool) -> Vec<Item> {
         self.announced
             .get(source)
             .map(|items| items.keys().filter(|i| keep(i)).cloned().collect())
@@ -257,13 +259,13 @@ mod tests {
 
     fn announce(seq: u64) -> Record {
         Record::Announce {
-            source: "plan:p".into(),
+            source: Source::Plan("p".into()),
             item: Item::Step(format!("step {seq}")),
             session: Some("s".into()),
             baseline: false,
             pending: Some(Pending {
                 seq,
-                source: "plan:p".into(),
+                source: Source::Plan("p".into()),
                 item: Item::Step(format!("step {seq}")),
                 step: format!("s{seq}"),
                 plan: "p.md".into(),
@@ -282,7 +284,7 @@ mod tests {
                 seq: 0,
             },
             Record::Forget {
-                source: "plan:p".into(),
+                source: Source::Plan("p".into()),
                 item: Item::Step("step 1".into()),
             },
             Record::Cursor {
@@ -301,8 +303,8 @@ mod tests {
         assert_eq!(once, twice);
         assert_eq!(once.pending_total(), 1);
         assert_eq!(once.next_seq, 2);
-        assert!(once.is_announced("plan:p", &Item::Step("step 0".into())));
-        assert!(!once.is_announced("plan:p", &Item::Step("step 1".into())));
+        assert!(once.is_announced(&Source::Plan("p".into()), &Item::Step("step 0".into())));
+        assert!(!once.is_announced(&Source::Plan("p".into()), &Item::Step("step 1".into())));
     }
 
     #[test]

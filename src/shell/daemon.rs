@@ -8,20 +8,23 @@
 //! something happens. Effects are applied in order, depth-first: a record is
 //! in the journal before the prompt that depends on it is written.
 
-use std::collections::VecDeque;
-use std::path::Path;
-use std::sync::atomic::Ordering;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::signal::unix::{signal, SignalKind};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::config::{self, Settings};
-use crate::core::effect::{Effect, Level, Log};
+use crate::core::driver::{drive, World};
+use crate::core::effect::{Delivery, Level, Log};
 use crate::core::engine::{Engine, EngineConfig, Mode, Templates};
-use crate::core::input::{Change, FileRead, Input};
+use crate::core::input::{Change, FileRead, Input, Undeliverable};
 use crate::core::prompt;
+use crate::core::record::Record;
 use crate::core::session::check_name;
 use crate::shell::deliver::{Deliverer, Framing, Outcome};
 use crate::shell::read::{read_capped, read_fresh};
@@ -185,6 +188,96 @@ fn emit(project: &str, l: &Log) {
     }
 }
 
+/// `<beads_root>/<mount>/ready`. Mount names come from configuration or
+/// from events, where they were validated as one path component.
+fn mount_read(settings: &Settings, mount: &str) -> (FileRead, bool) {
+    match check_name(mount) {
+        Ok(()) => read_fresh(
+            &settings.events.beads_root.join(mount).join("ready"),
+            TRACKER_FILE_CAP,
+            settings.project.settle,
+        ),
+        Err(why) => (FileRead::Failed(format!("mount name {why}")), false),
+    }
+}
+
+fn beads_read(settings: &Settings) -> Option<(FileRead, i64)> {
+    let path = settings.beads.issues_jsonl.as_ref()?;
+    Some((read_capped(path, TRACKER_FILE_CAP), unix_now()))
+}
+
+/// The daemon's side of the driver: the journal, the files, the FIFOs.
+/// It borrows the daemon's parts beside the engine, so the engine and the
+/// world it drives are two disjoint borrows.
+struct Carry<'a> {
+    settings: &'a Settings,
+    store: &'a mut Store,
+    sync_at: &'a mut Option<Instant>,
+    store_failing: &'a mut bool,
+    watch: &'a Watch,
+    deliverer: &'a Deliverer,
+    background: &'a mut usize,
+}
+
+impl World for Carry<'_> {
+    fn record(&mut self, record: &Record) {
+        self.persist(record);
+    }
+
+    fn log(&mut self, log: Log) {
+        emit(&self.settings.project.name, &log);
+    }
+
+    fn read_plan(&mut self, path: &Path, config: &EngineConfig) -> (FileRead, bool) {
+        read_fresh(path, config.max_plan_bytes, config.settle)
+    }
+
+    fn list(&mut self) -> Vec<PathBuf> {
+        self.watch.list()
+    }
+
+    fn read_mount(&mut self, mount: &str) -> (FileRead, bool) {
+        mount_read(self.settings, mount)
+    }
+
+    fn read_beads(&mut self) -> Option<(FileRead, i64)> {
+        beads_read(self.settings)
+    }
+
+    fn deliver(&mut self, d: &Delivery) -> Option<Result<(), Undeliverable>> {
+        let outcome = self.deliverer.deliver(d);
+        if outcome.is_none() {
+            *self.background += 1;
+        }
+        outcome
+    }
+}
+
+impl Carry<'_> {
+    fn persist(&mut self, record: &Record) {
+        match self.store.append(record) {
+            Ok(()) => {
+                if *self.store_failing {
+                    *self.store_failing = false;
+                    tracing::info!(project = %self.settings.project.name, "state directory writable again");
+                }
+                if self.sync_at.is_none() {
+                    *self.sync_at = Some(Instant::now() + self.settings.state.sync_interval);
+                }
+            }
+            Err(e) => {
+                // Keep working from memory: a wake-up that cannot be recorded
+                // is still delivered (at-least-once allows a repeat after a
+                // crash; silence would lose it).
+                if !*self.store_failing {
+                    *self.store_failing = true;
+                    tracing::error!(project = %self.settings.project.name, "cannot record state: {e}; continuing from memory, a crash now may repeat prompts");
+                }
+            }
+        }
+    }
+}
+
 /// The running daemon.
 struct Daemon {
     settings: Settings,
@@ -220,100 +313,16 @@ impl Daemon {
     /// Feed one input and carry out everything that follows from it.
     fn feed(&mut self, input: Input) {
         let now = self.now();
-        let mut queue: VecDeque<Effect> = self.engine.handle(now, input).into();
-        loop {
-            let Some(effect) = queue.pop_front() else {
-                // Every effect is carried out (records are in the journal):
-                // now write what the engine says can go out.
-                match self.deliver_next(now) {
-                    Some(input) => {
-                        queue.extend(self.engine.handle(now, input));
-                        continue;
-                    }
-                    None => return,
-                }
-            };
-            let follow = match effect {
-                Effect::Record(r) => {
-                    self.persist(&r);
-                    None
-                }
-                Effect::Log(l) => {
-                    emit(&self.settings.project.name, &l);
-                    None
-                }
-                Effect::Read { path, complete } => {
-                    let config = self.engine.config();
-                    let (read, fresh) = read_fresh(&path, config.max_plan_bytes, config.settle);
-                    Some(Input::PlanRead {
-                        path,
-                        read,
-                        complete,
-                        fresh,
-                    })
-                }
-                Effect::List { read_all } => Some(Input::Listed {
-                    paths: self.watch.list(),
-                    read_all,
-                }),
-                Effect::ReadMount { mount } => Some(self.read_mount(mount)),
-                Effect::ReadBeads => self.read_beads(),
-            };
-            if let Some(input) = follow {
-                // Depth-first: what follows from an effect happens before the
-                // effects queued after it.
-                let more = self.engine.handle(now, input);
-                for e in more.into_iter().rev() {
-                    queue.push_front(e);
-                }
-            }
-        }
-    }
-
-    /// Attempt the next delivery the engine offers; the outcome is the next
-    /// input, unless the write finishes in the background.
-    fn deliver_next(&mut self, now: Duration) -> Option<Input> {
-        while let Some(d) = self.engine.poll_delivery(now) {
-            match self.deliverer.deliver(&d) {
-                Some(Ok(())) => {
-                    return Some(Input::Delivered {
-                        session: d.session,
-                        seq: d.seq,
-                    })
-                }
-                Some(Err(why)) => {
-                    return Some(Input::Undeliverable {
-                        session: d.session,
-                        seq: d.seq,
-                        why,
-                    })
-                }
-                None => self.background += 1,
-            }
-        }
-        None
-    }
-
-    /// `<beads_root>/<mount>/ready`. Mount names come from configuration or
-    /// from events, where they were validated as one path component.
-    fn read_mount(&self, mount: String) -> Input {
-        let (read, fresh) = match check_name(&mount) {
-            Ok(()) => read_fresh(
-                &self.settings.events.beads_root.join(&mount).join("ready"),
-                TRACKER_FILE_CAP,
-                self.settings.project.settle,
-            ),
-            Err(why) => (FileRead::Failed(format!("mount name {why}")), false),
+        let mut world = Carry {
+            settings: &self.settings,
+            store: &mut self.store,
+            sync_at: &mut self.sync_at,
+            store_failing: &mut self.store_failing,
+            watch: &self.watch,
+            deliverer: &self.deliverer,
+            background: &mut self.background,
         };
-        Input::MountRead { mount, read, fresh }
-    }
-
-    fn read_beads(&self) -> Option<Input> {
-        let path = self.settings.beads.issues_jsonl.as_ref()?;
-        Some(Input::BeadsRead {
-            read: read_capped(path, TRACKER_FILE_CAP),
-            now_unix: unix_now(),
-        })
+        drive(&mut self.engine, &mut world, now, input);
     }
 
     /// Read what the event log gained and feed it to the engine.
@@ -407,29 +416,6 @@ impl Daemon {
         self.feed(input);
     }
 
-    fn persist(&mut self, record: &crate::core::record::Record) {
-        match self.store.append(record) {
-            Ok(()) => {
-                if self.store_failing {
-                    self.store_failing = false;
-                    tracing::info!(project = %self.settings.project.name, "state directory writable again");
-                }
-                if self.sync_at.is_none() {
-                    self.sync_at = Some(Instant::now() + self.settings.state.sync_interval);
-                }
-            }
-            Err(e) => {
-                // Keep working from memory: a wake-up that cannot be recorded
-                // is still delivered (at-least-once allows a repeat after a
-                // crash; silence would lose it).
-                if !self.store_failing {
-                    self.store_failing = true;
-                    tracing::error!(project = %self.settings.project.name, "cannot record state: {e}; continuing from memory, a crash now may repeat prompts");
-                }
-            }
-        }
-    }
-
     fn sync(&mut self) {
         self.sync_at = None;
         if !self.store.needs_sync() {
@@ -514,8 +500,8 @@ impl Daemon {
             // An export rewrites the file whole: read it once it is closed
             // or renamed into place, not mid-write.
             if matches!(change, Change::Closed | Change::Appeared) {
-                if let Some(input) = self.read_beads() {
-                    self.feed(input);
+                if let Some((read, now_unix)) = beads_read(&self.settings) {
+                    self.feed(Input::BeadsRead { read, now_unix });
                 }
             }
             return;
@@ -553,12 +539,12 @@ impl Daemon {
         });
         if self.settings.events.path.is_some() {
             for mount in self.settings.events.mounts.clone() {
-                let input = self.read_mount(mount);
-                self.feed(input);
+                let (read, fresh) = mount_read(&self.settings, &mount);
+                self.feed(Input::MountRead { mount, read, fresh });
             }
         }
-        if let Some(input) = self.read_beads() {
-            self.feed(input);
+        if let Some((read, now_unix)) = beads_read(&self.settings) {
+            self.feed(Input::BeadsRead { read, now_unix });
         }
         self.read_events();
     }
@@ -689,174 +675,239 @@ impl Daemon {
     }
 }
 
+/// The signals the daemon answers. A first SIGTERM or SIGINT stops the
+/// loop and starts the drain; a second one, while the drain still waits for
+/// background writes, exits at once (status 128 + signal), as users of
+/// daemons expect when they press Ctrl-C twice.
+struct Signals {
+    term: Signal,
+    int: Signal,
+    hup: Signal,
+}
+
+impl Signals {
+    fn install() -> Result<Signals, DaemonError> {
+        let stopping = Arc::new(AtomicBool::new(false));
+        for (sig, status) in [(SIGTERM, 128 + SIGTERM), (SIGINT, 128 + SIGINT)] {
+            // The order matters: the exit checks the flag before this
+            // signal sets it, so only a second signal exits.
+            signal_hook::flag::register_conditional_shutdown(sig, status, stopping.clone())
+                .and_then(|_| signal_hook::flag::register(sig, stopping.clone()))
+                .map_err(|e| DaemonError::Runtime(e.to_string()))?;
+        }
+        let stream = |kind| signal(kind).map_err(|e| DaemonError::Runtime(e.to_string()));
+        Ok(Signals {
+            term: stream(SignalKind::terminate())?,
+            int: stream(SignalKind::interrupt())?,
+            hup: stream(SignalKind::hangup())?,
+        })
+    }
+}
+
+/// What the event loop waits on besides the daemon itself.
+struct Wakers {
+    events: WatchEvents,
+    outcomes: mpsc::UnboundedReceiver<Outcome>,
+    signals: Signals,
+}
+
 /// Run the daemon until SIGTERM or SIGINT. `load` re-reads the
 /// configuration on SIGHUP.
 pub async fn run(
     settings: Settings,
     load: Box<dyn Fn() -> Result<Settings, String>>,
 ) -> Result<(), DaemonError> {
-    check_templates(&settings).map_err(DaemonError::Runtime)?;
-    let project = settings.project.name.clone();
-    let (store, memory, report) = Store::open(&settings.state.dir).map_err(DaemonError::Store)?;
-    if report.torn_tail {
-        tracing::warn!(project = %project, "the journal ended in a torn record (a crash mid-write); it was skipped");
-    }
-    if !report.bad_lines.is_empty() {
-        tracing::error!(project = %project, "journal lines {:?} could not be read and were skipped", report.bad_lines);
-    }
-    let first_start = memory.as_ref().is_none_or(|m| !m.baselined);
-    let engine = Engine::new(engine_config(&settings), memory);
-    let (mut watch, mut events) = Watch::new(
-        &settings.sessions.enqueue,
-        settings.sessions.session_plans,
-        8192,
-    )
-    .map_err(|e| DaemonError::Watch(e.to_string()))?;
-    add_roots(&mut watch, &settings);
-    // Prime the poller so its first round reports changes, not everything.
-    watch.poll();
-    let (outcomes_tx, mut outcomes) = mpsc::unbounded_channel::<Outcome>();
-    let deliverer = Deliverer {
-        sessions_dir: settings.sessions.dir.clone(),
-        enqueue: settings.sessions.enqueue.clone(),
-        framing: framing(&settings),
-        outcomes: outcomes_tx,
-    };
-    let mut sigterm =
-        signal(SignalKind::terminate()).map_err(|e| DaemonError::Runtime(e.to_string()))?;
-    let mut sigint =
-        signal(SignalKind::interrupt()).map_err(|e| DaemonError::Runtime(e.to_string()))?;
-    let mut sighup =
-        signal(SignalKind::hangup()).map_err(|e| DaemonError::Runtime(e.to_string()))?;
-
-    let mut d = Daemon {
-        settings,
-        engine,
-        store,
-        watch,
-        deliverer,
-        notifier: Notifier::from_env(),
-        started: Instant::now(),
-        sync_at: None,
-        store_failing: false,
-        status: String::new(),
-        status_key: [usize::MAX; 6],
-        background: 0,
-        tail: None,
-        pipe: None,
-    };
-    if let Some(path) = d.settings.events.path.clone() {
-        d.tail = Some(Tail::new(&path, d.engine.memory().cursor));
-    }
-    for (path, mode) in d.watch.take_changes() {
-        d.log_mode(&path, &mode);
-    }
-    // Start-up reconcile: every plan, mount and issue is read and diffed
-    // against the memory (on a first start: recorded as the baseline).
-    d.scan();
-    d.feed(Input::StartupDone);
-    if first_start {
-        tracing::info!(project = %project, "first start: state directory {} created", d.store.dir().display());
-    }
-    d.compact();
-    tracing::info!(project = %project, "ready: {}", d.summary());
-    d.ready();
-
-    let watchdog = d.notifier.watchdog_interval();
-    let mut watchdog_at = watchdog.map(|w| Instant::now() + w);
-    let mut poll_at = Instant::now() + d.settings.events.poll_interval;
-    loop {
-        // A reload that moved the roots brings a new watcher's receiver.
-        let mut replaced = None;
-        let deadline = d
-            .engine
-            .poll_timeout()
-            .and_then(|t| d.started.checked_add(t));
-        let polling = d.watch.polling();
-        tokio::select! {
-            biased;
-            _ = sigterm.recv() => break,
-            _ = sigint.recv() => break,
-            _ = sighup.recv() => replaced = d.reload(&*load),
-            // The watchdog is fed from the loop itself: a stalled loop
-            // misses it and systemd restarts the service.
-            _ = tokio::time::sleep_until(watchdog_at.unwrap_or_else(Instant::now)), if watchdog_at.is_some() => {
-                d.notifier.watchdog();
-                watchdog_at = watchdog.map(|w| Instant::now() + w);
-            }
-            seen = events.rx.recv() => {
-                match seen {
-                    Some(seen) => {
-                        d.on_seen(seen);
-                        // Drain what else is queued before re-arming timers,
-                        // but a bounded batch, so signals and timers are
-                        // looked at between batches of a flood.
-                        for _ in 0..DRAIN_BATCH {
-                            let Ok(seen) = events.rx.try_recv() else { break };
-                            d.on_seen(seen);
-                        }
-                    }
-                    None => return Err(DaemonError::Watch("the inotify thread stopped".into())),
-                }
-            }
-            _ = events.wake.notified() => {
-                if events.overflowed.swap(false, Ordering::SeqCst) {
-                    tracing::warn!(project = %project, "event channel overflowed; rescanning so nothing is missed");
-                    d.rescan();
-                }
-            }
-            Some(outcome) = outcomes.recv() => d.on_outcome(outcome),
-            ready = async {
-                match &d.pipe {
-                    Some(pipe) => pipe.readable().await,
-                    None => std::future::pending().await,
-                }
-            }, if d.pipe.is_some() => {
-                match ready {
-                    Ok(()) => d.read_pipe(),
-                    Err(e) => {
-                        tracing::error!(project = %project, "tracker event pipe: {e}; no longer reading it");
-                        d.pipe = None;
-                    }
-                }
-            }
-            _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
-                d.feed(Input::Tick);
-            }
-            _ = tokio::time::sleep_until(poll_at), if polling => {
-                poll_at = Instant::now() + d.settings.events.poll_interval;
-                for seen in d.watch.poll() {
-                    d.on_seen(seen);
-                }
-            }
-            _ = tokio::time::sleep_until(d.sync_at.unwrap_or_else(Instant::now)), if d.sync_at.is_some() => {
-                d.sync();
-            }
-        }
-        if let Some(new) = replaced {
-            events = new;
-        }
-        if events.overflowed.swap(false, Ordering::SeqCst) {
-            tracing::warn!(project = %project, "event channel overflowed; rescanning so nothing is missed");
-            d.rescan();
-        }
-        d.update_status();
-    }
-
-    // Drain: finish deliveries already being written, then persist.
-    d.notifier.stopping();
-    tracing::info!(project = %project, "stopping: draining and persisting state");
-    let drain_until = Instant::now() + Duration::from_secs(2);
-    while d.background > 0 {
-        match tokio::time::timeout_at(drain_until, outcomes.recv()).await {
-            Ok(Some(outcome)) => d.on_outcome(outcome),
-            _ => break,
-        }
-    }
-    d.compact();
-    if let Ok(file) = d.store.sync_handle() {
-        let _ = file.sync_data();
-    }
-    tracing::info!(project = %project, "stopped: {}", d.summary());
+    let (mut d, mut wakers) = Daemon::build(settings)?;
+    d.start_up();
+    d.serve(&mut wakers, &*load).await?;
+    d.drain(&mut wakers.outcomes).await;
     Ok(())
+}
+
+impl Daemon {
+    /// Open the state, the watcher and the deliverer, and install the
+    /// signal handlers: everything the loop needs, nothing read yet.
+    fn build(settings: Settings) -> Result<(Daemon, Wakers), DaemonError> {
+        check_templates(&settings).map_err(DaemonError::Runtime)?;
+        let project = settings.project.name.clone();
+        let (store, memory, report) =
+            Store::open(&settings.state.dir).map_err(DaemonError::Store)?;
+        if report.torn_tail {
+            tracing::warn!(project = %project, "the journal ended in a torn record (a crash mid-write); it was skipped");
+        }
+        if !report.bad_lines.is_empty() {
+            tracing::error!(project = %project, "journal lines {:?} could not be read and were skipped", report.bad_lines);
+        }
+        let engine = Engine::new(engine_config(&settings), memory);
+        let (mut watch, events) = Watch::new(
+            &settings.sessions.enqueue,
+            settings.sessions.session_plans,
+            8192,
+        )
+        .map_err(|e| DaemonError::Watch(e.to_string()))?;
+        add_roots(&mut watch, &settings);
+        // Prime the poller so its first round reports changes, not everything.
+        watch.poll();
+        let (outcomes_tx, outcomes) = mpsc::unbounded_channel::<Outcome>();
+        let deliverer = Deliverer {
+            sessions_dir: settings.sessions.dir.clone(),
+            enqueue: settings.sessions.enqueue.clone(),
+            framing: framing(&settings),
+            outcomes: outcomes_tx,
+        };
+        let signals = Signals::install()?;
+        let tail = settings
+            .events
+            .path
+            .as_ref()
+            .map(|p| Tail::new(p, engine.memory().cursor));
+        let d = Daemon {
+            settings,
+            engine,
+            store,
+            watch,
+            deliverer,
+            notifier: Notifier::from_env(),
+            started: Instant::now(),
+            sync_at: None,
+            store_failing: false,
+            status: String::new(),
+            status_key: [usize::MAX; 6],
+            background: 0,
+            tail,
+            pipe: None,
+        };
+        let wakers = Wakers {
+            events,
+            outcomes,
+            signals,
+        };
+        Ok((d, wakers))
+    }
+
+    /// The start-up reconcile: every plan, mount and issue is read and
+    /// diffed against the memory (on a first start: recorded as the
+    /// baseline); then `READY=1`.
+    fn start_up(&mut self) {
+        let project = self.settings.project.name.clone();
+        let first_start = self.engine.in_baseline();
+        for (path, mode) in self.watch.take_changes() {
+            self.log_mode(&path, &mode);
+        }
+        self.scan();
+        self.feed(Input::StartupDone);
+        if first_start {
+            tracing::info!(project = %project, "first start: state directory {} created", self.store.dir().display());
+        }
+        self.compact();
+        tracing::info!(project = %project, "ready: {}", self.summary());
+        self.ready();
+    }
+
+    /// The event loop, until SIGTERM or SIGINT.
+    async fn serve(
+        &mut self,
+        w: &mut Wakers,
+        load: &dyn Fn() -> Result<Settings, String>,
+    ) -> Result<(), DaemonError> {
+        let watchdog = self.notifier.watchdog_interval();
+        let mut watchdog_at = watchdog.map(|w| Instant::now() + w);
+        let mut poll_at = Instant::now() + self.settings.events.poll_interval;
+        loop {
+            // A reload that moved the roots brings a new watcher's receiver.
+            let mut replaced = None;
+            let deadline = self
+                .engine
+                .poll_timeout()
+                .and_then(|t| self.started.checked_add(t));
+            let polling = self.watch.polling();
+            tokio::select! {
+                biased;
+                _ = w.signals.term.recv() => return Ok(()),
+                _ = w.signals.int.recv() => return Ok(()),
+                _ = w.signals.hup.recv() => replaced = self.reload(load),
+                // The watchdog is fed from the loop itself: a stalled loop
+                // misses it and systemd restarts the service.
+                _ = tokio::time::sleep_until(watchdog_at.unwrap_or_else(Instant::now)), if watchdog_at.is_some() => {
+                    self.notifier.watchdog();
+                    watchdog_at = watchdog.map(|w| Instant::now() + w);
+                }
+                seen = w.events.rx.recv() => {
+                    let Some(seen) = seen else {
+                        return Err(DaemonError::Watch("the inotify thread stopped".into()));
+                    };
+                    self.on_seen(seen);
+                    // Drain what else is queued before re-arming timers, but
+                    // a bounded batch, so signals and timers are looked at
+                    // between batches of a flood.
+                    for _ in 0..DRAIN_BATCH {
+                        let Ok(seen) = w.events.rx.try_recv() else { break };
+                        self.on_seen(seen);
+                    }
+                }
+                _ = w.events.wake.notified() => self.check_overflow(&w.events),
+                Some(outcome) = w.outcomes.recv() => self.on_outcome(outcome),
+                ready = async {
+                    match &self.pipe {
+                        Some(pipe) => pipe.readable().await,
+                        None => std::future::pending().await,
+                    }
+                }, if self.pipe.is_some() => self.on_pipe_ready(ready),
+                _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
+                    self.feed(Input::Tick);
+                }
+                _ = tokio::time::sleep_until(poll_at), if polling => {
+                    poll_at = Instant::now() + self.settings.events.poll_interval;
+                    for seen in self.watch.poll() {
+                        self.on_seen(seen);
+                    }
+                }
+                _ = tokio::time::sleep_until(self.sync_at.unwrap_or_else(Instant::now)), if self.sync_at.is_some() => {
+                    self.sync();
+                }
+            }
+            if let Some(new) = replaced {
+                w.events = new;
+            }
+            self.check_overflow(&w.events);
+            self.update_status();
+        }
+    }
+
+    /// The notify thread's channel was full: rescan, so nothing is missed.
+    fn check_overflow(&mut self, events: &WatchEvents) {
+        if events.overflowed.swap(false, Ordering::SeqCst) {
+            tracing::warn!(project = %self.settings.project.name, "event channel overflowed; rescanning so nothing is missed");
+            self.rescan();
+        }
+    }
+
+    fn on_pipe_ready(&mut self, ready: std::io::Result<()>) {
+        match ready {
+            Ok(()) => self.read_pipe(),
+            Err(e) => {
+                tracing::error!(project = %self.settings.project.name, "tracker event pipe: {e}; no longer reading it");
+                self.pipe = None;
+            }
+        }
+    }
+
+    /// Finish deliveries already being written (briefly), then persist.
+    async fn drain(&mut self, outcomes: &mut mpsc::UnboundedReceiver<Outcome>) {
+        let project = self.settings.project.name.clone();
+        self.notifier.stopping();
+        tracing::info!(project = %project, "stopping: draining and persisting state");
+        let drain_until = Instant::now() + Duration::from_secs(2);
+        while self.background > 0 {
+            match tokio::time::timeout_at(drain_until, outcomes.recv()).await {
+                Ok(Some(outcome)) => self.on_outcome(outcome),
+                _ => break,
+            }
+        }
+        self.compact();
+        if let Ok(file) = self.store.sync_handle() {
+            let _ = file.sync_data();
+        }
+        tracing::info!(project = %project, "stopped: {}", self.summary());
+    }
 }

@@ -3,15 +3,16 @@
 //! running, and status must never disturb it: no lock is taken).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::config::Settings;
-use crate::core::effect::Effect;
-use crate::core::engine::{Engine, PlanView};
-use crate::core::input::Input;
-use crate::core::record::{Announced, Cursor, Item, Memory};
+use crate::core::driver::{drive, World};
+use crate::core::effect::{Delivery, Log};
+use crate::core::engine::{Engine, EngineConfig, PlanView};
+use crate::core::input::{FileRead, Input, Undeliverable};
+use crate::core::record::{Announced, Cursor, Item, Memory, Record};
 use crate::shell::daemon::engine_config;
 use crate::shell::read::read_capped;
 use crate::shell::store::read_memory;
@@ -77,6 +78,37 @@ fn item_name(item: &Item, a: &Announced) -> String {
     s
 }
 
+/// The world of `status`: it reads plan files and changes nothing — no
+/// record is written, no prompt delivered (a delivery is left "in the
+/// background" forever), no log emitted.
+struct Look<'a> {
+    settings: &'a Settings,
+}
+
+impl World for Look<'_> {
+    fn record(&mut self, _: &Record) {}
+    fn log(&mut self, _: Log) {}
+    fn read_plan(&mut self, path: &Path, config: &EngineConfig) -> (FileRead, bool) {
+        (read_capped(path, config.max_plan_bytes), false)
+    }
+    fn list(&mut self) -> Vec<PathBuf> {
+        list_plans(
+            &self.settings.project.plan_dir,
+            &self.settings.sessions.dir,
+            self.settings.sessions.session_plans,
+        )
+    }
+    fn read_mount(&mut self, _: &str) -> (FileRead, bool) {
+        (FileRead::Missing, false)
+    }
+    fn read_beads(&mut self) -> Option<(FileRead, i64)> {
+        None
+    }
+    fn deliver(&mut self, _: &Delivery) -> Option<Result<(), Undeliverable>> {
+        None
+    }
+}
+
 /// Gather the status of the project `settings` describe.
 pub fn gather(settings: &Settings) -> Result<Status, String> {
     let dir = &settings.state.dir;
@@ -92,32 +124,17 @@ pub fn gather(settings: &Settings) -> Result<Status, String> {
             ..memory.clone()
         }),
     );
-    let paths = list_plans(
-        &settings.project.plan_dir,
-        &settings.sessions.dir,
-        settings.sessions.session_plans,
-    );
-    let mut queue: Vec<Effect> = engine.handle(
+    let mut look = Look { settings };
+    let paths = look.list();
+    drive(
+        &mut engine,
+        &mut look,
         Default::default(),
         Input::Listed {
             paths,
             read_all: true,
         },
     );
-    while let Some(effect) = queue.pop() {
-        if let Effect::Read { path, complete } = effect {
-            let read = read_capped(&path, engine.config().max_plan_bytes);
-            queue.extend(engine.handle(
-                Default::default(),
-                Input::PlanRead {
-                    path,
-                    read,
-                    complete,
-                    fresh: false,
-                },
-            ));
-        }
-    }
     let plans = engine
         .plans()
         .into_iter()
@@ -148,10 +165,10 @@ pub fn gather(settings: &Settings) -> Result<Status, String> {
     let tasks = memory
         .announced
         .iter()
-        .filter(|(source, _)| source.starts_with("mount:") || source.starts_with("beads"))
+        .filter(|(source, _)| !source.is_plan())
         .map(|(source, items)| {
             (
-                source.clone(),
+                source.to_string(),
                 items.iter().map(|(i, a)| item_name(i, a)).collect(),
             )
         })

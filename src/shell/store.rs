@@ -308,7 +308,7 @@ mod tests {
 
     fn forget(n: usize) -> Record {
         Record::Forget {
-            source: "plan:x".into(),
+            source: "plan:x".parse().unwrap(),
             item: Item::Step(format!("{n}")),
         }
     }

@@ -2,6 +2,7 @@
 //! restart reconcile, and the first-start baseline (SPEC §3, §8.10).
 
 use std::collections::BTreeSet;
+use std::os::unix::fs::OpenOptionsExt;
 
 use reveille::shell::store::read_memory;
 
@@ -219,4 +220,36 @@ fn plans_present_at_the_very_first_start_are_the_baseline() {
     let got = reader.next(WAIT);
     assert!(got.contains("s3") && got.contains("Join"), "{got}");
     barrier(&p.plan_dir, &reader, "");
+}
+
+#[test]
+fn a_second_sigterm_during_the_drain_exits_at_once() {
+    let p = Project::new();
+    // A reader that never reads: a prompt larger than the pipe is written in
+    // part and finished in the background, which a stop waits for.
+    let full = p.session("full");
+    let _holder = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&full)
+        .unwrap();
+    let d = Daemon::start(&p);
+    let big = ("x".repeat(100) + "\n").repeat(1500);
+    crate::util::daemon::task_plan_with(
+        &p.plan_dir,
+        "Too big to fit",
+        &[Step::new("Huge").desc(&big)],
+        "<!-- session: full -->\n\n",
+    );
+    d.wait_log("announced s1 to session full", WAIT);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(d.pid() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    d.wait_log("stopping: draining", WAIT);
+    // The drain would wait for the stuck write; a second SIGTERM does not.
+    let status = d.term();
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status:?}");
 }

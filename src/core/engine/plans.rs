@@ -5,16 +5,19 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use super::{Engine, Mode, Now};
+use super::ledger::Wake;
+use super::timers::{Recheck, Timer};
+use super::{Cx, EngineConfig, Mode, Now};
 use crate::core::effect::{Effect, Level, Log};
 use crate::core::input::{Change, FileRead};
 use crate::core::lifecycle::Lifecycle;
 use crate::core::lines::quoted;
 use crate::core::name::{classify, FileState, PlanFile};
-use crate::core::plan::{parse_plan, Plan, PlanFormat, StepStatus};
+use crate::core::plan::{parse_plan, Plan, PlanError, PlanFormat, StepStatus};
 use crate::core::prompt;
 use crate::core::record::{Item, Record};
 use crate::core::session::check_name;
+use crate::core::source::Source;
 
 /// Complete re-reads of a file that keeps being fresh before it is
 /// believed as it is (a writer rewriting it forever, or a clock skewed
@@ -35,8 +38,8 @@ pub(super) enum Origin {
 /// A path recognised as a plan file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct PlanPath {
-    /// The source key: `plan:<stamp>_<uid>`, `json:<stem>`, `session:<id>`.
-    pub(super) source: String,
+    /// The plan's identity.
+    pub(super) source: Source,
     pub(super) origin: Origin,
 }
 
@@ -90,64 +93,153 @@ impl Summary {
     }
 }
 
-impl Engine {
-    pub(super) fn on_changed(
-        &mut self,
-        now: Now,
-        path: PathBuf,
-        change: Change,
-        fx: &mut Vec<Effect>,
-    ) {
-        let Some(pp) = self.plan_path(&path) else {
+/// The plans part: which file is which plan, what is known of each, and
+/// the re-reads that confirm fresh reads.
+#[derive(Debug, Default)]
+pub(super) struct Plans {
+    /// Every tracked plan, by identity.
+    pub(super) plans: BTreeMap<Source, PlanState>,
+    /// Fresh plan reads waiting for a complete re-read, counted.
+    rechecks: BTreeMap<PathBuf, Recheck>,
+    /// Whether a listing was asked for and not answered yet.
+    pub(super) listing: bool,
+    /// Plans with a current error (kept as a count: `STATUS=` asks for it
+    /// on every loop turn).
+    pub(super) invalid: usize,
+}
+
+/// Why a plan file was read, as the shell reports it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ReadKind {
+    /// Read after a close or a rename into place (or a re-read), not after
+    /// a settle with no close seen.
+    pub(super) complete: bool,
+    /// Modified within the settle time: perhaps mid-rewrite.
+    pub(super) fresh: bool,
+}
+
+/// How far one read of a plan file can be trusted, decided once.
+///
+/// A fresh file (modified within the settle time) may already be the start
+/// of the next in-place rewrite, caught between its truncate and its last
+/// write: an unterminated last line may be half a title, and a step missing
+/// from it may only not be written yet. So: whole lines only, nothing
+/// forgotten for being absent, and a complete re-read once the file has
+/// settled. A writer that never stops is believed after `MAX_RECHECKS`
+/// re-reads.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Trust {
+    /// Fresh, and still to be confirmed by a re-read.
+    fresh: bool,
+    /// Fresh re-reads in a row so far.
+    rechecked: u32,
+    /// Only the whole lines count (a settle read, or a fresh markdown read
+    /// whose last line is unterminated).
+    whole_lines: bool,
+    /// A re-read is due whatever the parse says (a fresh read that ends
+    /// mid-line).
+    confirm_later: bool,
+}
+
+impl Trust {
+    fn of(bytes: &[u8], how: ReadKind, rechecked: u32, format: PlanFormat, max: usize) -> Trust {
+        let fresh = how.fresh && how.complete && rechecked < MAX_RECHECKS;
+        let unterminated = bytes.last().is_some_and(|&b| b != b'\n');
+        // An oversized read is refused whole (trimmed to its last line it
+        // would slip under the cap). JSON has no lines to trust: a fresh
+        // half of it simply fails to parse, and that error waits for the
+        // re-read.
+        let oversized = bytes.len() > max;
+        let md_unterminated = unterminated && format == PlanFormat::Markdown;
+        Trust {
+            fresh,
+            rechecked,
+            whole_lines: !oversized && (!how.complete || (fresh && md_unterminated)),
+            confirm_later: fresh && unterminated,
+        }
+    }
+
+    /// The part of `bytes` to parse.
+    fn usable<'a>(&self, bytes: &'a [u8]) -> &'a [u8] {
+        if !self.whole_lines {
+            return bytes;
+        }
+        // A writer may still be mid-file: only whole lines count, so a
+        // half-written title can never become a step.
+        match bytes.iter().rposition(|&b| b == b'\n') {
+            Some(end) => &bytes[..=end],
+            None => &[],
+        }
+    }
+}
+
+impl Plans {
+    /// The current file of every tracked plan.
+    pub(super) fn paths(&self) -> impl Iterator<Item = &Path> {
+        self.plans.values().map(|p| p.path.as_path())
+    }
+
+    /// A re-read came due: ask for it; its answer resets or re-arms it.
+    pub(super) fn recheck_due(&mut self, path: PathBuf) -> Effect {
+        let r = self.rechecks.entry(path.clone()).or_default();
+        r.count += 1;
+        r.asked = true;
+        Effect::Read {
+            path,
+            complete: true,
+        }
+    }
+
+    pub(super) fn on_changed(&mut self, now: Now, path: PathBuf, change: Change, cx: &mut Cx) {
+        let Some(pp) = Self::plan_path(cx.config, &path) else {
             return;
         };
         match change {
             Change::Closed | Change::Appeared => {
-                self.settling.remove(&path);
-                fx.push(Effect::Read {
+                cx.timers.cancel(&Timer::Settle(path.clone()));
+                cx.fx.push(Effect::Read {
                     path,
                     complete: true,
                 });
             }
             Change::Modified => {
-                self.settling
-                    .entry(path)
-                    .or_insert(now + self.config.settle);
+                cx.timers
+                    .set_once(Timer::Settle(path), now + cx.config.settle);
             }
             Change::Gone => {
-                self.settling.remove(&path);
+                cx.timers.cancel(&Timer::Settle(path.clone()));
                 if self.plans.get(&pp.source).is_some_and(|p| p.path == path) {
-                    self.vanished
-                        .insert(pp.source, now + self.config.rename_grace);
+                    cx.timers
+                        .set(Timer::Vanished(pp.source), now + cx.config.rename_grace);
                 }
             }
         }
     }
 
     /// Which plan a path is, if any.
-    pub(super) fn plan_path(&self, path: &Path) -> Option<PlanPath> {
+    pub(super) fn plan_path(config: &EngineConfig, path: &Path) -> Option<PlanPath> {
         let name = path.file_name()?.to_str()?;
         let parent = path.parent()?;
-        if parent == self.config.plan_dir {
+        if parent == config.plan_dir {
             return match classify(name)? {
                 PlanFile::Markdown(n) => Some(PlanPath {
-                    source: format!("plan:{}", n.id()),
+                    source: Source::Plan(n.id()),
                     origin: Origin::Markdown(n.state),
                 }),
                 PlanFile::Json { stem } => Some(PlanPath {
-                    source: format!("json:{stem}"),
+                    source: Source::PlanJson(stem.to_string()),
                     origin: Origin::Json,
                 }),
             };
         }
-        if self.config.session_plans
+        if config.session_plans
             && name == "plan"
-            && parent.parent() == Some(self.config.sessions_dir.as_path())
+            && parent.parent() == Some(config.sessions_dir.as_path())
         {
             let session = parent.file_name()?.to_str()?;
             if check_name(session).is_ok() {
                 return Some(PlanPath {
-                    source: format!("session:{session}"),
+                    source: Source::SessionPlan(session.to_string()),
                     origin: Origin::Session(session.to_string()),
                 });
             }
@@ -155,36 +247,77 @@ impl Engine {
         None
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// A plan file's bytes arrived: trust them as far as the read allows,
+    /// follow the file's lifecycle, and reconcile the plan.
     pub(super) fn on_read(
         &mut self,
         now: Now,
         path: PathBuf,
         read: FileRead,
-        complete: bool,
-        fresh: bool,
-        fx: &mut Vec<Effect>,
+        how: ReadKind,
+        cx: &mut Cx,
     ) {
         // A complete read answers any pending re-read of this file.
-        let rechecked = if complete {
-            self.rechecks.remove(&path).map_or(0, |(_, n)| n)
+        let rechecked = if how.complete {
+            cx.timers.cancel(&Timer::Recheck(path.clone()));
+            self.rechecks.remove(&path).map_or(0, |r| r.count)
         } else {
             0
         };
-        let Some(pp) = self.plan_path(&path) else {
+        let Some(pp) = Self::plan_path(cx.config, &path) else {
             return;
         };
-        let file = display_name(&path);
-        let bytes = match read {
-            FileRead::Bytes(b) => b,
+        let Some(bytes) = self.bytes_of(now, &pp, &path, read, cx) else {
+            return;
+        };
+        cx.timers.cancel(&Timer::Vanished(pp.source.clone()));
+        let format = match pp.origin {
+            Origin::Json => PlanFormat::Json,
+            _ => PlanFormat::Markdown,
+        };
+        let trust = Trust::of(&bytes, how, rechecked, format, cx.config.max_plan_bytes);
+        if trust.confirm_later {
+            self.recheck(now, &path, rechecked, cx);
+        }
+        let parsed = parse_plan(format, trust.usable(&bytes), cx.config.max_plan_bytes);
+        let old_live = self.track(&pp, &path, cx);
+        let Some(plan) = self.accept(now, &pp, &path, parsed, &trust, cx) else {
+            return;
+        };
+        let live = self.plans[&pp.source].lifecycle.is_live();
+        if old_live && !live {
+            cx.ledger
+                .withdraw_source(&pp.source, "its plan ended", cx.fx);
+        }
+        let forget_missing = how.complete && !trust.fresh;
+        if self.reconcile_plan(&pp.source, &plan, forget_missing, cx) && trust.fresh {
+            self.recheck(now, &path, rechecked, cx);
+        }
+    }
+
+    /// The bytes of a read, or `None` when there are none to judge (the
+    /// file vanished: a listing decides whether it moved; or it could not
+    /// be read: said once).
+    fn bytes_of(
+        &mut self,
+        now: Now,
+        pp: &PlanPath,
+        path: &Path,
+        read: FileRead,
+        cx: &mut Cx,
+    ) -> Option<Vec<u8>> {
+        match read {
+            FileRead::Bytes(b) => Some(b),
             FileRead::Missing => {
                 // Gone between the event and the read. If this was the plan's
                 // current file, a listing decides whether it moved.
                 if self.plans.get(&pp.source).is_some_and(|p| p.path == path) {
-                    self.vanished
-                        .insert(pp.source, now + self.config.rename_grace);
+                    cx.timers.set(
+                        Timer::Vanished(pp.source.clone()),
+                        now + cx.config.rename_grace,
+                    );
                 }
-                return;
+                None
             }
             FileRead::Failed(err) => {
                 let msg = format!("cannot read plan file: {err}");
@@ -193,7 +326,7 @@ impl Engine {
                     .as_ref()
                     .is_some_and(|p| p.error.as_deref() == Some(&msg));
                 if !already {
-                    fx.push(Effect::Log(
+                    cx.fx.push(Effect::Log(
                         Log::new(Level::Error, msg.clone())
                             .plan(&pp.source)
                             .file(&path.display().to_string()),
@@ -204,49 +337,22 @@ impl Engine {
                         }
                     }
                 }
-                return;
+                None
             }
-        };
-        self.vanished.remove(&pp.source);
-        let format = match pp.origin {
-            Origin::Json => PlanFormat::Json,
-            _ => PlanFormat::Markdown,
-        };
-        // A fresh file (modified within the settle time) may already be the
-        // start of the next in-place rewrite, caught between its truncate
-        // and its last write: an unterminated last line may be half a title,
-        // and a step missing from it may only not be written yet. So: whole
-        // lines only, nothing forgotten for being absent, and a complete
-        // re-read once the file has settled. A writer that never stops is
-        // believed after MAX_RECHECKS re-reads.
-        let fresh = fresh && complete && rechecked < MAX_RECHECKS;
-        let unterminated = bytes.last().is_some_and(|&b| b != b'\n');
-        if fresh && unterminated {
-            self.recheck(now, &path, rechecked);
         }
-        // An oversized read is refused whole (trimmed to its last line it
-        // would slip under the cap).
-        let oversized = bytes.len() > self.config.max_plan_bytes;
-        // JSON has no lines to trust: a fresh half of it simply fails to
-        // parse, and that error waits for the re-read (below).
-        let unterminated = unterminated && format == PlanFormat::Markdown;
-        let bytes = if oversized || (complete && !(fresh && unterminated)) {
-            &bytes[..]
-        } else {
-            // A writer may still be mid-file: only whole lines count, so a
-            // half-written title can never become a step.
-            match bytes.iter().rposition(|&b| b == b'\n') {
-                Some(end) => &bytes[..=end],
-                None => &[][..],
-            }
-        };
-        let parsed = parse_plan(format, bytes, self.config.max_plan_bytes);
+    }
+
+    /// Track the plan (first seen: its lifecycle from the file name) and
+    /// follow a rename's lifecycle transition. Returns whether the plan was
+    /// live before.
+    fn track(&mut self, pp: &PlanPath, path: &Path, cx: &mut Cx) -> bool {
+        let file = display_name(path);
         let first_seen = !self.plans.contains_key(&pp.source);
         let state = self
             .plans
             .entry(pp.source.clone())
             .or_insert_with(|| PlanState {
-                path: path.clone(),
+                path: path.to_path_buf(),
                 origin: pp.origin.clone(),
                 lifecycle: match &pp.origin {
                     Origin::Markdown(s) => Lifecycle::first_seen(*s),
@@ -257,7 +363,7 @@ impl Engine {
                 warned_route: false,
             });
         if first_seen {
-            fx.push(Effect::Log(
+            cx.fx.push(Effect::Log(
                 Log::new(
                     Level::Debug,
                     format!("tracking plan ({:?})", state.lifecycle),
@@ -266,12 +372,12 @@ impl Engine {
                 .file(&file),
             ));
         }
-        state.path = path.clone();
+        state.path = path.to_path_buf();
         let old_live = state.lifecycle.is_live();
         if let Origin::Markdown(file_state) = pp.origin {
             if let Some(t) = state.lifecycle.transition_to(file_state) {
                 if let Some(next) = state.lifecycle.apply(t) {
-                    fx.push(Effect::Log(
+                    cx.fx.push(Effect::Log(
                         Log::new(
                             Level::Info,
                             format!("plan {}: {:?} → {:?}", t.name(), state.lifecycle, next),
@@ -284,7 +390,23 @@ impl Engine {
             }
             state.origin = Origin::Markdown(file_state);
         }
-        let plan = match parsed {
+        old_live
+    }
+
+    /// Judge a parse: the plan to reconcile, or `None` when it proves
+    /// nothing (a rewrite caught mid-way, an error that may be transient)
+    /// or is an error (said once per distinct error).
+    fn accept(
+        &mut self,
+        now: Now,
+        pp: &PlanPath,
+        path: &Path,
+        parsed: Result<Plan, PlanError>,
+        trust: &Trust,
+        cx: &mut Cx,
+    ) -> Option<Plan> {
+        let state = self.plans.get_mut(&pp.source)?;
+        match parsed {
             // No steps where the last parse had some is a rewrite caught
             // mid-way: zero bytes between its truncate and its write, or
             // only the head of the file (`task_complete` rewrites in place,
@@ -297,30 +419,30 @@ impl Engine {
             Ok(plan)
                 if plan.steps.is_empty() && state.summary.as_ref().is_some_and(|p| p.steps > 0) =>
             {
-                return
+                None
             }
             Ok(plan) => {
                 if state.error.take().is_some() {
                     self.invalid -= 1;
-                    fx.push(Effect::Log(
+                    cx.fx.push(Effect::Log(
                         Log::new(Level::Info, "plan is valid again")
                             .plan(&pp.source)
-                            .file(&file),
+                            .file(&display_name(path)),
                     ));
                 }
                 state.summary = Some(Summary::of(&plan));
-                plan
+                Some(plan)
             }
-            Err(_) if fresh => {
+            Err(_) if trust.fresh => {
                 // Maybe the next version half written: judged when it
                 // has settled, so a transient error is never reported.
-                self.recheck(now, &path, rechecked);
-                return;
+                self.recheck(now, path, trust.rechecked, cx);
+                None
             }
             Err(e) => {
                 let msg = e.to_string();
                 if state.error.as_deref() != Some(msg.as_str()) {
-                    fx.push(Effect::Log(
+                    cx.fx.push(Effect::Log(
                         Log::new(
                             Level::Error,
                             format!(
@@ -336,30 +458,29 @@ impl Engine {
                         self.invalid += 1;
                     }
                 }
-                return;
+                None
             }
-        };
-        let live = state.lifecycle.is_live();
-        if old_live && !live {
-            self.withdraw_source(&pp.source, "its plan ended", fx);
-        }
-        let forget_missing = complete && !fresh;
-        if self.reconcile_plan(&pp.source, &plan, forget_missing, fx) && fresh {
-            self.recheck(now, &path, rechecked);
         }
     }
 
     /// Read `path` again, completely, once the settle time has passed.
-    pub(super) fn recheck(&mut self, now: Now, path: &Path, rechecked: u32) {
-        self.rechecks
-            .insert(path.to_path_buf(), (now + self.config.settle, rechecked));
+    pub(super) fn recheck(&mut self, now: Now, path: &Path, rechecked: u32, cx: &mut Cx) {
+        self.rechecks.insert(
+            path.to_path_buf(),
+            Recheck {
+                count: rechecked,
+                asked: false,
+            },
+        );
+        cx.timers
+            .set(Timer::Recheck(path.to_path_buf()), now + cx.config.settle);
     }
 
-    pub(super) fn on_listed(&mut self, paths: Vec<PathBuf>, read_all: bool, fx: &mut Vec<Effect>) {
+    pub(super) fn on_listed(&mut self, paths: Vec<PathBuf>, read_all: bool, cx: &mut Cx) {
         self.listing = false;
-        let mut present: BTreeMap<String, PathBuf> = BTreeMap::new();
+        let mut present: BTreeMap<Source, PathBuf> = BTreeMap::new();
         for path in paths {
-            if let Some(pp) = self.plan_path(&path) {
+            if let Some(pp) = Self::plan_path(cx.config, &path) {
                 // Two files of one identity (a copy before a delete): the
                 // one already tracked wins, so the plan does not flap.
                 let keep_existing = self.plans.get(&pp.source).is_some_and(|p| p.path == path);
@@ -368,35 +489,37 @@ impl Engine {
                 }
             }
         }
-        let gone: Vec<String> = self
+        let gone: Vec<Source> = self
             .plans
             .keys()
             .filter(|s| !present.contains_key(*s))
             .cloned()
             .collect();
         for source in gone {
-            self.remove_plan(&source, fx);
+            self.remove_plan(&source, cx);
         }
         // Persisted announcements of plans that no longer exist at all
         // (deleted while the daemon was down).
         if read_all {
-            let stale: Vec<String> = self
+            let stale: Vec<Source> = cx
+                .ledger
                 .memory
                 .announced
                 .keys()
-                .filter(|s| is_plan_source(s) && !present.contains_key(*s))
+                .filter(|s| s.is_plan() && !present.contains_key(*s))
                 .cloned()
                 .collect();
             for source in stale {
-                self.withdraw_source(&source, "its plan was deleted", fx);
-                self.record(Record::DropSource { source }, fx);
+                cx.ledger
+                    .withdraw_source(&source, "its plan was deleted", cx.fx);
+                cx.ledger.record(Record::DropSource { source }, cx.fx);
             }
         }
         for (source, path) in present {
-            self.vanished.remove(&source);
+            cx.timers.cancel(&Timer::Vanished(source.clone()));
             let known = self.plans.get(&source).is_some_and(|p| p.path == path);
             if read_all || !known {
-                fx.push(Effect::Read {
+                cx.fx.push(Effect::Read {
                     path,
                     complete: true,
                 });
@@ -404,8 +527,8 @@ impl Engine {
         }
     }
 
-    pub(super) fn remove_plan(&mut self, source: &str, fx: &mut Vec<Effect>) {
-        self.vanished.remove(source);
+    pub(super) fn remove_plan(&mut self, source: &Source, cx: &mut Cx) {
+        cx.timers.cancel(&Timer::Vanished(source.clone()));
         let Some(state) = self.plans.remove(source) else {
             return;
         };
@@ -413,7 +536,7 @@ impl Engine {
             self.invalid -= 1;
         }
         if state.lifecycle.is_live() {
-            fx.push(Effect::Log(
+            cx.fx.push(Effect::Log(
                 Log::new(
                     Level::Info,
                     format!(
@@ -425,19 +548,20 @@ impl Engine {
                 .file(&display_name(&state.path)),
             ));
         }
-        self.withdraw_source(source, "its plan was deleted", fx);
-        if self.memory.announced.contains_key(source) {
-            self.record(
+        cx.ledger
+            .withdraw_source(source, "its plan was deleted", cx.fx);
+        if cx.ledger.memory.announced.contains_key(source) {
+            cx.ledger.record(
                 Record::DropSource {
-                    source: source.to_string(),
+                    source: source.clone(),
                 },
-                fx,
+                cx.fx,
             );
         }
     }
 
     /// The session a plan's wake-ups go to, if any.
-    pub(super) fn route(&mut self, source: &str, fx: &mut Vec<Effect>) -> Option<String> {
+    pub(super) fn route(&mut self, source: &Source, cx: &mut Cx) -> Option<String> {
         let state = self.plans.get_mut(source)?;
         let from_file = state.summary.as_ref().and_then(|p| p.session.clone());
         let session = from_file
@@ -445,7 +569,7 @@ impl Engine {
                 Origin::Session(s) => Some(s.clone()),
                 _ => None,
             })
-            .or_else(|| self.config.default_session.clone());
+            .or_else(|| cx.config.default_session.clone());
         match session {
             Some(s) => {
                 match check_name(&s) {
@@ -453,7 +577,7 @@ impl Engine {
                     Err(why) => {
                         if !state.warned_route {
                             state.warned_route = true;
-                            fx.push(Effect::Log(
+                            cx.fx.push(Effect::Log(
                             Log::new(
                                 Level::Error,
                                 format!("session id {} {why}; this plan wakes nobody until it is fixed", quoted(&s)),
@@ -469,7 +593,7 @@ impl Engine {
             None => {
                 if !state.warned_route {
                     state.warned_route = true;
-                    fx.push(Effect::Log(
+                    cx.fx.push(Effect::Log(
                         Log::new(
                             Level::Warn,
                             "plan has no session (no session comment, no session directory, no default_session); it is tracked but wakes nobody",
@@ -483,196 +607,238 @@ impl Engine {
         }
     }
 
-    /// Diff a plan's ready set against what was announced for it.
-    /// Returns whether announced steps missing from `plan` were kept
-    /// because the read was not `complete`.
+    /// The wake rule for one plan: diff its ready set against what was
+    /// announced for it — leave, withdraw the stale, announce the new, nudge
+    /// when all is done. Returns whether announced steps missing from `plan`
+    /// were kept because the read was not `complete`.
     pub(super) fn reconcile_plan(
         &mut self,
-        source: &str,
+        source: &Source,
         plan: &Plan,
         complete: bool,
-        fx: &mut Vec<Effect>,
+        cx: &mut Cx,
     ) -> bool {
         let Some(state) = self.plans.get(source) else {
             return false;
         };
         let live = state.lifecycle.is_live();
-        let lifecycle = state.lifecycle;
-        let origin = state.origin.clone();
+        let nudge_kind =
+            state.lifecycle == Lifecycle::Wip && matches!(state.origin, Origin::Markdown(_));
         let path = state.path.clone();
-        let file = display_name(&path);
+        // A plan without steps has nothing to be done: no nudge.
+        let all_checked = !plan.steps.is_empty() && plan.all_checked();
+        let kept_missing = self.leave(source, plan, complete, all_checked, cx);
+        if !live {
+            return kept_missing;
+        }
+        let candidates = Self::candidates(cx.config, plan);
+        if cx.config.mode == Mode::Reactive {
+            self.withdraw_stale(source, plan, &candidates, cx);
+        }
+        let new: Vec<usize> = candidates
+            .into_iter()
+            .filter(|&i| {
+                !cx.ledger
+                    .memory
+                    .is_announced(source, &Item::Step(plan.steps[i].key.clone()))
+            })
+            .collect();
+        let nudge = all_checked
+            && cx.config.nudge_done
+            && nudge_kind
+            && !cx.ledger.memory.is_announced(source, &Item::AllDone);
+        if new.is_empty() && !nudge {
+            return kept_missing;
+        }
+        if cx.baseline {
+            self.take_baseline(source, plan, &new, nudge, cx);
+            return kept_missing;
+        }
+        let Some(session) = self.route(source, cx) else {
+            return kept_missing;
+        };
+        if self.announce_steps(source, plan, &new, &session, &path, cx) && nudge {
+            self.announce_done(source, plan, &session, &path, cx);
+        }
+        kept_missing
+    }
 
-        // Leave: checked steps, and (on a complete read) steps that no longer
-        // exist. A settle read may be a truncated file, so absence proves
-        // nothing then.
-        let open: BTreeMap<&str, usize> = plan
+    /// Rule 1, leave: checked steps, and (on a complete read) steps that no
+    /// longer exist, leave the announced set; so does the all-done nudge of
+    /// a plan no longer all done. A settle read may be a truncated file, so
+    /// absence proves nothing then. Returns whether absent steps were kept.
+    fn leave(
+        &mut self,
+        source: &Source,
+        plan: &Plan,
+        complete: bool,
+        all_checked: bool,
+        cx: &mut Cx,
+    ) -> bool {
+        let open: BTreeSet<&str> = plan
             .steps
             .iter()
-            .enumerate()
-            .filter(|(_, s)| s.status != StepStatus::Checked)
-            .map(|(i, s)| (s.key.as_str(), i))
+            .filter(|s| s.status != StepStatus::Checked)
+            .map(|s| s.key.as_str())
             .collect();
         let existing: BTreeSet<&str> = plan.steps.iter().map(|s| s.key.as_str()).collect();
         let kept_missing = !complete
-            && self.memory.announced.get(source).is_some_and(|items| {
+            && cx.ledger.memory.announced.get(source).is_some_and(|items| {
                 items
                     .keys()
                     .any(|i| matches!(i, Item::Step(k) if !existing.contains(k.as_str())))
             });
-        // A plan without steps has nothing to be done: no nudge.
-        let all_checked = !plan.steps.is_empty() && plan.all_checked();
-        let leaving = self.memory.announced_where(source, |item| match item {
+        let leaving = cx.ledger.memory.announced_where(source, |item| match item {
             Item::Step(k) => {
-                !open.contains_key(k.as_str()) && (complete || existing.contains(k.as_str()))
+                !open.contains(k.as_str()) && (complete || existing.contains(k.as_str()))
             }
             Item::AllDone => !all_checked,
             _ => false,
         });
         for item in leaving {
-            self.unannounce(source, item, "its step was checked", fx);
+            cx.ledger
+                .unannounce(source, item, "its step was checked", cx.fx);
         }
-        if !live {
-            return kept_missing;
-        }
+        kept_missing
+    }
 
-        let candidates: Vec<usize> = match self.config.mode {
+    /// The steps that should be announced: the ready ones (reactive), or
+    /// every open step in topological order (queue).
+    fn candidates(config: &EngineConfig, plan: &Plan) -> Vec<usize> {
+        match config.mode {
             Mode::Reactive => plan.ready(),
             Mode::Queue => plan
                 .topo_order()
                 .into_iter()
                 .filter(|&i| plan.steps[i].status == StepStatus::Open)
                 .collect(),
-        };
-        if self.config.mode == Mode::Reactive {
-            // A prompt still waiting in an outbox for a step that is no
-            // longer ready (a dependency was unchecked) would now be early:
-            // withdraw it and un-announce, so it is announced again when it
-            // is ready again.
-            let ready: BTreeSet<&str> = candidates
-                .iter()
-                .map(|&i| plan.steps[i].key.as_str())
-                .collect();
-            let stale: BTreeSet<Item> = self
-                .memory
-                .outbox
-                .values()
-                .flatten()
-                .filter(|p| p.source == source)
-                .filter(|p| matches!(&p.item, Item::Step(k) if !ready.contains(k.as_str())))
-                .map(|p| p.item.clone())
-                .collect();
-            for item in stale {
-                self.unannounce(source, item, "its step is no longer ready", fx);
-            }
         }
-        let new: Vec<usize> = candidates
-            .into_iter()
-            .filter(|&i| {
-                !self
-                    .memory
-                    .is_announced(source, &Item::Step(plan.steps[i].key.clone()))
-            })
+    }
+
+    /// Rule 2, stale: a prompt still waiting in an outbox for a step that
+    /// is no longer ready (a dependency was unchecked) would now be early:
+    /// withdraw it and un-announce, so it is announced again when it is
+    /// ready again.
+    fn withdraw_stale(&mut self, source: &Source, plan: &Plan, ready: &[usize], cx: &mut Cx) {
+        let ready: BTreeSet<&str> = ready.iter().map(|&i| plan.steps[i].key.as_str()).collect();
+        let stale: BTreeSet<Item> = cx
+            .ledger
+            .memory
+            .outbox
+            .values()
+            .flatten()
+            .filter(|p| p.source == *source)
+            .filter(|p| matches!(&p.item, Item::Step(k) if !ready.contains(k.as_str())))
+            .map(|p| p.item.clone())
             .collect();
-        let nudge = all_checked
-            && self.config.nudge_done
-            && lifecycle == Lifecycle::Wip
-            && matches!(origin, Origin::Markdown(_))
-            && !self.memory.is_announced(source, &Item::AllDone);
-        if new.is_empty() && !nudge {
-            return kept_missing;
+        for item in stale {
+            cx.ledger
+                .unannounce(source, item, "its step is no longer ready", cx.fx);
         }
-        if self.baseline {
-            for i in new {
-                self.record(
-                    Record::Announce {
-                        source: source.to_string(),
-                        item: Item::Step(plan.steps[i].key.clone()),
-                        session: None,
-                        baseline: true,
-                        pending: None,
-                    },
-                    fx,
-                );
-            }
-            if nudge {
-                self.record(
-                    Record::Announce {
-                        source: source.to_string(),
-                        item: Item::AllDone,
-                        session: None,
-                        baseline: true,
-                        pending: None,
-                    },
-                    fx,
-                );
-            }
-            return kept_missing;
+    }
+
+    /// On a first start, what is ready is recorded, not announced.
+    fn take_baseline(
+        &mut self,
+        source: &Source,
+        plan: &Plan,
+        new: &[usize],
+        nudge: bool,
+        cx: &mut Cx,
+    ) {
+        let items = new.iter().map(|&i| Item::Step(plan.steps[i].key.clone()));
+        let items: Vec<Item> = items.chain(nudge.then_some(Item::AllDone)).collect();
+        for item in items {
+            cx.ledger.record(
+                Record::Announce {
+                    source: source.clone(),
+                    item,
+                    session: None,
+                    baseline: true,
+                    pending: None,
+                },
+                cx.fx,
+            );
         }
-        let Some(session) = self.route(source, fx) else {
-            return kept_missing;
-        };
+    }
+
+    /// Rule 3, announce: the new steps, in order, to `session`. Returns
+    /// false when the session's outbox is full (the rest wait, unannounced).
+    fn announce_steps(
+        &mut self,
+        source: &Source,
+        plan: &Plan,
+        new: &[usize],
+        session: &str,
+        path: &Path,
+        cx: &mut Cx,
+    ) -> bool {
+        let file = display_name(path);
         // Queue mode puts the goal on the first prompt of the plan's dump.
         let first_dump =
-            self.config.mode == Mode::Queue && !self.memory.announced.contains_key(source);
-        for (n, i) in new.into_iter().enumerate() {
+            cx.config.mode == Mode::Queue && !cx.ledger.memory.announced.contains_key(source);
+        for (n, &i) in new.iter().enumerate() {
             let step = &plan.steps[i];
-            let text = match self.config.mode {
-                Mode::Reactive => render_step(
-                    &self.config.templates.step,
-                    plan,
-                    i,
-                    &file,
-                    &path,
-                    source,
-                    &session,
+            let (label, text) = match cx.config.mode {
+                Mode::Reactive => {
+                    let t = &cx.config.templates.step;
+                    let text = render_step(t, plan, i, &file, path, source, session);
+                    (step.label.clone(), text)
+                }
+                Mode::Queue => (
+                    format!("q{}", step.num),
+                    render_queue(plan, i, &file, first_dump && n == 0),
                 ),
-                Mode::Queue => render_queue(plan, i, &file, first_dump && n == 0),
             };
-            let label = match self.config.mode {
-                Mode::Reactive => step.label.clone(),
-                Mode::Queue => format!("q{}", step.num),
-            };
-            if !self.announce(
-                source,
-                Item::Step(step.key.clone()),
-                &session,
+            let wake = Wake {
+                item: Item::Step(step.key.clone()),
+                session,
                 label,
-                file.clone(),
+                plan: file.clone(),
                 text,
-                fx,
-            ) {
-                return kept_missing;
+            };
+            if !cx
+                .ledger
+                .announce(cx.config.outbox_cap, source, wake, cx.fx)
+            {
+                return false;
             }
         }
-        if nudge {
-            let done_file = done_name(&file);
-            let text = prompt::render(
-                &self.config.templates.done,
-                &[
-                    ("goal", &plan.goal),
-                    ("file", &file),
-                    ("path", &path.display().to_string()),
-                    ("plan", source),
-                    ("session", &session),
-                    ("done_file", &done_file),
-                ],
-            );
-            self.announce(
-                source,
-                Item::AllDone,
-                &session,
-                "all-done".into(),
-                file.clone(),
-                text,
-                fx,
-            );
-        }
-        kept_missing
+        true
     }
-}
 
-pub(super) fn is_plan_source(source: &str) -> bool {
-    source.starts_with("plan:") || source.starts_with("json:") || source.starts_with("session:")
+    /// Rule 4, all done: one prompt asking for the rename to `__done`.
+    fn announce_done(
+        &mut self,
+        source: &Source,
+        plan: &Plan,
+        session: &str,
+        path: &Path,
+        cx: &mut Cx,
+    ) {
+        let file = display_name(path);
+        let done_file = done_name(&file);
+        let text = prompt::render(
+            &cx.config.templates.done,
+            &[
+                ("goal", &plan.goal),
+                ("file", &file),
+                ("path", &path.display().to_string()),
+                ("plan", &source.to_string()),
+                ("session", session),
+                ("done_file", &done_file),
+            ],
+        );
+        let wake = Wake {
+            item: Item::AllDone,
+            session,
+            label: "all-done".into(),
+            plan: file,
+            text,
+        };
+        cx.ledger
+            .announce(cx.config.outbox_cap, source, wake, cx.fx);
+    }
 }
 
 pub(super) fn display_name(path: &Path) -> String {
@@ -708,7 +874,7 @@ fn render_step(
     i: usize,
     file: &str,
     path: &Path,
-    source: &str,
+    source: &Source,
     session: &str,
 ) -> String {
     let step = &plan.steps[i];
@@ -728,7 +894,7 @@ fn render_step(
             ("deps", &deps),
             ("file", file),
             ("path", &path.display().to_string()),
-            ("plan", source),
+            ("plan", &source.to_string()),
             ("session", session),
         ],
     )

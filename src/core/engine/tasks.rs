@@ -7,26 +7,45 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use super::{Engine, Now};
+use super::ledger::Wake;
+use super::timers::{Recheck, Timer};
+use super::{Cx, EngineConfig, Now};
 use crate::core::beads;
 use crate::core::effect::{Effect, Level, Log};
 use crate::core::input::FileRead;
 use crate::core::lines::quoted;
 use crate::core::prompt;
-use crate::core::record::{Cursor, Item, Record};
+use crate::core::record::{Cursor, Item, Memory, Record};
+use crate::core::source::Source;
 use crate::core::tracker::{parse_event, parse_ready, EventError, TrackerEvent};
 
 /// Claim and completion notes kept per source for de-duplication when a
 /// truncated log is read again; beyond this the oldest ids are forgotten.
 const MAX_NOTES: usize = 4096;
 
-/// The source key of a 9beads mount.
-pub fn mount_source(mount: &str) -> String {
-    format!("mount:{mount}")
+/// The source of a 9beads mount.
+fn mount_source(mount: &str) -> Source {
+    Source::Mount(mount.to_string())
 }
 
-/// The source key of the beads `issues.jsonl`.
-pub const BEADS_SOURCE: &str = "beads";
+/// The tracker part: 9beads mounts and events, and the beads file.
+#[derive(Debug, Default)]
+pub(super) struct Tasks {
+    /// Mounts with tracker events since their ready file was last read.
+    dirty_mounts: BTreeSet<String>,
+    /// Mounts with no ready file: announced from their events alone.
+    events_only: BTreeSet<String>,
+    /// Things said once (unknown event types, unroutable assignees, …).
+    said: BTreeSet<String>,
+    /// Line errors of the current issues.jsonl, so a rewrite with the same
+    /// broken line does not log it again.
+    beads_errors: BTreeSet<String>,
+    /// Mount ready files read fresh and waiting for a settled re-read (a
+    /// FUSE file may always look fresh: counted).
+    mount_rechecks: BTreeMap<String, Recheck>,
+    /// Tracker task titles by source and id, for claim/completed prompts.
+    pub(super) task_titles: BTreeMap<(Source, String), String>,
+}
 
 /// A task that is ready now, as a source reports it.
 struct ReadyTask {
@@ -35,25 +54,32 @@ struct ReadyTask {
     assignee: Option<String>,
 }
 
-impl Engine {
+impl Tasks {
+    /// A mount's re-read came due: ask for it; its answer resets or
+    /// re-arms it.
+    pub(super) fn recheck_due(&mut self, mount: String) -> Effect {
+        self.mount_rechecks.entry(mount.clone()).or_default().asked = true;
+        Effect::ReadMount { mount }
+    }
+
     /// Say something once per `key` for the daemon's lifetime.
-    fn say_once(&mut self, key: String, log: Log, fx: &mut Vec<Effect>) {
+    fn say_once(&mut self, key: String, log: Log, cx: &mut Cx) {
         if self.said.insert(key) {
-            fx.push(Effect::Log(log));
+            cx.fx.push(Effect::Log(log));
         }
     }
 
     /// The session a task goes to: its assignee's, else the default.
     fn task_route(
         &mut self,
-        source: &str,
+        source: &Source,
         assignee: Option<&str>,
-        fx: &mut Vec<Effect>,
+        cx: &mut Cx,
     ) -> Option<String> {
-        if let Some(s) = assignee.and_then(|a| self.config.assignees.get(a)) {
+        if let Some(s) = assignee.and_then(|a| cx.config.assignees.get(a)) {
             return Some(s.clone());
         }
-        if let Some(s) = &self.config.default_session {
+        if let Some(s) = &cx.config.default_session {
             return Some(s.clone());
         }
         let who = assignee.unwrap_or("-");
@@ -63,7 +89,7 @@ impl Engine {
                 Level::Warn,
                 format!("tasks of {source} assigned to {who:?} have no session ([events.assignees] has no entry and no default_session): tracked, nobody woken"),
             ),
-            fx,
+            cx,
         );
         None
     }
@@ -72,13 +98,13 @@ impl Engine {
         &mut self,
         lines: Vec<(u64, Vec<u8>)>,
         cursor: Cursor,
-        fx: &mut Vec<Effect>,
+        cx: &mut Cx,
     ) {
         for (offset, line) in lines {
             match parse_event(&line) {
-                Ok(event) => self.on_event(event, fx),
+                Ok(event) => self.on_event(event, cx),
                 Err(EventError::Empty) => {}
-                Err(e) => fx.push(Effect::Log(
+                Err(e) => cx.fx.push(Effect::Log(
                     Log::new(
                         Level::Warn,
                         format!("tracker event at byte offset {offset} skipped: {e}"),
@@ -88,40 +114,41 @@ impl Engine {
             }
         }
         for mount in std::mem::take(&mut self.dirty_mounts) {
-            fx.push(Effect::ReadMount { mount });
+            cx.fx.push(Effect::ReadMount { mount });
         }
         // After the reads it causes: a crash before this record re-reads the
         // lines, which only repeats idempotent diffs.
-        self.record(Record::Cursor { cursor }, fx);
+        cx.ledger.record(Record::Cursor { cursor }, cx.fx);
     }
 
-    fn ours(&self, mount: &str) -> bool {
-        self.config.mounts.iter().any(|m| m == mount)
+    fn ours(config: &EngineConfig, mount: &str) -> bool {
+        config.mounts.iter().any(|m| m == mount)
     }
 
-    fn on_event(&mut self, event: TrackerEvent, fx: &mut Vec<Effect>) {
+    fn on_event(&mut self, event: TrackerEvent, cx: &mut Cx) {
         match event {
             TrackerEvent::Created { mount, .. }
             | TrackerEvent::Failed { mount, .. }
             | TrackerEvent::Updated { mount, .. } => {
-                if self.ours(&mount) {
+                if Self::ours(cx.config, &mount) {
                     self.dirty_mounts.insert(mount);
                 }
             }
             TrackerEvent::Deleted { id, mount } => {
-                if self.ours(&mount) {
-                    self.forget_notes(&mount_source(&mount), &id, fx);
+                if Self::ours(cx.config, &mount) {
+                    self.forget_notes(&mount_source(&mount), &id, cx);
                     self.dirty_mounts.insert(mount);
                 }
             }
             TrackerEvent::Completed { id, mount } => {
-                if !self.ours(&mount) {
+                if !Self::ours(cx.config, &mount) {
                     return;
                 }
                 let source = mount_source(&mount);
-                self.tell_completed(&source, &id, fx);
+                self.tell_completed(&source, &id, cx);
                 if self.events_only(&mount) {
-                    self.unannounce(&source, Item::Task(id), "it was completed", fx);
+                    cx.ledger
+                        .unannounce(&source, Item::Task(id), "it was completed", cx.fx);
                 }
                 self.dirty_mounts.insert(mount);
             }
@@ -129,63 +156,24 @@ impl Engine {
                 id,
                 mount,
                 assignee,
-            } => {
-                if !self.ours(&mount) {
-                    return;
-                }
-                self.dirty_mounts.insert(mount.clone());
-                let Some(assignee) = assignee else {
-                    return;
-                };
-                let source = mount_source(&mount);
-                let item = Item::Claim(id.clone(), assignee.clone());
-                if self.memory.is_announced(&source, &item) {
-                    return;
-                }
-                let Some(session) = self.config.assignees.get(&assignee).cloned() else {
-                    self.say_once(
-                        format!("claim-route:{assignee}"),
-                        Log::new(
-                            Level::Info,
-                            format!("claims by {assignee:?} are not announced: no [events.assignees] entry maps it to a session"),
-                        )
-                        .mount(&mount),
-                        fx,
-                    );
-                    return;
-                };
-                let title = self.title_of(&source, &id);
-                let text = prompt::render(
-                    &self.config.templates.claim,
-                    &task_vars(&id, &title, &mount, Some(&assignee), &session, &source),
-                );
-                self.prune_notes(&source, fx);
-                self.announce(&source, item, &session, id, source.clone(), text, fx);
-            }
+            } => self.on_claimed(id, mount, assignee, cx),
             TrackerEvent::Ready {
                 id,
                 mount,
                 title,
                 assignee,
-            } => {
-                if !self.ours(&mount) {
-                    return;
-                }
-                if self.events_only(&mount) {
-                    // No ready file to read: the legacy event is the news.
-                    let task = ReadyTask {
-                        title: title.unwrap_or_else(|| id.clone()),
-                        id,
-                        assignee,
-                    };
-                    self.announce_tasks(&mount_source(&mount), vec![task], Some(&mount), fx);
-                } else {
-                    self.dirty_mounts.insert(mount);
-                }
-            }
+            } => self.on_ready_event(
+                ReadyTask {
+                    title: title.unwrap_or_else(|| id.clone()),
+                    id,
+                    assignee,
+                },
+                mount,
+                cx,
+            ),
             TrackerEvent::Mount { name, cwd } => {
-                if self.ours(&name) {
-                    fx.push(Effect::Log(
+                if Self::ours(cx.config, &name) {
+                    cx.fx.push(Effect::Log(
                         Log::new(
                             Level::Info,
                             format!("tracker mounted {name} ({})", cwd.as_deref().unwrap_or("-")),
@@ -196,8 +184,8 @@ impl Engine {
                 }
             }
             TrackerEvent::Umount { name } => {
-                if self.ours(&name) {
-                    fx.push(Effect::Log(
+                if Self::ours(cx.config, &name) {
+                    cx.fx.push(Effect::Log(
                         Log::new(Level::Info, format!("tracker unmounted {name}")).mount(&name),
                     ));
                 }
@@ -212,22 +200,85 @@ impl Engine {
                     ),
                 )
                 .file("events"),
-                fx,
+                cx,
             ),
         }
     }
 
+    /// A claim: announced to the assignee's session, once per
+    /// `(id, assignee)`.
+    fn on_claimed(&mut self, id: String, mount: String, assignee: Option<String>, cx: &mut Cx) {
+        if !Self::ours(cx.config, &mount) {
+            return;
+        }
+        self.dirty_mounts.insert(mount.clone());
+        let Some(assignee) = assignee else {
+            return;
+        };
+        let source = mount_source(&mount);
+        let item = Item::Claim(id.clone(), assignee.clone());
+        if cx.ledger.memory.is_announced(&source, &item) {
+            return;
+        }
+        let Some(session) = cx.config.assignees.get(&assignee).cloned() else {
+            self.say_once(
+                format!("claim-route:{assignee}"),
+                Log::new(
+                    Level::Info,
+                    format!("claims by {assignee:?} are not announced: no [events.assignees] entry maps it to a session"),
+                )
+                .mount(&mount),
+                cx,
+            );
+            return;
+        };
+        let title = self.title_of(&source, &id);
+        let text = prompt::render(
+            &cx.config.templates.claim,
+            &task_vars(
+                &id,
+                &title,
+                &mount,
+                Some(&assignee),
+                &session,
+                &source.to_string(),
+            ),
+        );
+        self.prune_notes(&source, cx);
+        let wake = Wake {
+            item,
+            session: &session,
+            label: id,
+            plan: source.to_string(),
+            text,
+        };
+        cx.ledger
+            .announce(cx.config.outbox_cap, &source, wake, cx.fx);
+    }
+
+    /// A legacy ready event: the news itself for a mount with no ready file
+    /// (`events_only`), else a reason to read the ready file.
+    fn on_ready_event(&mut self, task: ReadyTask, mount: String, cx: &mut Cx) {
+        if !Self::ours(cx.config, &mount) {
+            return;
+        }
+        if self.events_only(&mount) {
+            self.announce_tasks(&mount_source(&mount), vec![task], Some(&mount), cx);
+        } else {
+            self.dirty_mounts.insert(mount);
+        }
+    }
+
     fn events_only(&self, mount: &str) -> bool {
-        self.said.contains(&format!("noready:{mount}"))
+        self.events_only.contains(mount)
     }
 
     /// Keep the titles of a source's tasks that are still announced
     /// (claim and completion prompts name them); `announce_tasks` adds the
     /// ready ones back. Without this the map held every task ever seen (a
     /// slow, unbounded growth found by the soak test in tests/reliability).
-    fn prune_titles(&mut self, source: &str) {
-        let announced: BTreeSet<&str> = self
-            .memory
+    fn prune_titles(&mut self, source: &Source, memory: &Memory) {
+        let announced: BTreeSet<&str> = memory
             .announced
             .get(source)
             .map(|items| items.keys().map(Item::label).collect())
@@ -236,20 +287,21 @@ impl Engine {
             .retain(|(s, id), _| s != source || announced.contains(id.as_str()));
     }
 
-    fn title_of(&self, source: &str, id: &str) -> String {
+    fn title_of(&self, source: &Source, id: &str) -> String {
         self.task_titles
-            .get(&(source.to_string(), id.to_string()))
+            .get(&(source.clone(), id.to_string()))
             .cloned()
             .unwrap_or_else(|| id.to_string())
     }
 
     /// `notify_completed`: tell the session a task was announced to that it
     /// was completed elsewhere.
-    fn tell_completed(&mut self, source: &str, id: &str, fx: &mut Vec<Effect>) {
-        if !self.config.notify_completed {
+    fn tell_completed(&mut self, source: &Source, id: &str, cx: &mut Cx) {
+        if !cx.config.notify_completed {
             return;
         }
-        let announced = self
+        let announced = cx
+            .ledger
             .memory
             .announced
             .get(source)
@@ -259,59 +311,60 @@ impl Engine {
             return;
         };
         let item = Item::Completed(id.to_string());
-        if self.memory.is_announced(source, &item) {
+        if cx.ledger.memory.is_announced(source, &item) {
             return;
         }
         let title = self.title_of(source, id);
-        let mount = source.strip_prefix("mount:").unwrap_or(source);
+        let name = source.to_string();
+        let mount = source.mount().unwrap_or(&name);
         let text = prompt::render(
-            &self.config.templates.completed,
-            &task_vars(id, &title, mount, None, &session, source),
+            &cx.config.templates.completed,
+            &task_vars(id, &title, mount, None, &session, &name),
         );
-        self.prune_notes(source, fx);
-        self.announce(
-            source,
+        self.prune_notes(source, cx);
+        let wake = Wake {
             item,
-            &session,
-            id.to_string(),
-            source.to_string(),
+            session: &session,
+            label: id.to_string(),
+            plan: name,
             text,
-            fx,
-        );
+        };
+        cx.ledger
+            .announce(cx.config.outbox_cap, source, wake, cx.fx);
     }
 
     /// Forget the claim and completion notes of a task.
-    fn forget_notes(&mut self, source: &str, id: &str, fx: &mut Vec<Effect>) {
-        let notes = self.memory.announced_where(source, |i| match i {
+    fn forget_notes(&mut self, source: &Source, id: &str, cx: &mut Cx) {
+        let notes = cx.ledger.memory.announced_where(source, |i| match i {
             Item::Claim(c, _) | Item::Completed(c) => c == id,
             _ => false,
         });
         for item in notes {
-            self.record(
+            cx.ledger.record(
                 Record::Forget {
-                    source: source.to_string(),
+                    source: source.clone(),
                     item,
                 },
-                fx,
+                cx.fx,
             );
         }
     }
 
     /// Keep the notes of one source bounded.
-    fn prune_notes(&mut self, source: &str, fx: &mut Vec<Effect>) {
-        let notes = self.memory.announced_where(source, |i| {
+    fn prune_notes(&mut self, source: &Source, cx: &mut Cx) {
+        let notes = cx.ledger.memory.announced_where(source, |i| {
             matches!(i, Item::Claim(..) | Item::Completed(_))
         });
         if notes.len() < MAX_NOTES {
             return;
         }
         for item in notes.into_iter().take(MAX_NOTES / 4) {
-            self.record(
+            cx.ledger.record(
                 Record::Forget {
-                    source: source.to_string(),
+                    source: source.clone(),
                     item,
                 },
-                fx,
+                cx.fx,
             );
         }
     }
@@ -322,29 +375,30 @@ impl Engine {
         mount: &str,
         read: FileRead,
         fresh: bool,
-        fx: &mut Vec<Effect>,
+        cx: &mut Cx,
     ) {
         // This read answers any pending re-read of the mount.
-        let rechecked = self.mount_rechecks.remove(mount).map_or(0, |(_, n)| n);
+        cx.timers.cancel(&Timer::MountRecheck(mount.to_string()));
+        let rechecked = self.mount_rechecks.remove(mount).map_or(0, |r| r.count);
         let source = mount_source(mount);
         let text = match read {
             FileRead::Bytes(b) => String::from_utf8_lossy(&b).into_owned(),
             FileRead::Missing => {
                 // Keep what was announced: a mount that is briefly away must
                 // not turn into a storm of repeats when it comes back.
-                self.say_once(
-                    format!("noready:{mount}"),
-                    Log::new(
-                        Level::Warn,
-                        format!("mount {mount} has no ready file; announcing from BeadReady events only"),
-                    )
-                    .mount(mount),
-                    fx,
-                );
+                if self.events_only.insert(mount.to_string()) {
+                    cx.fx.push(Effect::Log(
+                        Log::new(
+                            Level::Warn,
+                            format!("mount {mount} has no ready file; announcing from BeadReady events only"),
+                        )
+                        .mount(mount),
+                    ));
+                }
                 return;
             }
             FileRead::Failed(e) => {
-                fx.push(Effect::Log(
+                cx.fx.push(Effect::Log(
                     Log::new(
                         Level::Error,
                         format!("cannot read the ready file of mount {mount}: {e}"),
@@ -354,7 +408,7 @@ impl Engine {
                 return;
             }
         };
-        self.said.remove(&format!("noready:{mount}"));
+        self.events_only.remove(mount);
         let (rows, errors) = parse_ready(&text);
         for e in errors {
             self.say_once(
@@ -365,7 +419,7 @@ impl Engine {
                 )
                 .mount(mount)
                 .line(e.line),
-                fx,
+                cx,
             );
         }
         let tasks: Vec<ReadyTask> = rows
@@ -380,89 +434,93 @@ impl Engine {
         // Leave: announced tasks no longer in the ready set (claimed,
         // blocked again, closed): they are announced again if they return.
         let present: BTreeSet<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
-        let leaving = self.memory.announced_where(
+        let leaving = cx.ledger.memory.announced_where(
             &source,
             |i| matches!(i, Item::Task(id) if !present.contains(id.as_str())),
         );
         if fresh && rechecked < super::plans::MAX_RECHECKS && !leaving.is_empty() {
             // Perhaps only half written (a local file rewritten in place):
             // absence proves nothing yet; judged again once it settles.
-            self.mount_rechecks
-                .insert(mount.to_string(), (now + self.config.settle, rechecked + 1));
+            let recheck = Recheck {
+                count: rechecked + 1,
+                asked: false,
+            };
+            self.mount_rechecks.insert(mount.to_string(), recheck);
+            cx.timers.set(
+                Timer::MountRecheck(mount.to_string()),
+                now + cx.config.settle,
+            );
         } else {
             for item in leaving {
-                self.unannounce(&source, item, "it left the ready set", fx);
+                cx.ledger
+                    .unannounce(&source, item, "it left the ready set", cx.fx);
             }
         }
-        self.prune_titles(&source);
-        self.announce_tasks(&source, tasks, Some(mount), fx);
+        self.prune_titles(&source, &cx.ledger.memory);
+        self.announce_tasks(&source, tasks, Some(mount), cx);
     }
 
     /// Announce (or, on a first start, record as baseline) the tasks not
     /// announced yet, in the order given.
     fn announce_tasks(
         &mut self,
-        source: &str,
+        source: &Source,
         tasks: Vec<ReadyTask>,
         mount: Option<&str>,
-        fx: &mut Vec<Effect>,
+        cx: &mut Cx,
     ) {
         for task in tasks {
             self.task_titles
-                .insert((source.to_string(), task.id.clone()), task.title.clone());
+                .insert((source.clone(), task.id.clone()), task.title.clone());
             let item = Item::Task(task.id.clone());
-            if self.memory.is_announced(source, &item) {
+            if cx.ledger.memory.is_announced(source, &item) {
                 continue;
             }
-            if self.baseline {
-                self.record(
+            if cx.baseline {
+                cx.ledger.record(
                     Record::Announce {
-                        source: source.to_string(),
+                        source: source.clone(),
                         item,
                         session: None,
                         baseline: true,
                         pending: None,
                     },
-                    fx,
+                    cx.fx,
                 );
                 continue;
             }
-            let Some(session) = self.task_route(source, task.assignee.as_deref(), fx) else {
+            let Some(session) = self.task_route(source, task.assignee.as_deref(), cx) else {
                 continue;
             };
             let text = prompt::render(
-                &self.config.templates.task,
+                &cx.config.templates.task,
                 &task_vars(
                     &task.id,
                     &task.title,
                     mount.unwrap_or("-"),
                     task.assignee.as_deref(),
                     &session,
-                    source,
+                    &source.to_string(),
                 ),
             );
-            if !self.announce(
-                source,
+            let wake = Wake {
                 item,
-                &session,
-                task.id,
-                source.to_string(),
+                session: &session,
+                label: task.id,
+                plan: source.to_string(),
                 text,
-                fx,
-            ) {
+            };
+            if !cx
+                .ledger
+                .announce(cx.config.outbox_cap, source, wake, cx.fx)
+            {
                 return;
             }
         }
     }
 
-    pub(super) fn on_beads_read(
-        &mut self,
-        now: Now,
-        read: FileRead,
-        now_unix: i64,
-        fx: &mut Vec<Effect>,
-    ) {
-        let file = self.config.beads_file.clone().unwrap_or_default();
+    pub(super) fn on_beads_read(&mut self, now: Now, read: FileRead, now_unix: i64, cx: &mut Cx) {
+        let file = cx.config.beads_file.clone().unwrap_or_default();
         let text = match read {
             FileRead::Bytes(b) => String::from_utf8_lossy(&b).into_owned(),
             FileRead::Missing => {
@@ -473,12 +531,12 @@ impl Engine {
                         "beads issues.jsonl does not exist (yet); waiting for it",
                     )
                     .file(&file),
-                    fx,
+                    cx,
                 );
                 return;
             }
             FileRead::Failed(e) => {
-                fx.push(Effect::Log(
+                cx.fx.push(Effect::Log(
                     Log::new(Level::Error, format!("cannot read beads issues.jsonl: {e}"))
                         .file(&file),
                 ));
@@ -489,7 +547,7 @@ impl Engine {
         let (issues, errors) = beads::parse_issues(&text);
         let errors: BTreeSet<String> = errors.iter().map(|e| e.to_string()).collect();
         for e in errors.difference(&self.beads_errors) {
-            fx.push(Effect::Log(
+            cx.fx.push(Effect::Log(
                 Log::new(Level::Warn, format!("{file}: {e}")).file(&file),
             ));
         }
@@ -499,22 +557,27 @@ impl Engine {
             issues.iter().map(|i| (i.id.as_str(), i)).collect();
         // Leave: closed or gone (SPEC §3); an issue that is only blocked
         // again stays announced, so it does not wake anyone twice.
-        let leaving = self.memory.announced_where(BEADS_SOURCE, |i| {
+        let leaving = cx.ledger.memory.announced_where(&Source::Beads, |i| {
             matches!(i, Item::Task(id) if by_id
                 .get(id.as_str())
                 .is_none_or(|i| i.status == "closed" || i.status == "tombstone"))
         });
         for item in leaving {
-            self.unannounce(BEADS_SOURCE, item, "it was closed", fx);
+            cx.ledger
+                .unannounce(&Source::Beads, item, "it was closed", cx.fx);
         }
         // A deferred issue comes due without the file changing.
-        self.beads_due = issues
+        let due = issues
             .iter()
             .filter(|i| i.status == "open")
             .filter_map(|i| i.defer_until)
             .filter(|&t| t > now_unix)
             .min()
             .map(|t| now + Duration::from_secs((t - now_unix) as u64));
+        match due {
+            Some(at) => cx.timers.set(Timer::BeadsDue, at),
+            None => cx.timers.cancel(&Timer::BeadsDue),
+        }
         let tasks = ready
             .into_iter()
             .map(|i| ReadyTask {
@@ -523,8 +586,8 @@ impl Engine {
                 assignee: issues[i].assignee.clone(),
             })
             .collect();
-        self.prune_titles(BEADS_SOURCE);
-        self.announce_tasks(BEADS_SOURCE, tasks, None, fx);
+        self.prune_titles(&Source::Beads, &cx.ledger.memory);
+        self.announce_tasks(&Source::Beads, tasks, None, cx);
     }
 }
 

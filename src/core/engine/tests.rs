@@ -2,25 +2,37 @@
 //! whose readers come and go) drives the engine on a virtual clock.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use proptest::prelude::*;
 
 use super::*;
-use crate::core::effect::Log;
-use crate::core::input::{FileRead, Undeliverable};
+use crate::core::driver::{drive, World};
+use crate::core::effect::{Delivery, Log};
+use crate::core::input::{Change, FileRead, Undeliverable};
 use crate::core::record::Cursor;
 use crate::core::record::Item;
 
 const PLAN_DIR: &str = "/p";
+
+/// A source from its persisted form.
+fn src(s: &str) -> Source {
+    s.parse().unwrap()
+}
 const SESSIONS: &str = "/s";
 
-/// An in-memory world around one engine.
-struct Rig {
-    engine: Engine,
+/// An in-memory world: files, sessions whose readers come and go, and
+/// what was recorded, logged and delivered.
+struct Sim {
     now: Duration,
     files: BTreeMap<PathBuf, String>,
+    /// When each file was last written, for fresh reads.
+    written: BTreeMap<PathBuf, Duration>,
+    /// Whether reads report files written within the settle time as
+    /// fresh, as the daemon's reads do (the property test turns it on; the
+    /// example tests keep reads plain so each shows one rule).
+    fresh_reads: bool,
     /// Sessions with a reader; others fail with ENXIO.
     readers: BTreeMap<String, bool>,
     /// Delivered prompts: (session, step label, text).
@@ -31,17 +43,77 @@ struct Rig {
     unix: i64,
 }
 
+impl Sim {
+    fn file(&self, path: &Path) -> FileRead {
+        match self.files.get(path) {
+            Some(text) => FileRead::Bytes(text.clone().into_bytes()),
+            None => FileRead::Missing,
+        }
+    }
+}
+
+impl World for Sim {
+    fn record(&mut self, record: &Record) {
+        self.records.push(record.clone());
+    }
+    fn log(&mut self, log: Log) {
+        self.logs.push(log);
+    }
+    fn read_plan(&mut self, path: &Path, config: &EngineConfig) -> (FileRead, bool) {
+        let fresh = self.fresh_reads
+            && self
+                .written
+                .get(path)
+                .is_some_and(|&at| self.now < at + config.settle);
+        (self.file(path), fresh)
+    }
+    fn list(&mut self) -> Vec<PathBuf> {
+        self.files.keys().cloned().collect()
+    }
+    fn read_mount(&mut self, mount: &str) -> (FileRead, bool) {
+        (
+            self.file(Path::new(&format!("/beads/{mount}/ready"))),
+            false,
+        )
+    }
+    fn read_beads(&mut self) -> Option<(FileRead, i64)> {
+        Some((self.file(Path::new("/beads/issues.jsonl")), self.unix))
+    }
+    fn deliver(&mut self, d: &Delivery) -> Option<Result<(), Undeliverable>> {
+        if !self.readers.get(&d.session).copied().unwrap_or(false) {
+            return Some(Err(Undeliverable {
+                reason: "no reader (ENXIO)".into(),
+            }));
+        }
+        self.delivered
+            .push((d.session.clone(), d.step.clone(), d.text.clone()));
+        Some(Ok(()))
+    }
+}
+
+/// One engine in its simulated world, on a virtual clock.
+struct Rig {
+    engine: Engine,
+    now: Duration,
+    world: Sim,
+}
+
 impl Rig {
     fn new(config: EngineConfig, memory: Option<Memory>) -> Rig {
         Rig {
             engine: Engine::new(config, memory),
             now: Duration::ZERO,
-            files: BTreeMap::new(),
-            readers: BTreeMap::new(),
-            delivered: Vec::new(),
-            logs: Vec::new(),
-            records: Vec::new(),
-            unix: 1_800_000_000,
+            world: Sim {
+                now: Duration::ZERO,
+                files: BTreeMap::new(),
+                written: BTreeMap::new(),
+                fresh_reads: false,
+                readers: BTreeMap::new(),
+                delivered: Vec::new(),
+                logs: Vec::new(),
+                records: Vec::new(),
+                unix: 1_800_000_000,
+            },
         }
     }
 
@@ -56,13 +128,13 @@ impl Rig {
                 ..Memory::default()
             }),
         );
-        rig.readers.insert("s1".into(), true);
+        rig.world.readers.insert("s1".into(), true);
         rig.startup();
         rig
     }
 
     fn startup(&mut self) {
-        let paths = self.files.keys().cloned().collect();
+        let paths = self.world.list();
         self.feed(Input::Listed {
             paths,
             read_all: true,
@@ -70,86 +142,17 @@ impl Rig {
         self.feed(Input::StartupDone);
     }
 
+    /// Through the daemon's own driver loop.
     fn feed(&mut self, input: Input) {
-        let mut queue = std::collections::VecDeque::from(self.engine.handle(self.now, input));
-        loop {
-            let next = match queue.pop_front() {
-                Some(Effect::Record(r)) => {
-                    self.records.push(r);
-                    None
-                }
-                Some(Effect::Log(l)) => {
-                    self.logs.push(l);
-                    None
-                }
-                Some(Effect::Read { path, complete }) => {
-                    let read = match self.files.get(&path) {
-                        Some(text) => FileRead::Bytes(text.clone().into_bytes()),
-                        None => FileRead::Missing,
-                    };
-                    Some(Input::PlanRead {
-                        path,
-                        read,
-                        complete,
-                        fresh: false,
-                    })
-                }
-                Some(Effect::List { read_all }) => Some(Input::Listed {
-                    paths: self.files.keys().cloned().collect(),
-                    read_all,
-                }),
-                Some(Effect::ReadMount { mount }) => Some(Input::MountRead {
-                    fresh: false,
-                    read: match self
-                        .files
-                        .get(&PathBuf::from(format!("/beads/{mount}/ready")))
-                    {
-                        Some(text) => FileRead::Bytes(text.clone().into_bytes()),
-                        None => FileRead::Missing,
-                    },
-                    mount,
-                }),
-                Some(Effect::ReadBeads) => Some(Input::BeadsRead {
-                    read: match self.files.get(&PathBuf::from("/beads/issues.jsonl")) {
-                        Some(text) => FileRead::Bytes(text.clone().into_bytes()),
-                        None => FileRead::Missing,
-                    },
-                    now_unix: self.unix,
-                }),
-                // Like the shell: deliveries are pulled once the effects of
-                // everything handled so far are carried out.
-                None => match self.engine.poll_delivery(self.now) {
-                    None => return,
-                    Some(d) if self.readers.get(&d.session).copied().unwrap_or(false) => {
-                        self.delivered
-                            .push((d.session.clone(), d.step.clone(), d.text.clone()));
-                        Some(Input::Delivered {
-                            session: d.session,
-                            seq: d.seq,
-                        })
-                    }
-                    Some(d) => Some(Input::Undeliverable {
-                        session: d.session,
-                        seq: d.seq,
-                        why: Undeliverable {
-                            reason: "no reader (ENXIO)".into(),
-                        },
-                    }),
-                },
-            };
-            if let Some(input) = next {
-                let more = self.engine.handle(self.now, input);
-                for e in more.into_iter().rev() {
-                    queue.push_front(e);
-                }
-            }
-        }
+        self.world.now = self.now;
+        drive(&mut self.engine, &mut self.world, self.now, input);
     }
 
     /// Write a file and report the writer's close.
     fn write(&mut self, name: &str, text: &str) {
         let path = PathBuf::from(PLAN_DIR).join(name);
-        self.files.insert(path.clone(), text.to_string());
+        self.world.files.insert(path.clone(), text.to_string());
+        self.world.written.insert(path.clone(), self.now);
         self.feed(Input::Changed {
             path,
             change: Change::Closed,
@@ -159,14 +162,27 @@ impl Rig {
     fn rename(&mut self, from: &str, to: &str) {
         let from = PathBuf::from(PLAN_DIR).join(from);
         let to = PathBuf::from(PLAN_DIR).join(to);
-        let text = self.files.remove(&from).expect("renamed file exists");
-        self.files.insert(to.clone(), text);
-        self.feed(Input::Renamed { from, to });
+        let text = self.world.files.remove(&from).expect("renamed file exists");
+        self.world.files.insert(to.clone(), text);
+        // A rename keeps the file's mtime.
+        if let Some(at) = self.world.written.remove(&from) {
+            self.world.written.insert(to.clone(), at);
+        }
+        // As the watcher reports a rename: the old name gone, the new one
+        // moved in.
+        self.feed(Input::Changed {
+            path: from,
+            change: Change::Gone,
+        });
+        self.feed(Input::Changed {
+            path: to,
+            change: Change::Appeared,
+        });
     }
 
     fn delete(&mut self, name: &str) {
         let path = PathBuf::from(PLAN_DIR).join(name);
-        self.files.remove(&path);
+        self.world.files.remove(&path);
         self.feed(Input::Changed {
             path,
             change: Change::Gone,
@@ -193,12 +209,16 @@ impl Rig {
     }
 
     fn steps_delivered(&self) -> Vec<String> {
-        self.delivered.iter().map(|(_, s, _)| s.clone()).collect()
+        self.world
+            .delivered
+            .iter()
+            .map(|(_, s, _)| s.clone())
+            .collect()
     }
 
     fn take_delivered(&mut self) -> Vec<String> {
         let out = self.steps_delivered();
-        self.delivered.clear();
+        self.world.delivered.clear();
         out
     }
 }
@@ -225,7 +245,7 @@ fn a_new_plan_announces_only_its_first_step() {
     let mut rig = Rig::started();
     rig.write(NAME, &stock(&[false, false, false]));
     assert_eq!(rig.take_delivered(), vec!["s1"]);
-    let text = &rig.engine.memory().announced["plan:20261130T101500_a1b2c3d4"];
+    let text = &rig.engine.memory().announced[&src("plan:20261130T101500_a1b2c3d4")];
     assert_eq!(text.len(), 1);
 }
 
@@ -247,7 +267,7 @@ fn task_complete_rewrites_unblock_the_next_step_once() {
 fn the_default_prompt_carries_goal_id_title_description_deps_and_file() {
     let mut rig = Rig::started();
     rig.write(NAME, &stock(&[true, false]));
-    let (_, _, text) = &rig.delivered[0];
+    let (_, _, text) = &rig.world.delivered[0];
     assert!(text.contains("Ship it"), "{text}");
     assert!(text.contains("s2"), "{text}");
     assert!(text.contains("Step 2"), "{text}");
@@ -286,8 +306,8 @@ fn split_rename_halves_are_one_move() {
     // The from-half arrives alone; the to-half a moment later.
     let from = PathBuf::from(PLAN_DIR).join(NAME);
     let to = PathBuf::from(PLAN_DIR).join(WIP);
-    let text = rig.files.remove(&from).unwrap();
-    rig.files.insert(to.clone(), text);
+    let text = rig.world.files.remove(&from).unwrap();
+    rig.world.files.insert(to.clone(), text);
     rig.feed(Input::Changed {
         path: from,
         change: Change::Gone,
@@ -303,7 +323,7 @@ fn split_rename_halves_are_one_move() {
     // An unmatched from-half (moved out of the directory) is a removal,
     // decided by listing the directory after the grace period.
     let wip = PathBuf::from(PLAN_DIR).join(WIP);
-    rig.files.remove(&wip);
+    rig.world.files.remove(&wip);
     rig.feed(Input::Changed {
         path: wip,
         change: Change::Gone,
@@ -320,7 +340,7 @@ fn split_rename_halves_are_one_move() {
 #[test]
 fn done_and_abandoned_plans_wake_no_one_and_withdraw_pending() {
     let mut rig = Rig::started();
-    rig.readers.insert("s1".into(), false);
+    rig.world.readers.insert("s1".into(), false);
     rig.write(NAME, &stock(&[false, false]));
     assert_eq!(rig.engine.memory().pending_total(), 1);
     rig.rename(NAME, DONE);
@@ -329,17 +349,21 @@ fn done_and_abandoned_plans_wake_no_one_and_withdraw_pending() {
         0,
         "pending prompt withdrawn"
     );
-    assert!(rig.logs.iter().any(|l| l.message.contains("withdrew")));
-    rig.readers.insert("s1".into(), true);
+    assert!(rig
+        .world
+        .logs
+        .iter()
+        .any(|l| l.message.contains("withdrew")));
+    rig.world.readers.insert("s1".into(), true);
     rig.write(DONE, &stock(&[true, false]));
     rig.settle();
-    assert!(rig.delivered.is_empty());
+    assert!(rig.world.delivered.is_empty());
 }
 
 #[test]
 fn checked_steps_withdraw_their_pending_prompt() {
     let mut rig = Rig::started();
-    rig.readers.insert("s1".into(), false);
+    rig.world.readers.insert("s1".into(), false);
     rig.write(NAME, &stock(&[false, false]));
     rig.write(NAME, &stock(&[true, false]));
     // s1 was withdrawn, s2 is pending.
@@ -348,7 +372,7 @@ fn checked_steps_withdraw_their_pending_prompt() {
         .map(|p| p.step.clone())
         .collect();
     assert_eq!(pending, vec!["s2"]);
-    rig.readers.insert("s1".into(), true);
+    rig.world.readers.insert("s1".into(), true);
     rig.settle();
     assert_eq!(rig.take_delivered(), vec!["s2"]);
 }
@@ -356,7 +380,7 @@ fn checked_steps_withdraw_their_pending_prompt() {
 #[test]
 fn an_absent_reader_keeps_prompts_in_order_and_backs_off() {
     let mut rig = Rig::started();
-    rig.readers.insert("s1".into(), false);
+    rig.world.readers.insert("s1".into(), false);
     let plan = "# G\n\n- [ ] A (after: none)\n- [ ] B (after: none)\n- [ ] C (after: none)\n";
     rig.write(NAME, plan);
     assert_eq!(rig.engine.memory().pending_total(), 3);
@@ -368,7 +392,7 @@ fn an_absent_reader_keeps_prompts_in_order_and_backs_off() {
         "backoff grows: {t1:?} then {:?}",
         t2 - rig.now
     );
-    rig.readers.insert("s1".into(), true);
+    rig.world.readers.insert("s1".into(), true);
     // A reader appearing in the session directory triggers an immediate retry.
     rig.feed(Input::SessionActivity {
         session: "s1".into(),
@@ -376,7 +400,8 @@ fn an_absent_reader_keeps_prompts_in_order_and_backs_off() {
     assert_eq!(rig.take_delivered(), vec!["s1", "s2", "s3"]);
     assert_eq!(rig.engine.memory().pending_total(), 0);
     assert_eq!(
-        rig.logs
+        rig.world
+            .logs
             .iter()
             .filter(|l| l.message.contains("cannot deliver"))
             .count(),
@@ -388,15 +413,15 @@ fn an_absent_reader_keeps_prompts_in_order_and_backs_off() {
 #[test]
 fn one_stuck_session_does_not_delay_another() {
     let mut rig = Rig::started();
-    rig.readers.insert("stuck".into(), false);
-    rig.readers.insert("ok".into(), true);
+    rig.world.readers.insert("stuck".into(), false);
+    rig.world.readers.insert("ok".into(), true);
     rig.write(NAME, "<!-- session: stuck -->\n# A\n\n- [ ] one\n");
     rig.write(
         "20261130T101501_00000001--b__todo.md",
         "<!-- session: ok -->\n# B\n\n- [ ] two\n",
     );
     assert_eq!(rig.steps_delivered(), vec!["s1"]);
-    assert_eq!(rig.delivered[0].0, "ok");
+    assert_eq!(rig.world.delivered[0].0, "ok");
     assert_eq!(rig.engine.memory().outbox["stuck"].len(), 1);
 }
 
@@ -405,15 +430,15 @@ fn first_start_takes_a_baseline_and_announces_what_comes_after() {
     let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
     config.default_session = Some("s1".into());
     let mut rig = Rig::new(config, None);
-    rig.readers.insert("s1".into(), true);
-    rig.files.insert(
+    rig.world.readers.insert("s1".into(), true);
+    rig.world.files.insert(
         PathBuf::from(PLAN_DIR).join(NAME),
         stock(&[true, false, false]),
     );
     rig.startup();
-    assert!(rig.delivered.is_empty(), "baseline is not announced");
+    assert!(rig.world.delivered.is_empty(), "baseline is not announced");
     assert!(rig.engine.memory().baselined);
-    let base = &rig.engine.memory().announced["plan:20261130T101500_a1b2c3d4"];
+    let base = &rig.engine.memory().announced[&src("plan:20261130T101500_a1b2c3d4")];
     assert!(base.values().all(|a| a.baseline));
     rig.write(NAME, &stock(&[true, true, false]));
     assert_eq!(rig.take_delivered(), vec!["s3"]);
@@ -429,13 +454,13 @@ fn a_restart_announces_what_became_ready_while_down_once() {
     rig.take_delivered();
     let memory = rig.engine.memory().clone();
     // Down: the agent completes s1.
-    let files = rig.files.clone();
+    let files = rig.world.files.clone();
     let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
     config.default_session = Some("s1".into());
     let mut again = Rig::new(config, Some(memory));
-    again.readers.insert("s1".into(), true);
-    again.files = files;
-    again.files.insert(
+    again.world.readers.insert("s1".into(), true);
+    again.world.files = files;
+    again.world.files.insert(
         PathBuf::from(PLAN_DIR).join(NAME),
         stock(&[true, false, false]),
     );
@@ -444,21 +469,21 @@ fn a_restart_announces_what_became_ready_while_down_once() {
     // A second restart repeats nothing.
     let memory = again.engine.memory().clone();
     let mut third = Rig::new(again.engine.config().clone(), Some(memory));
-    third.readers.insert("s1".into(), true);
-    third.files = again.files.clone();
+    third.world.readers.insert("s1".into(), true);
+    third.world.files = again.world.files.clone();
     third.startup();
-    assert!(third.delivered.is_empty());
+    assert!(third.world.delivered.is_empty());
 }
 
 #[test]
 fn a_crash_between_record_and_write_repeats_exactly_that_prompt() {
     let mut rig = Rig::started();
-    rig.readers.insert("s1".into(), false);
+    rig.world.readers.insert("s1".into(), false);
     rig.write(NAME, &stock(&[false, false]));
     let memory = rig.engine.memory().clone();
     let mut again = Rig::new(rig.engine.config().clone(), Some(memory));
-    again.readers.insert("s1".into(), true);
-    again.files = rig.files.clone();
+    again.world.readers.insert("s1".into(), true);
+    again.world.files = rig.world.files.clone();
     again.startup();
     assert_eq!(again.take_delivered(), vec!["s1"]);
 }
@@ -466,13 +491,13 @@ fn a_crash_between_record_and_write_repeats_exactly_that_prompt() {
 #[test]
 fn plans_deleted_while_down_are_dropped_on_restart() {
     let mut rig = Rig::started();
-    rig.readers.insert("s1".into(), false);
+    rig.world.readers.insert("s1".into(), false);
     rig.write(NAME, &stock(&[false, false]));
     let memory = rig.engine.memory().clone();
     let mut again = Rig::new(rig.engine.config().clone(), Some(memory));
-    again.readers.insert("s1".into(), true);
+    again.world.readers.insert("s1".into(), true);
     again.startup();
-    assert!(again.delivered.is_empty());
+    assert!(again.world.delivered.is_empty());
     assert!(again.engine.memory().announced.is_empty());
     assert_eq!(again.engine.memory().pending_total(), 0);
 }
@@ -486,11 +511,12 @@ fn an_invalid_plan_is_one_error_and_no_wakeups_until_fixed() {
     rig.write(NAME, "\u{0}\u{0}binary");
     rig.write(NAME, "\u{0}\u{0}binary");
     let errors = rig
+        .world
         .logs
         .iter()
         .filter(|l| l.level() == Level::Error)
         .count();
-    assert_eq!(errors, 1, "{:?}", rig.logs);
+    assert_eq!(errors, 1, "{:?}", rig.world.logs);
     let _ = bad;
     rig.write(NAME, &stock(&[true, false]));
     assert_eq!(rig.take_delivered(), vec!["s2"]);
@@ -503,7 +529,7 @@ fn the_all_done_nudge_is_sent_once_for_wip_plans() {
     rig.take_delivered();
     rig.write(WIP, &stock(&[true, true]));
     assert_eq!(rig.take_delivered(), vec!["all-done"]);
-    assert!(rig.delivered.is_empty());
+    assert!(rig.world.delivered.is_empty());
     rig.write(WIP, &stock(&[true, true]));
     assert!(rig.take_delivered().is_empty(), "sent once");
     let text = &rig.engine.memory().announced;
@@ -521,13 +547,14 @@ fn a_plan_without_a_session_is_tracked_warned_once_and_wakes_later() {
             ..Memory::default()
         }),
     );
-    rig.readers.insert("late".into(), true);
+    rig.world.readers.insert("late".into(), true);
     rig.startup();
     rig.write(NAME, &stock(&[false]));
     rig.write(NAME, &stock(&[false]));
-    assert!(rig.delivered.is_empty());
+    assert!(rig.world.delivered.is_empty());
     assert_eq!(
-        rig.logs
+        rig.world
+            .logs
             .iter()
             .filter(|l| l.message.contains("no session"))
             .count(),
@@ -543,13 +570,14 @@ fn a_plan_without_a_session_is_tracked_warned_once_and_wakes_later() {
 #[test]
 fn session_ids_that_climb_out_are_refused() {
     let mut rig = Rig::started();
-    rig.readers.insert("../x".into(), true);
+    rig.world.readers.insert("../x".into(), true);
     rig.write(
         NAME,
         &format!("<!-- session: ../x -->\n{}", stock(&[false])),
     );
-    assert!(rig.delivered.is_empty());
+    assert!(rig.world.delivered.is_empty());
     assert!(rig
+        .world
         .logs
         .iter()
         .any(|l| l.level() == Level::Error && l.message.contains("../x")));
@@ -567,7 +595,7 @@ fn a_read_catching_a_rewrite_between_truncate_and_write_repeats_nothing() {
     assert_eq!(rig.take_delivered(), vec!["s2"]);
     rig.write(NAME, "");
     rig.write(NAME, &stock(&[true, false, false]));
-    assert!(rig.take_delivered().is_empty(), "{:?}", rig.delivered);
+    assert!(rig.take_delivered().is_empty(), "{:?}", rig.world.delivered);
     rig.write(NAME, &stock(&[true, true, false]));
     assert_eq!(rig.take_delivered(), vec!["s3"]);
 }
@@ -584,7 +612,7 @@ fn a_read_catching_only_the_head_of_a_rewrite_repeats_nothing_and_nudges_nobody(
     assert_eq!(rig.take_delivered(), vec!["s2"]);
     rig.write(WIP, "# Ship it\n\n");
     rig.write(WIP, &stock(&[true, false, false]));
-    assert!(rig.take_delivered().is_empty(), "{:?}", rig.delivered);
+    assert!(rig.take_delivered().is_empty(), "{:?}", rig.world.delivered);
     rig.write(WIP, &stock(&[true, true, true]));
     assert_eq!(rig.take_delivered(), vec!["all-done"]);
 }
@@ -594,7 +622,7 @@ fn a_read_catching_only_the_head_of_a_rewrite_repeats_nothing_and_nudges_nobody(
 fn a_plan_without_steps_gets_no_done_nudge() {
     let mut rig = Rig::started();
     rig.write(WIP, "# Nothing to do yet\n");
-    assert!(rig.take_delivered().is_empty(), "{:?}", rig.delivered);
+    assert!(rig.take_delivered().is_empty(), "{:?}", rig.world.delivered);
 }
 
 #[test]
@@ -604,15 +632,16 @@ fn a_settle_read_ignores_a_half_written_last_line() {
     rig.take_delivered();
     let path = PathBuf::from(PLAN_DIR).join(NAME);
     // Mid-write: a new step's title is cut off, and the writer has not closed.
-    rig.files
+    rig.world
+        .files
         .insert(path.clone(), format!("{}- [ ] Half a ti", stock(&[true])));
     rig.feed(Input::Changed {
         path: path.clone(),
         change: Change::Modified,
     });
     rig.settle();
-    assert!(rig.delivered.is_empty(), "{:?}", rig.delivered);
-    rig.files.insert(
+    assert!(rig.world.delivered.is_empty(), "{:?}", rig.world.delivered);
+    rig.world.files.insert(
         path.clone(),
         format!("{}- [ ] Half a title\n", stock(&[true])),
     );
@@ -635,17 +664,19 @@ fn queue_mode_dumps_every_step_in_topological_order_with_the_goal_first() {
             ..Memory::default()
         }),
     );
-    rig.readers.insert("s1".into(), true);
+    rig.world.readers.insert("s1".into(), true);
     rig.startup();
     rig.write(NAME, &stock(&[false, false, false]));
     assert_eq!(rig.steps_delivered(), vec!["q1", "q2", "q3"]);
-    assert!(rig.delivered[0].2.starts_with("Goal: Ship it"));
+    assert!(rig.world.delivered[0].2.starts_with("Goal: Ship it"));
     assert!(
-        rig.delivered[1].2.starts_with("q2: Step 2 (after: q1)"),
+        rig.world.delivered[1]
+            .2
+            .starts_with("q2: Step 2 (after: q1)"),
         "{}",
-        rig.delivered[1].2
+        rig.world.delivered[1].2
     );
-    assert!(!rig.delivered[1].2.contains("Goal:"));
+    assert!(!rig.world.delivered[1].2.contains("Goal:"));
 }
 
 #[test]
@@ -665,8 +696,12 @@ fn the_outbox_cap_refuses_loudly_and_loses_nothing() {
     rig.write(NAME, plan);
     assert_eq!(rig.engine.memory().pending_total(), 2);
     assert_eq!(rig.engine.refused()["s1"], 1);
-    assert!(rig.logs.iter().any(|l| l.message.contains("outbox full")));
-    rig.readers.insert("s1".into(), true);
+    assert!(rig
+        .world
+        .logs
+        .iter()
+        .any(|l| l.message.contains("outbox full")));
+    rig.world.readers.insert("s1".into(), true);
     rig.settle();
     let mut got = rig.take_delivered();
     got.sort();
@@ -698,18 +733,20 @@ fn draining_a_capped_outbox_refills_in_batches_and_says_full_once() {
     }
     rig.write(NAME, &plan);
     assert_eq!(rig.engine.memory().pending_total(), 10);
-    rig.readers.insert("s1".into(), true);
+    rig.world.readers.insert("s1".into(), true);
     rig.settle();
     let got = rig.take_delivered();
     let want: Vec<String> = (1..=100).map(|i| format!("s{i}")).collect();
     assert_eq!(got, want);
     let full = rig
+        .world
         .logs
         .iter()
         .filter(|l| l.message.contains("outbox full"))
         .count();
     assert_eq!(full, 1);
     let diffs = rig
+        .world
         .records
         .iter()
         .filter(|r| matches!(r, Record::Announce { .. }))
@@ -829,12 +866,15 @@ proptest! {
         config.default_session = Some("s1".into());
         config.nudge_done = false;
         let mut rig = Rig::new(config.clone(), Some(Memory { baselined: true, ..Memory::default() }));
-        rig.readers.insert("s1".into(), true);
+        rig.world.readers.insert("s1".into(), true);
+        // Reads as the daemon's: a file written within the settle time is
+        // fresh.
+        rig.world.fresh_reads = true;
         rig.startup();
         rig.write(&model.name(), &model.render());
         // Titles announced (delivered or pending) and not checked since.
         let mut outstanding: std::collections::BTreeSet<String> = Default::default();
-        for (_, _, text) in std::mem::take(&mut rig.delivered) {
+        for (_, _, text) in std::mem::take(&mut rig.world.delivered) {
             let title = model.titles.iter().find(|t| text.contains(&format!("ready: {t}\n")));
             outstanding.insert(title.expect("prompt names a step").clone());
         }
@@ -881,19 +921,22 @@ proptest! {
                 Op::Restart => {
                     let memory = rig.engine.memory().clone();
                     let mut again = Rig::new(config.clone(), Some(memory));
-                    again.readers = rig.readers.clone();
-                    again.files = rig.files.clone();
+                    again.world.readers = rig.world.readers.clone();
+                    again.world.files = rig.world.files.clone();
+                    again.world.written = rig.world.written.clone();
+                    again.world.fresh_reads = true;
+                    again.now = rig.now;
                     rig = again;
                     rig.startup();
                 }
                 Op::Reader(on) => {
-                    rig.readers.insert("s1".into(), on);
+                    rig.world.readers.insert("s1".into(), on);
                     rig.settle();
                 }
                 _ => {}
             }
             // Every delivered prompt was ready at the time, and new.
-            for (_, _, text) in std::mem::take(&mut rig.delivered) {
+            for (_, _, text) in std::mem::take(&mut rig.world.delivered) {
                 let title = model.titles.iter().find(|t| text.contains(&format!("ready: {t}\n"))).cloned();
                 let title = title.expect("prompt names a step");
                 let i = model.titles.iter().position(|t| *t == title).unwrap();
@@ -943,8 +986,8 @@ fn tracker_rig(first_start: bool) -> Rig {
         ..Memory::default()
     });
     let mut rig = Rig::new(config, memory);
-    rig.readers.insert("s1".into(), true);
-    rig.readers.insert("a1".into(), true);
+    rig.world.readers.insert("s1".into(), true);
+    rig.world.readers.insert("a1".into(), true);
     rig
 }
 
@@ -970,7 +1013,8 @@ fn events(rig: &mut Rig, lines: &[&str]) {
 }
 
 fn set_ready(rig: &mut Rig, rows: &[(&str, &str, &str)]) {
-    rig.files
+    rig.world
+        .files
         .insert(PathBuf::from("/beads/proj/ready"), ready_file(rows));
 }
 
@@ -990,6 +1034,7 @@ fn beads_entering_a_mounts_ready_set_are_announced_once_to_their_route() {
         &[r#"{"type":"updated","id":"bd-1","mount":"proj"}"#],
     );
     let mut got: Vec<(String, String)> = rig
+        .world
         .delivered
         .iter()
         .map(|(s, st, _)| (s.clone(), st.clone()))
@@ -1000,10 +1045,11 @@ fn beads_entering_a_mounts_ready_set_are_announced_once_to_their_route() {
         vec![("a1".into(), "bd-2".into()), ("s1".into(), "bd-1".into())]
     );
     assert!(rig
+        .world
         .delivered
         .iter()
         .any(|(_, _, t)| t.contains("Fix the build")));
-    rig.delivered.clear();
+    rig.world.delivered.clear();
     // The same ready set again, and events for other mounts: nothing new.
     events(
         &mut rig,
@@ -1012,9 +1058,10 @@ fn beads_entering_a_mounts_ready_set_are_announced_once_to_their_route() {
             r#"{"type":"created","id":"bd-9","mount":"other"}"#,
         ],
     );
-    assert!(rig.delivered.is_empty());
+    assert!(rig.world.delivered.is_empty());
     assert_eq!(
-        rig.records
+        rig.world
+            .records
             .iter()
             .filter(|r| matches!(r, Record::Cursor { .. }))
             .count(),
@@ -1037,11 +1084,11 @@ fn task_titles_are_kept_only_for_ready_or_announced_tasks() {
             &[r#"{"type":"updated","id":"bd-x","mount":"proj"}"#],
         );
     }
-    assert_eq!(rig.delivered.len(), 50);
+    assert_eq!(rig.world.delivered.len(), 50);
     assert!(
-        rig.engine.task_titles.len() <= 2,
+        rig.engine.tasks.task_titles.len() <= 2,
         "{:?}",
-        rig.engine.task_titles
+        rig.engine.tasks.task_titles
     );
 }
 
@@ -1054,24 +1101,24 @@ fn a_claim_is_announced_to_the_assignees_session_and_deduplicated() {
         &mut rig,
         &[r#"{"type":"created","id":"bd-1","mount":"proj"}"#],
     );
-    rig.delivered.clear();
+    rig.world.delivered.clear();
     set_ready(&mut rig, &[]);
     let claim = r#"{"id":"u-1","ts":1708598530,"source":"beads/proj","type":"BeadClaimed","data":{"bead_id":"bd-1","assignee":"agent-1","mount":"proj"}}"#;
     events(&mut rig, &[claim]);
-    assert_eq!(rig.delivered.len(), 1);
-    assert_eq!(rig.delivered[0].0, "a1");
+    assert_eq!(rig.world.delivered.len(), 1);
+    assert_eq!(rig.world.delivered[0].0, "a1");
     assert!(
-        rig.delivered[0].2.contains("assigned to agent-1"),
+        rig.world.delivered[0].2.contains("assigned to agent-1"),
         "{}",
-        rig.delivered[0].2
+        rig.world.delivered[0].2
     );
     assert!(
-        rig.delivered[0].2.contains("Fix the build"),
+        rig.world.delivered[0].2.contains("Fix the build"),
         "title remembered from the ready file"
     );
     // A truncated log read again repeats the claim: not announced twice.
     events(&mut rig, &[claim]);
-    assert_eq!(rig.delivered.len(), 1);
+    assert_eq!(rig.world.delivered.len(), 1);
 }
 
 #[test]
@@ -1083,20 +1130,20 @@ fn a_completion_elsewhere_is_told_to_the_session_it_was_announced_to() {
         &mut rig,
         &[r#"{"type":"updated","id":"bd-7","mount":"proj"}"#],
     );
-    rig.delivered.clear();
+    rig.world.delivered.clear();
     set_ready(&mut rig, &[]);
     events(
         &mut rig,
         &[r#"{"type":"completed","id":"bd-7","mount":"proj"}"#],
     );
-    assert_eq!(rig.delivered.len(), 1);
-    assert_eq!(rig.delivered[0].0, "s1");
-    assert!(rig.delivered[0].2.contains("completed elsewhere"));
+    assert_eq!(rig.world.delivered.len(), 1);
+    assert_eq!(rig.world.delivered[0].0, "s1");
+    assert!(rig.world.delivered[0].2.contains("completed elsewhere"));
     // It left the ready set, so it is no longer announced.
     assert!(!rig
         .engine
         .memory()
-        .is_announced("mount:proj", &Item::Task("bd-7".into())));
+        .is_announced(&src("mount:proj"), &Item::Task("bd-7".into())));
 }
 
 #[test]
@@ -1114,8 +1161,8 @@ fn garbage_and_unknown_events_are_logged_and_skipped() {
             r#"{"type":"updated","id":"bd-1","mount":"proj"}"#,
         ],
     );
-    assert_eq!(rig.delivered.len(), 1, "the good line still counts");
-    let warn: Vec<&str> = rig.logs.iter().map(|l| l.message.as_str()).collect();
+    assert_eq!(rig.world.delivered.len(), 1, "the good line still counts");
+    let warn: Vec<&str> = rig.world.logs.iter().map(|l| l.message.as_str()).collect();
     assert!(warn.iter().any(|m| m.contains("offset 0")), "{warn:?}");
     assert_eq!(
         warn.iter().filter(|m| m.contains("teleported")).count(),
@@ -1138,7 +1185,7 @@ fn a_first_start_baselines_the_tracker_backlog() {
         read: FileRead::Bytes(ready_file(&[("bd-1", "-", "Old backlog")]).into_bytes()),
     });
     rig.startup();
-    assert!(rig.delivered.is_empty());
+    assert!(rig.world.delivered.is_empty());
     set_ready(
         &mut rig,
         &[("bd-1", "-", "Old backlog"), ("bd-2", "-", "New")],
@@ -1162,29 +1209,31 @@ fn beads_issues_are_announced_as_they_become_ready_and_deferrals_come_due() {
         r#"{"id":"b-3","title":"Later","status":"open","issue_type":"task","defer_until":"2027-01-15T10:00:00Z"}"#,
         "\n",
     );
-    rig.files
+    rig.world
+        .files
         .insert(PathBuf::from("/beads/issues.jsonl"), v1.into());
     rig.feed(Input::BeadsRead {
         read: FileRead::Bytes(v1.as_bytes().to_vec()),
-        now_unix: rig.unix,
+        now_unix: rig.world.unix,
     });
     assert_eq!(rig.take_delivered(), vec!["b-1"]);
     let v2 = v1.replace(
         r#""id":"b-1","title":"Base","status":"open""#,
         r#""id":"b-1","title":"Base","status":"closed""#,
     );
-    rig.files
+    rig.world
+        .files
         .insert(PathBuf::from("/beads/issues.jsonl"), v2.clone());
     rig.feed(Input::BeadsRead {
         read: FileRead::Bytes(v2.into_bytes()),
-        now_unix: rig.unix,
+        now_unix: rig.world.unix,
     });
     assert_eq!(rig.take_delivered(), vec!["b-2"]);
     // The deferral comes due with no change to the file: a timer re-reads it.
     let due = rig.engine.poll_timeout().expect("a timer for the deferral");
     // The rig's clock (1_800_000_000) is 2027-01-15T08:00Z, two hours early.
     assert!(due.as_secs() > 3600, "due in about two hours, not {due:?}");
-    rig.unix = 1_800_000_000 + due.as_secs() as i64 + 1;
+    rig.world.unix = 1_800_000_000 + due.as_secs() as i64 + 1;
     rig.now = due;
     rig.feed(Input::Tick);
     assert_eq!(rig.take_delivered(), vec!["b-3"]);
@@ -1206,16 +1255,16 @@ fn a_fresh_read_of_a_rewrite_in_progress_announces_nothing_the_finished_file_wou
         complete: true,
         fresh: true,
     });
-    assert!(rig.delivered.is_empty(), "{:?}", rig.delivered);
+    assert!(rig.world.delivered.is_empty(), "{:?}", rig.world.delivered);
     assert!(
         rig.engine.memory().is_announced(
-            "plan:20261130T101500_a1b2c3d4",
+            &src("plan:20261130T101500_a1b2c3d4"),
             &Item::Step("Step 2".into())
         ),
         "a step missing from a fresh read is not forgotten"
     );
     // The finished file settles: read again, complete; s3 is announced once.
-    rig.files.insert(path.clone(), full);
+    rig.world.files.insert(path.clone(), full);
     rig.settle();
     assert_eq!(rig.take_delivered(), vec!["s3"]);
     // A stale read (not fresh) of a shortened file does forget.
@@ -1226,7 +1275,7 @@ fn a_fresh_read_of_a_rewrite_in_progress_announces_nothing_the_finished_file_wou
         fresh: false,
     });
     assert!(!rig.engine.memory().is_announced(
-        "plan:20261130T101500_a1b2c3d4",
+        &src("plan:20261130T101500_a1b2c3d4"),
         &Item::Step("Step 3".into())
     ));
 }
@@ -1250,14 +1299,14 @@ fn a_fresh_ready_file_missing_a_task_is_read_again_before_the_task_is_forgotten(
     assert!(rig
         .engine
         .memory()
-        .is_announced("mount:proj", &Item::Task("bd-1".into())));
+        .is_announced(&src("mount:proj"), &Item::Task("bd-1".into())));
     // Once settled, the whole file still lists it: nothing is announced again.
     rig.settle();
     assert!(rig.take_delivered().is_empty());
     assert!(rig
         .engine
         .memory()
-        .is_announced("mount:proj", &Item::Task("bd-1".into())));
+        .is_announced(&src("mount:proj"), &Item::Task("bd-1".into())));
     // A settled read without it does forget it.
     set_ready(&mut rig, &[]);
     rig.feed(Input::MountRead {
@@ -1268,5 +1317,5 @@ fn a_fresh_ready_file_missing_a_task_is_read_again_before_the_task_is_forgotten(
     assert!(!rig
         .engine
         .memory()
-        .is_announced("mount:proj", &Item::Task("bd-1".into())));
+        .is_announced(&src("mount:proj"), &Item::Task("bd-1".into())));
 }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use super::plan::{Plan, PlanError, Step, StepStatus};
+use super::types::{Plan, PlanError, Step, StepStatus};
 
 /// Dependency edges a plan.json may imply before it is refused. "Every task
 /// of every earlier phase" grows quadratically (1000 one-task phases are half

@@ -1,20 +1,24 @@
-//! Delivery lanes: one per session, at most one prompt in flight, retries
-//! with backoff. Announcing records a wake-up and queues its prompt;
-//! withdrawing takes back one that went stale before it could be written.
+//! The ledger: the durable memory (announced sets, outboxes) and the
+//! delivery lanes over it. It is the only place records are applied.
+//! Announcing records a wake-up and queues its prompt; withdrawing takes
+//! back one that went stale before it could be written; each session's lane
+//! has at most one prompt in flight and retries with backoff.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use super::{Engine, Now};
+use super::timers::{Timer, Timers};
+use super::{EngineConfig, Now};
 use crate::core::effect::{Delivery, Effect, Level, Log};
-use crate::core::record::{Item, Pending, Record};
+use crate::core::input::Undeliverable;
+use crate::core::record::{Item, Memory, Pending, Record};
+use crate::core::source::Source;
 
 /// The delivery lane of one session: at most one prompt in flight, retries
 /// with backoff, so one stuck session never delays another.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Lane {
     pub(super) inflight: Option<u64>,
-    pub(super) retry_at: Option<Now>,
     pub(super) backoff: Duration,
     /// The reason of the current failure streak, logged once.
     pub(super) failing: Option<String>,
@@ -22,46 +26,92 @@ pub(super) struct Lane {
     pub(super) refused: u64,
 }
 
-impl Engine {
-    pub(super) fn poke(&mut self, now: Now, session: String) {
-        if let Some(lane) = self.lanes.get_mut(&session) {
-            if lane.inflight.is_none() && lane.retry_at.is_some() {
-                lane.retry_at = Some(now);
-                self.dirty_lanes.insert(session);
-            }
+/// One wake-up to announce: what, to whom, and its prompt.
+pub(super) struct Wake<'a> {
+    pub(super) item: Item,
+    pub(super) session: &'a str,
+    /// The id agents see (`s3`, `q3`, `all-done`, a task id).
+    pub(super) label: String,
+    /// The plan file name or tracker source, for jsonl framing and logs.
+    pub(super) plan: String,
+    pub(super) text: String,
+}
+
+/// The durable memory and the delivery lanes.
+#[derive(Debug, Default)]
+pub(super) struct Ledger {
+    /// The durable part, changed only through `Record`s.
+    pub(super) memory: Memory,
+    pub(super) lanes: BTreeMap<String, Lane>,
+    /// Sessions whose lane may be able to send.
+    dirty_lanes: BTreeSet<String>,
+    /// Sessions whose outbox hit the cap since the last drain: when they
+    /// drain, every source is diffed again.
+    capped: BTreeSet<String>,
+    /// Sessions told "outbox full" in the current streak (it ends when the
+    /// outbox is empty).
+    full_said: BTreeSet<String>,
+}
+
+impl Ledger {
+    pub(super) fn new(memory: Memory) -> Ledger {
+        let dirty_lanes = memory.outbox.keys().cloned().collect();
+        Ledger {
+            memory,
+            dirty_lanes,
+            ..Ledger::default()
+        }
+    }
+
+    /// Apply a record to memory and emit it, in that order of truth: the
+    /// shell writes it before carrying out anything emitted after it.
+    pub(super) fn record(&mut self, record: Record, fx: &mut Vec<Effect>) {
+        self.memory.apply(&record);
+        fx.push(Effect::Record(record));
+    }
+
+    /// A session showed signs of a reader: a lane backing off retries now.
+    pub(super) fn poke(&mut self, now: Now, session: String, timers: &mut Timers) {
+        // Backing off (never while a write is in flight): retry now.
+        let retry = Timer::Retry(session.clone());
+        if timers.get(&retry).is_some() {
+            timers.set(retry, now);
+            self.dirty_lanes.insert(session);
         }
     }
 
     /// Record an announcement and queue its prompt. Returns false when the
     /// session's outbox is full: the item stays unannounced, so it is
     /// announced once there is room, and nothing is lost.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn announce(
         &mut self,
-        source: &str,
-        item: Item,
-        session: &str,
-        step: String,
-        plan: String,
-        text: String,
+        cap: usize,
+        source: &Source,
+        wake: Wake,
         fx: &mut Vec<Effect>,
     ) -> bool {
+        let Wake {
+            item,
+            session,
+            label: step,
+            plan,
+            text,
+        } = wake;
         let queued = self.memory.outbox.get(session).map_or(0, |q| q.len());
         // Said once per streak: a streak ends when the outbox is empty.
-        let full_said = format!("outbox-full:{session}");
         if queued == 0 {
-            self.said.remove(&full_said);
+            self.full_said.remove(session);
         }
-        if queued >= self.config.outbox_cap {
+        if queued >= cap {
             let lane = self.lanes.entry(session.to_string()).or_default();
             lane.refused += 1;
-            if self.capped.insert(session.to_string()) && self.said.insert(full_said) {
+            if self.capped.insert(session.to_string()) && self.full_said.insert(session.to_string())
+            {
                 fx.push(Effect::Log(
                     Log::new(
                         Level::Error,
                         format!(
-                            "outbox full ({queued} prompts, outbox_cap = {}): new wake-ups for this session wait, unannounced, until it drains",
-                            self.config.outbox_cap
+                            "outbox full ({queued} prompts, outbox_cap = {cap}): new wake-ups for this session wait, unannounced, until it drains",
                         ),
                     )
                     .session(session),
@@ -72,7 +122,7 @@ impl Engine {
         let seq = self.memory.next_seq;
         let pending = Pending {
             seq,
-            source: source.to_string(),
+            source: source.clone(),
             item: item.clone(),
             step: step.clone(),
             plan: plan.clone(),
@@ -80,7 +130,7 @@ impl Engine {
         };
         self.record(
             Record::Announce {
-                source: source.to_string(),
+                source: source.clone(),
                 item,
                 session: Some(session.to_string()),
                 baseline: false,
@@ -106,7 +156,7 @@ impl Engine {
     /// returns how many were withdrawn.
     pub(super) fn withdraw_item(
         &mut self,
-        source: &str,
+        source: &Source,
         item: &Item,
         why: &str,
         fx: &mut Vec<Effect>,
@@ -116,7 +166,7 @@ impl Engine {
             let inflight = self.lanes.get(session).and_then(|l| l.inflight);
             for p in queue {
                 // A prompt being written right now cannot be taken back.
-                if p.source == source && &p.item == item && Some(p.seq) != inflight {
+                if p.source == *source && &p.item == item && Some(p.seq) != inflight {
                     found.push((session.clone(), p.seq, p.step.clone()));
                 }
             }
@@ -143,13 +193,13 @@ impl Engine {
         n
     }
 
-    pub(super) fn withdraw_source(&mut self, source: &str, why: &str, fx: &mut Vec<Effect>) {
+    pub(super) fn withdraw_source(&mut self, source: &Source, why: &str, fx: &mut Vec<Effect>) {
         let items: BTreeSet<Item> = self
             .memory
             .outbox
             .values()
             .flatten()
-            .filter(|p| p.source == source)
+            .filter(|p| p.source == *source)
             .map(|p| p.item.clone())
             .collect();
         // A withdrawn prompt was never heard: un-announce it, so a plan
@@ -161,12 +211,18 @@ impl Engine {
 
     /// Take `item` out of the announced set, withdrawing its prompt if it
     /// is still pending: it is announced again if it becomes ready again.
-    pub(super) fn unannounce(&mut self, source: &str, item: Item, why: &str, fx: &mut Vec<Effect>) {
+    pub(super) fn unannounce(
+        &mut self,
+        source: &Source,
+        item: Item,
+        why: &str,
+        fx: &mut Vec<Effect>,
+    ) {
         self.withdraw_item(source, &item, why, fx);
         if self.memory.is_announced(source, &item) {
             self.record(
                 Record::Forget {
-                    source: source.to_string(),
+                    source: source.clone(),
                     item,
                 },
                 fx,
@@ -174,7 +230,16 @@ impl Engine {
         }
     }
 
-    pub(super) fn on_delivered(&mut self, session: String, seq: u64, fx: &mut Vec<Effect>) {
+    /// A prompt reached its session. Returns whether a capped outbox has
+    /// drained far enough that every source must be diffed again.
+    pub(super) fn on_delivered(
+        &mut self,
+        session: String,
+        seq: u64,
+        cap: usize,
+        timers: &mut Timers,
+        fx: &mut Vec<Effect>,
+    ) -> bool {
         let step = self
             .memory
             .outbox
@@ -192,8 +257,8 @@ impl Engine {
         if lane.inflight == Some(seq) {
             lane.inflight = None;
         }
-        lane.retry_at = None;
         lane.backoff = Duration::ZERO;
+        timers.cancel(&Timer::Retry(session.clone()));
         if lane.failing.take().is_some() {
             fx.push(Effect::Log(
                 Log::new(Level::Info, "session is reachable again").session(&session),
@@ -207,7 +272,50 @@ impl Engine {
                     .session(&session),
             ));
         }
-        self.after_drain(&session, fx);
+        let refill = self.drained(&session, cap);
+        self.dirty_lanes.insert(session);
+        refill
+    }
+
+    /// A write failed: back off (doubling up to `retry_max`), say why once
+    /// per streak. Returns when to retry.
+    pub(super) fn on_undeliverable(
+        &mut self,
+        now: Now,
+        session: &str,
+        seq: u64,
+        why: Undeliverable,
+        config: &EngineConfig,
+        fx: &mut Vec<Effect>,
+    ) -> Now {
+        let lane = self.lanes.entry(session.to_string()).or_default();
+        if lane.inflight == Some(seq) {
+            lane.inflight = None;
+        }
+        lane.backoff = if lane.backoff.is_zero() {
+            config.retry_initial
+        } else {
+            (lane.backoff * 2).min(config.retry_max)
+        };
+        if lane.failing.as_deref() != Some(why.reason.as_str()) {
+            let pending = self.memory.outbox.get(session).map_or(0, |q| q.len());
+            fx.push(Effect::Log(
+                Log::new(
+                    Level::Warn,
+                    format!(
+                        "cannot deliver to session: {}; {pending} prompt(s) kept in its outbox, retrying",
+                        why.reason
+                    ),
+                )
+                .session(session),
+            ));
+            lane.failing = Some(why.reason);
+        }
+        now + lane.backoff
+    }
+
+    /// A lane whose retry came due may send.
+    pub(super) fn wake_lane(&mut self, session: String) {
         self.dirty_lanes.insert(session);
     }
 
@@ -217,19 +325,19 @@ impl Engine {
     /// answer marks that session's lane busy until `Delivered` or
     /// `Undeliverable` comes back: one prompt per session at a time, never
     /// interleaved, and one stuck session never holds up another.
-    pub fn poll_delivery(&mut self, now: Now) -> Option<Delivery> {
+    pub(super) fn poll_delivery(&mut self, now: Now, timers: &mut Timers) -> Option<Delivery> {
         while let Some(session) = self.dirty_lanes.pop_first() {
+            let retry = Timer::Retry(session.clone());
             let lane = self.lanes.entry(session.clone()).or_default();
             // In flight, or backing off: the retry timer brings it back.
-            if lane.inflight.is_some() || lane.retry_at.is_some_and(|at| at > now) {
+            if lane.inflight.is_some() || timers.get(&retry).is_some_and(|at| at > now) {
                 continue;
             }
+            timers.cancel(&retry);
             let Some(front) = self.memory.outbox.get(&session).and_then(|q| q.front()) else {
-                lane.retry_at = None;
                 continue;
             };
             lane.inflight = Some(front.seq);
-            lane.retry_at = None;
             return Some(Delivery {
                 session,
                 seq: front.seq,
@@ -241,29 +349,16 @@ impl Engine {
         None
     }
 
-    /// Wake-ups refused at the cap were left unannounced: once the outbox
-    /// has room again, diff every source again so they go out.
-    pub(super) fn after_drain(&mut self, session: &str, fx: &mut Vec<Effect>) {
+    /// Wake-ups refused at the cap were left unannounced: whether the
+    /// outbox of `session` has room again, so every source must be diffed
+    /// again for them to go out.
+    fn drained(&mut self, session: &str, cap: usize) -> bool {
         // Hysteresis: diff again once the outbox is down to half the cap,
         // not after each delivery. Each diff goes over every plan; at the
         // cap it ran once per prompt delivered (10,000 prompts behind a cap
         // of 1,000 drained at ~40 a second) and logged "outbox full" each
         // time it refilled.
         let queued = self.memory.outbox.get(session).map_or(0, |q| q.len());
-        if queued > self.config.outbox_cap / 2 || !self.capped.remove(session) {
-            return;
-        }
-        for state in self.plans.values() {
-            fx.push(Effect::Read {
-                path: state.path.clone(),
-                complete: true,
-            });
-        }
-        for mount in self.config.mounts.clone() {
-            fx.push(Effect::ReadMount { mount });
-        }
-        if self.config.beads_file.is_some() {
-            fx.push(Effect::ReadBeads);
-        }
+        queued <= cap / 2 && self.capped.remove(session)
     }
 }

@@ -10,7 +10,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::plan::{Plan, PlanError, Step, StepStatus};
+use super::types::{Plan, PlanError, Step, StepStatus};
 
 impl Plan {
     /// Checks what the parsers cannot see line by line: every dependency
@@ -440,7 +440,7 @@ mod tests {
         // graph, and nothing a file holds may panic them.
         #[test]
         fn markdown_never_panics_on_arbitrary_text(text in any::<String>()) {
-            if let Ok(p) = crate::core::markdown::parse(&text) {
+            if let Ok(p) = crate::core::plan::markdown::parse(&text) {
                 prop_assert!(p.validate().is_ok());
             }
         }
@@ -449,7 +449,7 @@ mod tests {
         fn markdown_plan_shaped_text_parses_to_a_valid_graph(
             text in r"(# [a-z ]{0,8}\r?\n|[-*+] \[[ xX]\] [a-z ]{0,6}( \((after|AFTER): ?([sq]?[1-4][, ]{0,2}){1,3}\))?\r?\n|[ \t]{1,3}(after: ([1-3]|none)|<!-- session: [a-z]{0,3} -->|[a-z]{0,5})\r?\n|---\n|```\n|[0-9]{1,3}[.)] \[ \] x\n|\n){0,30}"
         ) {
-            match crate::core::markdown::parse(&text) {
+            match crate::core::plan::markdown::parse(&text) {
                 Ok(p) => {
                     prop_assert!(p.validate().is_ok());
                     prop_assert_eq!(p.topo_order().len(), p.steps.len());

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 
 use super::graph::check_target;
-use super::plan::{Plan, PlanError, Step, StepStatus};
+use super::types::{Plan, PlanError, Step, StepStatus};
 
 /// Parses a markdown plan and validates its dependency graph.
 pub fn parse(text: &str) -> Result<Plan, PlanError> {

@@ -3,76 +3,20 @@
 //!
 //! A `Plan` is a value: parsing is a pure function of the file's bytes, and the
 //! engine diffs successive values of the same plan identity.
+//!
+//! - `types`: `Plan`, `Step`, `StepStatus`, `PlanError`, the value itself;
+//! - `markdown`, `json`: the two parsers, bytes → `Plan`;
+//! - `graph`: dependency validation and the ready set (`Plan::ready`).
+//!
+//! The children depend only on `types` (and `markdown` on `graph`'s
+//! reference check); this file only dispatches to them.
 
-use serde::Serialize;
+pub mod graph;
+pub mod json;
+pub mod markdown;
+mod types;
 
-use super::{markdown, planjson};
-
-/// Where a step stands, as the file says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StepStatus {
-    /// Not started: `- [ ]`, or a plan.json task with status `todo`.
-    Open,
-    /// Started but not finished (plan.json `doing`): never ready, not checked.
-    Doing,
-    /// `- [x]` / `- [X]`, or plan.json `done` / `dropped`.
-    Checked,
-}
-
-/// One step of a plan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Step {
-    /// Position in file order, 1-based: the `N` of `N`, `sN` and `qN`.
-    pub num: usize,
-    /// Identity across edits: the normalised title, plus `#k` for the k-th
-    /// (k ≥ 2) step with that same title.
-    pub key: String,
-    /// The id agents see: `sN` for markdown plans, `tN` for plan.json tasks.
-    pub label: String,
-    /// The title, trimmed, with any `(after: …)` annotation removed.
-    pub title: String,
-    /// Description lines (indentation removed), joined with `\n`.
-    pub description: String,
-    /// Checked, doing or open.
-    pub status: StepStatus,
-    /// Indices (0-based, into `Plan::steps`) of the steps this one waits for.
-    pub deps: Vec<usize>,
-    /// 1-based line of the step in its file (0 for plan.json, which has no
-    /// meaningful lines per task).
-    pub line: usize,
-}
-
-/// A parsed, validated plan: every dependency exists and the graph is acyclic.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Plan {
-    /// The goal: the markdown `# ` heading, or plan.json `title`.
-    pub goal: String,
-    /// The session named inside the file (`<!-- session: id -->`, front
-    /// matter `session:`, or plan.json `session`), unvalidated.
-    pub session: Option<String>,
-    /// Steps in file order.
-    pub steps: Vec<Step>,
-}
-
-/// Why a plan file is invalid. The caller adds the file name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlanError {
-    /// 1-based line the problem is on; 0 when it concerns the whole file.
-    pub line: usize,
-    /// What is wrong, in words a user can act on.
-    pub message: String,
-}
-
-impl std::fmt::Display for PlanError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.line > 0 {
-            write!(f, "line {}: {}", self.line, self.message)
-        } else {
-            f.write_str(&self.message)
-        }
-    }
-}
+pub use types::{Plan, PlanError, Step, StepStatus};
 
 /// Which parser a file needs, decided from its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,7 +57,7 @@ pub fn parse_plan(format: PlanFormat, bytes: &[u8], max_bytes: usize) -> Result<
     })?;
     match format {
         PlanFormat::Markdown => markdown::parse(text),
-        PlanFormat::Json => planjson::parse(text),
+        PlanFormat::Json => json::parse(text),
     }
 }
 
