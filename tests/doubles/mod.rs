@@ -2,3 +2,4 @@
 //! `std::fs`, as a user's shell would see them.
 
 mod fuse;
+mod ollie;

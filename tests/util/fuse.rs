@@ -545,3 +545,48 @@ impl Filesystem for Served {
         reply.ok();
     }
 }
+
+/// The errno 9pfuse gives a 9P error string (plan9port
+/// `src/cmd/9pfuse/errstr.c` `errstr2errno`): the first entry of its table
+/// found in the message, case-insensitively, else `ERANGE` ("who knows - be
+/// blatantly wrong").
+pub fn errno_for(message: &str) -> i32 {
+    const TABLE: &[(&str, i32)] = &[
+        ("permitted", libc::EPERM),
+        ("permission", libc::EACCES),
+        ("access", libc::EACCES),
+        ("exists", libc::EEXIST),
+        ("exist", libc::ENOENT),
+        ("no such", libc::ENOENT),
+        ("not found", libc::ENOENT),
+        ("not implemented", libc::ENOSYS),
+        ("input/output", libc::EIO),
+        ("timeout", libc::ETIMEDOUT),
+        ("timed out", libc::ETIMEDOUT),
+        ("i/o", libc::EIO),
+        ("too long", libc::E2BIG),
+        ("interrupt", libc::EINTR),
+        ("bad file", libc::EBADF),
+        (" fid ", libc::EBADF),
+        ("temporar", libc::EAGAIN),
+        ("memory", libc::ENOMEM),
+        ("is a directory", libc::EISDIR),
+        ("directory", libc::ENOTDIR),
+        ("argument", libc::EINVAL),
+        ("pipe", libc::EPIPE),
+        ("in use", libc::EBUSY),
+        ("busy", libc::EBUSY),
+        ("illegal", libc::EINVAL),
+        ("invalid", libc::EINVAL),
+        ("read-only", libc::EROFS),
+        ("read only", libc::EROFS),
+        ("stale ", libc::ESTALE),
+        ("proto", libc::EPROTO),
+        ("entry", libc::ENOENT),
+    ];
+    let message = message.to_lowercase();
+    TABLE
+        .iter()
+        .find(|(text, _)| message.contains(text))
+        .map_or(libc::ERANGE, |&(_, e)| e)
+}

@@ -7,6 +7,7 @@
 pub mod daemon;
 pub mod fuse;
 pub mod journald;
+pub mod ollie;
 pub mod rig;
 pub mod systemd;
 pub mod world;
