@@ -139,6 +139,104 @@ fn submits_to_a_busy_agent_run_after_its_turn_in_order() {
 }
 
 #[test]
+fn a_submit_while_a_turn_is_starting_waits_for_the_whole_chain() {
+    // ollie-core runs the pre-turn hooks before it marks the agent busy: a
+    // Submit then is not queued but waits on submitMu, behind the chain.
+    let slow_hooks = Options {
+        pre_turn: Duration::from_millis(800),
+        ..Options::default()
+    };
+    let Some((ollie, cwd)) = double(slow_hooks) else {
+        return;
+    };
+    let gate = Gate::default();
+    let hold = gate.clone();
+    ollie.on_turn(move |turn| {
+        if turn.prompt == "first" {
+            hold.hold();
+        }
+    });
+    let dir = new_session(&ollie, "window", cwd.path());
+    put(dir.join("prompt"), "first");
+    wait_until("first received", T, || {
+        (!ollie.received("window").is_empty()).then_some(())
+    });
+    put(dir.join("prompt"), "second");
+    wait_until("second received", T, || {
+        (ollie.received("window").len() == 2).then_some(())
+    });
+    let turns = ollie.wait_turns("window", 1, T);
+    let second = ollie.received("window")[1].at;
+    assert!(
+        second < turns[0].started,
+        "second arrived after the window; the test proves nothing"
+    );
+    assert!(
+        ollie.queue("window").is_empty(),
+        "a Submit in the window was queued"
+    );
+    put(dir.join("fifo.in"), "queued during the turn");
+    wait_until("the queued item", T, || {
+        (ollie.queue("window").len() == 1).then_some(())
+    });
+    gate.release();
+    let turns = ollie.wait_turns("window", 3, T);
+    let prompts: Vec<&str> = turns.iter().map(|t| t.prompt.as_str()).collect();
+    assert_eq!(prompts, ["first", "queued during the turn", "second"]);
+}
+
+#[test]
+fn an_interrupted_turn_drains_nothing() {
+    let Some((ollie, cwd)) = double(Options::default()) else {
+        return;
+    };
+    let gate = Gate::default();
+    let hold = gate.clone();
+    ollie.on_turn(move |_| hold.hold());
+    let dir = new_session(&ollie, "stop", cwd.path());
+    put(dir.join("prompt"), "working");
+    ollie.wait_turns("stop", 1, T);
+    put(dir.join("prompt"), "next");
+    wait_until("next queued", T, || {
+        (ollie.queue("stop") == ["next"]).then_some(())
+    });
+    put(dir.join("ctl"), "stop");
+    wait_until("the interrupt", T, || {
+        (ollie.controls("stop").len() == 1).then_some(())
+    });
+    gate.release();
+    let outcome = wait_until("the turn to end", T, || {
+        ollie.turns("stop")[0].ended.map(|(_, o)| o)
+    });
+    assert_eq!(outcome, Outcome::Interrupted);
+    ollie.wait_idle("stop", T);
+    assert_eq!(
+        ollie.queue("stop"),
+        ["next"],
+        "an interrupted turn drained the queue"
+    );
+    assert_eq!(ollie.turns("stop").len(), 1);
+}
+
+#[test]
+fn a_session_named_after_a_file_of_s_is_unreachable() {
+    // pathType asks the session store, whose stat answers for its fixed
+    // files first: a session named `new`, `idx`, `b`, … exists, runs, is in
+    // s/idx, and has no directory.
+    let Some((ollie, cwd)) = double(Options::default()) else {
+        return;
+    };
+    put(
+        ollie.sessions_dir().join("new"),
+        &format!("cwd={} name=idx", cwd.path().display()),
+    );
+    wait_until("session idx", T, || ollie.exists("idx").then_some(()));
+    assert!(ollie.sessions_dir().join("idx").is_file());
+    assert!(!ollie.session_dir("idx").join("prompt").exists());
+    assert!(get(ollie.sessions_dir().join("idx")).starts_with("idx\tidle\t"));
+}
+
+#[test]
 fn commands_are_not_turns_but_unknown_slash_text_is_a_prompt() {
     let Some((ollie, cwd)) = double(Options::default()) else {
         return;

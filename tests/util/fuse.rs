@@ -15,7 +15,8 @@
 //!   per open and acts on it when the file is closed (9P clunk, sent from
 //!   `fuserelease`). The kernel sends RELEASE after `close(2)` has returned,
 //!   and 9pfuse's reply to it is always 0: an error the server returns at
-//!   clunk never reaches the writer;
+//!   clunk never reaches the writer, and two files closed one after the
+//!   other may be acted on in either order;
 //! - `fuseflush` does nothing; a truncate to 0 without an open file is an
 //!   open(OTRUNC) and a clunk with nothing written (the `fusesetattr`
 //!   special case for synthetic servers);
@@ -477,9 +478,14 @@ impl Filesystem for Served {
         self.served();
         let handle = self.handles.lock().unwrap().remove(&fh.0);
         if let Some(handle) = handle.filter(|h| h.writable) {
-            // The clunk: the server acts on the whole text now; its error
-            // is dropped, as 9pfuse's `fuserelease` always replies 0.
-            let _ = self.tree.write(&handle.path, &handle.written);
+            // The clunk: the server acts on the whole text now, on its own
+            // thread (a clunk may block, and 9pfuse and the server both
+            // answer each request on its own thread); its error is dropped,
+            // as 9pfuse's `fuserelease` always replies 0.
+            let tree = self.tree.clone();
+            std::thread::spawn(move || {
+                let _ = tree.write(&handle.path, &handle.written);
+            });
         }
         reply.ok();
     }

@@ -164,6 +164,8 @@ pub struct Record {
     turns: Mutex<Vec<Turn>>,
     commands: Mutex<Vec<Command>>,
     received: Mutex<Vec<Received>>,
+    /// Every `ctl` line, recorded once it took effect.
+    controls: Mutex<Vec<Command>>,
     /// Errors the server returned at clunk or logged: they never reached
     /// a writer.
     errors: Mutex<Vec<String>>,
@@ -186,6 +188,9 @@ impl Record {
     }
     fn command(&self, command: Command) {
         self.commands.lock().unwrap().push(command);
+    }
+    fn control(&self, control: Command) {
+        self.controls.lock().unwrap().push(control);
     }
     fn received(&self, received: Received) {
         self.received.lock().unwrap().push(received);
@@ -325,6 +330,16 @@ impl Ollie {
     pub fn commands(&self, session: &str) -> Vec<Command> {
         let commands = self.server.record.commands.lock().unwrap();
         commands
+            .iter()
+            .filter(|c| c.session == session)
+            .cloned()
+            .collect()
+    }
+
+    /// The `ctl` lines a session acted on (`stop`, `rn …`), in order.
+    pub fn controls(&self, session: &str) -> Vec<Command> {
+        let controls = self.server.record.controls.lock().unwrap();
+        controls
             .iter()
             .filter(|c| c.session == session)
             .cloned()

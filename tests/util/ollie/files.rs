@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use super::agent::{Agent, Behaviour};
-use super::{Flavour, Record};
+use super::{Command, Flavour, Record};
 use crate::util::fuse::{errno_for, Node, Tree};
 
 /// Fixed files directly under `s/` (store/session.go `sessionStoreOrder`).
@@ -254,6 +254,13 @@ impl Server {
 
     /// store/sessionfile.go `handleCtl`.
     fn ctl(&self, agent: &Arc<Agent>, input: &str) -> Result<(), String> {
+        let id = agent.id();
+        self.control(agent, input)?;
+        self.record.control(Command::new(&id, input));
+        Ok(())
+    }
+
+    fn control(&self, agent: &Arc<Agent>, input: &str) -> Result<(), String> {
         let word = input.split_whitespace().next().unwrap_or("");
         match word {
             "stop" => agent.interrupt(),
