@@ -599,3 +599,32 @@ fn events_in(mut buf: &[u8]) -> usize {
     }
     count
 }
+
+/// What the double proves about reveille as it is: with its default
+/// `sessions.enqueue = "fifo.in"` a wake-up for an idle ollie agent is
+/// queued and never run — nothing drains that queue until someone Submits.
+/// Run with `cargo test -- --ignored reveille_wakes` once delivery Submits.
+#[test]
+#[ignore = "reveille bug: wake-ups go to fifo.in, which an idle ollie agent never drains"]
+fn reveille_wakes_an_idle_ollie_agent() {
+    use crate::util::daemon::{task_plan, Daemon, Project, Step};
+    let Some((ollie, cwd)) = double(Options::default()) else {
+        return;
+    };
+    new_session(&ollie, "agent", cwd.path());
+    let mut project = Project::with_default_session("agent");
+    let sessions = format!("{:?}", ollie.sessions_dir().display().to_string());
+    project.set("sessions", "dir", &sessions);
+    let daemon = Daemon::start(&project);
+    task_plan(&project.plan_dir, "wake me", &[Step::new("first step")]);
+    wait_until("the wake-up to reach the agent", T, || {
+        (!ollie.received("agent").is_empty()).then_some(())
+    });
+    let turns = ollie.wait_turns("agent", 1, T);
+    assert!(
+        turns[0].prompt.contains("first step"),
+        "{:?}\n{}",
+        turns,
+        daemon.log()
+    );
+}
