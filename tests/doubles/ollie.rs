@@ -472,6 +472,67 @@ fn fifo_out_pops_and_a_stat_pops_too() {
 }
 
 #[test]
+fn a_prompt_written_to_a_file_the_layout_lacks_vanishes() {
+    // A shell's `echo text > s/<id>/enqueue` on the current layout: the
+    // create is accepted, close succeeds, the text goes nowhere.
+    let Some((ollie, cwd)) = double(Options::default()) else {
+        return;
+    };
+    let dir = new_session(&ollie, "gone", cwd.path());
+    std::fs::write(dir.join("enqueue"), "lost\n").expect("the write succeeds");
+    wait_until("the refusal", T, || {
+        ollie
+            .errors()
+            .iter()
+            .any(|e| e.contains("enqueue: not found"))
+            .then_some(())
+    });
+    assert!(ollie.received("gone").is_empty());
+    assert!(ollie.queue("gone").is_empty());
+    // The kernel may keep the created entry for its 1 s entry timeout.
+    wait_until("the file to vanish", T, || {
+        (!dir.join("enqueue").exists()).then_some(())
+    });
+}
+
+#[test]
+fn sizes_are_what_the_server_reports_and_turns_take_their_set_time() {
+    let Some((ollie, cwd)) = double(Options {
+        turn: Duration::from_secs(30),
+        ..Options::default()
+    }) else {
+        return;
+    };
+    let dir = new_session(&ollie, "sized", cwd.path());
+    let len = |p: PathBuf| std::fs::metadata(p).unwrap().len();
+    let new = ollie.sessions_dir().join("new");
+    assert_eq!(
+        len(new.clone()) as usize,
+        get(&new).len(),
+        "s/new reports its template's length"
+    );
+    assert_eq!(len(dir.join("statewait")), 4096, "wait files report 4096");
+    assert_eq!(len(dir.join("prompt")), 0);
+    assert_eq!(len(dir.join("cfg")) as usize, get(dir.join("cfg")).len());
+    // The double's turns take 30 s; this session's, 100 ms.
+    ollie.set_session_turn("sized", Duration::from_millis(100));
+    put(dir.join("prompt"), "quick");
+    ollie.wait_turns("sized", 1, T);
+    ollie.wait_idle("sized", T);
+    let turn = &ollie.turns("sized")[0];
+    let took = turn.ended.unwrap().0 - turn.started;
+    assert!(
+        took >= Duration::from_millis(100) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+    put(dir.join("ctl"), "kill");
+    wait_until("the killed session to go", T, || {
+        (!ollie.exists("sized")).then_some(())
+    });
+    wait_until("its directory to go", T, || (!dir.exists()).then_some(()));
+}
+
+#[test]
 fn task_complete_ticks_the_first_matching_open_step() {
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("p.md");

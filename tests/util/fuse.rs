@@ -37,8 +37,8 @@ use std::time::{Duration, SystemTime};
 
 use fuser::{
     Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
-    LockOwner, MountOption, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty,
-    ReplyEntry, ReplyOpen, ReplyWrite, Request, SessionACL, WriteFlags,
+    LockOwner, MountOption, OpenFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
+    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite, Request, SessionACL, WriteFlags,
 };
 
 /// What a path in a [`Tree`] is.
@@ -76,6 +76,13 @@ pub trait Tree: Send + Sync + 'static {
             Node::Dir => 0o555,
             Node::File => 0o666,
         }
+    }
+    /// `open(O_CREAT)` of a file that does not exist (9P Tcreate). `Ok`
+    /// means the server accepted it: the writer gets a handle whose text is
+    /// delivered to [`Tree::write`] at close, whether or not the file then
+    /// exists (ollie-9p accepts a create anywhere and keeps nothing).
+    fn create(&self, _path: &str) -> Result<(), i32> {
+        Err(libc::EPERM)
     }
     /// `true` for files the server answers once per open, like ollie-9p's
     /// `*wait` and `fifo.out` (server.go `read`): only a read at offset 0
@@ -266,7 +273,11 @@ impl Served {
 
     /// The attributes of `path`, or `None` when it does not exist.
     fn attr(&self, path: &str) -> Option<FileAttr> {
-        let node = self.tree.node(path)?;
+        Some(self.attr_as(path, self.tree.node(path)?))
+    }
+
+    /// The attributes of `path` as a `node`.
+    fn attr_as(&self, path: &str, node: Node) -> FileAttr {
         let ino = self.inodes.lock().unwrap().ino(path);
         let (kind, size) = match node {
             Node::Dir => (FileType::Directory, 0),
@@ -274,7 +285,7 @@ impl Served {
         };
         // Fixed times: ollie-9p reports 0 (the epoch) for synthetic files.
         let time = SystemTime::UNIX_EPOCH;
-        Some(FileAttr {
+        FileAttr {
             ino: INodeNo(ino),
             size,
             blocks: size.div_ceil(512),
@@ -290,7 +301,7 @@ impl Served {
             rdev: 0,
             blksize: 4096,
             flags: 0,
-        })
+        }
     }
 
     fn child(&self, parent: INodeNo, name: &OsStr) -> Option<String> {
@@ -387,6 +398,34 @@ impl Filesystem for Served {
         let writable = flags.0 & libc::O_ACCMODE != libc::O_RDONLY;
         let fh = self.open_handle(path, writable);
         reply.opened(FileHandle(fh), FopenFlags::FOPEN_DIRECT_IO);
+    }
+
+    fn create(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        _flags: i32,
+        reply: ReplyCreate,
+    ) {
+        self.served();
+        let Some(path) = self.child(parent, name) else {
+            return reply.error(Errno::ENOENT);
+        };
+        if let Err(e) = self.tree.create(&path) {
+            return reply.error(errno(e));
+        }
+        let attr = self.attr_as(&path, Node::File);
+        let fh = self.open_handle(path, true);
+        reply.created(
+            &TTL,
+            &attr,
+            Generation(0),
+            FileHandle(fh),
+            FopenFlags::FOPEN_DIRECT_IO,
+        );
     }
 
     fn read(

@@ -230,6 +230,14 @@ impl Server {
         let agent = self
             .session(id)
             .ok_or_else(|| format!("session not found: {id}"))?;
+        // A name this layout lacks: the current store fails to open it, the
+        // older handleWrite fell through its switch and returned nil.
+        if self.file_mode(file).is_none() {
+            return match self.flavour {
+                Flavour::Current => Err(format!("{file}: not found")),
+                Flavour::Legacy => Ok(()),
+            };
+        }
         if input.is_empty() && (self.flavour == Flavour::Legacy || file != "plan") {
             return Ok(());
         }
@@ -512,6 +520,13 @@ impl Tree for Served {
             self.0.record.error(format!("{path}: {e}"));
             errno_for(&e)
         })
+    }
+
+    /// server.go `create`: a file may be created anywhere outside the
+    /// real directories, and nothing is kept; its text, at clunk, goes to a
+    /// file that does not exist (an error, or silence in the older layout).
+    fn create(&self, _path: &str) -> Result<(), i32> {
+        Ok(())
     }
 
     fn remove(&self, path: &str) -> Result<(), i32> {
