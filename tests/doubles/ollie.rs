@@ -143,7 +143,7 @@ fn a_submit_while_a_turn_is_starting_waits_for_the_whole_chain() {
     // ollie-core runs the pre-turn hooks before it marks the agent busy: a
     // Submit then is not queued but waits on submitMu, behind the chain.
     let slow_hooks = Options {
-        pre_turn: Duration::from_millis(800),
+        pre_turn: Duration::from_millis(1200),
         ..Options::default()
     };
     let Some((ollie, cwd)) = double(slow_hooks) else {
@@ -530,6 +530,40 @@ fn sizes_are_what_the_server_reports_and_turns_take_their_set_time() {
         (!ollie.exists("sized")).then_some(())
     });
     wait_until("its directory to go", T, || (!dir.exists()).then_some(()));
+}
+
+#[test]
+fn a_turn_script_ticks_a_plan_step_in_place() {
+    use std::os::unix::fs::MetadataExt;
+    let Some((ollie, cwd)) = double(Options::default()) else {
+        return;
+    };
+    let plan = cwd.path().join("20260101T000000_0123abcd--goal__wip.md");
+    std::fs::write(&plan, "# goal\n\n- [ ] First step\n- [ ] Second step\n").unwrap();
+    let inode = std::fs::metadata(&plan).unwrap().ino();
+    ollie.on_turn(|turn| {
+        if turn.prompt.contains("s1") {
+            let file = turn.cwd.join("20260101T000000_0123abcd--goal__wip.md");
+            assert!(task_complete(&file, "first").unwrap());
+        }
+    });
+    let dir = new_session(&ollie, "ticker", cwd.path());
+    put(dir.join("prompt"), "do s1");
+    put(dir.join("fifo.in"), "do s2 (and forget to tick it)");
+    // s2 is queued during s1's 300 ms turn, and runs after it.
+    let turns = ollie.wait_ended("ticker", 2, T);
+    assert!(turns
+        .iter()
+        .all(|t| t.ended.unwrap().1 == Outcome::Finished));
+    assert_eq!(
+        get(&plan),
+        "# goal\n\n- [x] First step\n- [ ] Second step\n"
+    );
+    assert_eq!(
+        std::fs::metadata(&plan).unwrap().ino(),
+        inode,
+        "rewritten in place"
+    );
 }
 
 #[test]

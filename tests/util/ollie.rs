@@ -320,6 +320,16 @@ impl Ollie {
         })
     }
 
+    /// Waits until `session` has finished (or ended otherwise) at least `n`
+    /// turns; returns its turns.
+    pub fn wait_ended(&self, session: &str, n: usize, timeout: Duration) -> Vec<Turn> {
+        let what = format!("{n} ended turn(s) of ollie session {session}");
+        super::wait_until(&what, timeout, || {
+            let turns = self.turns(session);
+            (turns.iter().filter(|t| t.ended.is_some()).count() >= n).then_some(turns)
+        })
+    }
+
     /// Waits until `session` exists, is idle and has no turn in progress.
     pub fn wait_idle(&self, session: &str, timeout: Duration) {
         let what = format!("ollie session {session} to be idle");
