@@ -9,8 +9,10 @@
 //!   every `read(2)` is a request to the server, which produces the content
 //!   afresh (ollie-9p's `read` regenerates it per Tread);
 //! - attributes and entries are cached by the kernel for 1 s (`attrtimeout`,
-//!   `entrytimeout`); mtimes never move (the servers report fixed times) and
-//!   sizes are whatever the server reports, not the length of the content;
+//!   `entrytimeout`); every lookup and getattr past that is a Tstat, which
+//!   asks the server for the size ([`Tree::size`], which may have effects);
+//!   mtimes never move (the servers report fixed times) and sizes are
+//!   whatever the server reports, not the length of the content;
 //! - each `write(2)` is a Twrite at its offset: the server assembles the text
 //!   per open and acts on it when the file is closed (9P clunk, sent from
 //!   `fuserelease`). The kernel sends RELEASE after `close(2)` has returned,
@@ -22,7 +24,8 @@
 //!   special case for synthetic servers);
 //! - the server answers many requests at once (9pfuse runs a thread per
 //!   request), so a blocking read (ollie's `statewait`) stalls no one else:
-//!   reads are answered from their own thread here.
+//!   reads and clunks are answered from their own thread here;
+//! - an `open(O_CREAT)` of a missing name is a Tcreate ([`Tree::create`]).
 //!
 //! There are no inotify events for anything the server changes: the kernel
 //! only reports what goes through its own VFS calls.

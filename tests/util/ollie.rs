@@ -19,12 +19,23 @@
 //!   chain, queued items included, then runs;
 //! - a stat of `fifo.out` pops an item (runfilestore.go `stat` sizes a file
 //!   by reading it), and so does the lookup before an open;
+//! - only ollie-core's known slash commands (and `!shell`) are commands: an
+//!   unknown `/text` is a prompt and starts a turn;
+//! - a session named after a fixed file of `s/` (`new`, `idx`, `b`, …) runs
+//!   and is listed in `s/idx`, but has no reachable directory;
+//! - `open(O_CREAT)` of a name the layout lacks succeeds and the text goes
+//!   nowhere (an error at clunk today, silence in the older layout);
 //! - there are no inotify events and mtimes never move.
+//!
+//! Timing: the pre-turn window is 0 by default (`Options::pre_turn` widens
+//! it); `statewait` blocks its real 5 s.
 //!
 //! What it leaves out: the model (a turn is a set duration with one tool call
 //! in the middle, where a test's script acts), the effects of slash commands
-//! (they are recorded), `/i` injects, hooks' output, and the fid path rewrite
-//! ollie-9p does on `rn` for files held open across a rename.
+//! (they are recorded), `/i` injects, hooks' output, `compacting` and
+//! `limitretry` states, the server crash a bare `ctl rn` causes upstream
+//! (`input[3:]` out of range), and the fid path rewrite ollie-9p does on `rn`
+//! for files held open across a rename (here such a file reads empty).
 
 mod agent;
 mod files;
