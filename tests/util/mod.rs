@@ -5,7 +5,9 @@
 #![allow(dead_code)] // each test module uses a different part of the harness
 
 pub mod daemon;
+pub mod fuse;
 pub mod journald;
+pub mod ollie;
 pub mod rig;
 pub mod systemd;
 pub mod world;
