@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 pub use check::render_check;
 pub use settings::{
-    validate_name, BeadsSettings, EventSettings, Framing, LogSettings, LogTarget, Mode,
+    validate_name, BeadsSettings, Delivery, EventSettings, Framing, LogSettings, LogTarget, Mode,
     ProjectSettings, PromptSettings, SessionSettings, Settings, StateSettings, MAX_NAME_BYTES,
 };
 

@@ -50,6 +50,8 @@ pub(crate) fn entries(s: &Settings) -> Vec<(String, String)> {
     add("sessions.session_plans", ss.session_plans.to_string());
     add("sessions.retry_initial_ms", ms(ss.retry_initial));
     add("sessions.retry_max_ms", ms(ss.retry_max));
+    add("sessions.delivery", quoted(ss.delivery.as_str()));
+    add("sessions.state_poll_ms", ms(ss.state_poll));
     let e = &s.events;
     add("events.path", optional_path(&e.path));
     add("events.beads_root", path(&e.beads_root));

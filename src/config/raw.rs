@@ -41,6 +41,8 @@ pub(crate) struct RawSessions {
     pub session_plans: bool,
     pub retry_initial_ms: u64,
     pub retry_max_ms: u64,
+    pub delivery: String,
+    pub state_poll_ms: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -108,6 +110,8 @@ impl RawConfig {
                 session_plans: true,
                 retry_initial_ms: 50,
                 retry_max_ms: 2000,
+                delivery: "auto".into(),
+                state_poll_ms: 1000,
             },
             events: RawEvents {
                 path: "~/mnt/beads/events".into(),

@@ -86,6 +86,19 @@ config_enum! {
 }
 
 config_enum! {
+    /// `sessions.delivery`: how a prompt reaches a session.
+    Delivery {
+        /// Submit (`prompt`) to ollie-9p sessions, recognised by what their
+        /// directory holds, so an idle agent starts a turn; the enqueue
+        /// file for every other session.
+        Auto = "auto",
+        /// Always the enqueue file (for ollie-9p: queue only — an idle
+        /// agent does not start on it).
+        Enqueue = "enqueue",
+    }
+}
+
+config_enum! {
     /// `log.target`: where logs go.
     LogTarget {
         /// journald when `JOURNAL_STREAM` matches stderr, else stderr.
@@ -153,6 +166,11 @@ pub struct SessionSettings {
     pub retry_initial: Duration,
     /// Longest retry delay (the backoff doubles up to it).
     pub retry_max: Duration,
+    /// How prompts reach sessions: Submit to ollie-9p ones, or always the
+    /// enqueue file.
+    pub delivery: Delivery,
+    /// How often an ollie-9p session tree's `idx` is read for states.
+    pub state_poll: Duration,
 }
 
 /// `[events]`.
@@ -345,6 +363,8 @@ impl Settings {
             session_plans: s.session_plans,
             retry_initial,
             retry_max,
+            delivery: parse_enum("sessions.delivery", &s.delivery)?,
+            state_poll: millis("sessions.state_poll_ms", s.state_poll_ms, 10, 600_000)?,
         };
 
         let e = &raw.events;

@@ -175,12 +175,34 @@ pub fn render(template: &str, vars: &[(&str, &str)]) -> String {
     if template.starts_with('\n') && !out.starts_with('\n') {
         out.insert(0, '\n');
     }
-    out
+    not_a_command(out)
+}
+
+/// The tag a prompt that would begin with `/` is given.
+pub const COMMAND_GUARD: &str = "[reveille] ";
+
+/// ollie runs a submitted text that begins with `/` as a command
+/// (`/compact`, `/clear`, …), not as a prompt; a template or a step title
+/// must never be able to do that. Such a text is tagged in front, which
+/// ollie's trimming cannot take away.
+pub fn not_a_command(mut text: String) -> String {
+    if text.trim_start().starts_with('/') {
+        text.insert_str(0, COMMAND_GUARD);
+    }
+    text
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prompt_never_begins_with_a_slash() {
+        let out = render("{title}\n", &[("title", "  /compact everything")]);
+        assert_eq!(out, "[reveille]   /compact everything\n");
+        assert!(!out.trim_start().starts_with('/'));
+        assert_eq!(render("a /b\n", &[]), "a /b\n");
+    }
 
     #[test]
     fn fills_placeholders_and_drops_empty_lines() {

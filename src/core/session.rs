@@ -29,9 +29,62 @@ pub fn check_name(name: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
+/// What an agent session is doing, as ollie-9p reports it (`cfg`'s
+/// `state=`, the legacy `state` file, a column of `s/idx`): `idle`,
+/// `thinking`, `calling: <tool>`, `compacting`, `limitretry`. Only the
+/// difference between idle and busy decides anything; the rest is shown.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum AgentState {
+    /// No turn is running: a Submit starts one at once.
+    Idle,
+    /// A turn is running (the state text as reported: `thinking`,
+    /// `calling: grep`, …); a Submit is queued behind it.
+    Busy(String),
+}
+
+impl AgentState {
+    /// Parse a reported state (trimmed); an empty text is not a state.
+    pub fn parse(text: &str) -> Option<AgentState> {
+        match text.trim() {
+            "" => None,
+            "idle" => Some(AgentState::Idle),
+            busy => Some(AgentState::Busy(busy.to_string())),
+        }
+    }
+
+    pub fn is_idle(&self) -> bool {
+        *self == AgentState::Idle
+    }
+
+    /// The state as ollie-9p writes it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            AgentState::Idle => "idle",
+            AgentState::Busy(s) => s,
+        }
+    }
+}
+
+impl std::fmt::Display for AgentState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::check_name;
+    use super::{check_name, AgentState};
+
+    #[test]
+    fn agent_states_are_idle_or_busy() {
+        assert_eq!(AgentState::parse(" idle\n"), Some(AgentState::Idle));
+        assert_eq!(
+            AgentState::parse("calling: grep"),
+            Some(AgentState::Busy("calling: grep".into()))
+        );
+        assert_eq!(AgentState::parse("\n"), None);
+        assert!(!AgentState::parse("thinking").unwrap().is_idle());
+    }
 
     #[test]
     fn names_that_climb_out_are_refused() {

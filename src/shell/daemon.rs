@@ -26,8 +26,10 @@ use crate::core::input::{Change, FileRead, Input, Undeliverable};
 use crate::core::prompt;
 use crate::core::record::Record;
 use crate::core::session::check_name;
-use crate::shell::deliver::{Deliverer, Framing, Outcome};
+use crate::shell::deliver::{Deliverer, Framing, Outcome, Reached};
+use crate::shell::ollie::{self, Submitted};
 use crate::shell::read::{read_capped, read_fresh};
+use crate::shell::sessions::{SessionTree, TreeChange};
 use crate::shell::store::{Store, StoreError};
 use crate::shell::systemd::Notifier;
 use crate::shell::tail::{PipeTail, Tail};
@@ -206,6 +208,28 @@ fn beads_read(settings: &Settings) -> Option<(FileRead, i64)> {
     Some((read_capped(path, TRACKER_FILE_CAP), unix_now()))
 }
 
+/// Say how a prompt reached its session: for an ollie-9p session,
+/// whether it woke an idle agent or queued behind a running turn.
+fn log_reached(project: &str, session: &str, step: &str, reached: &Reached) {
+    let Reached::Submitted(how) = reached else {
+        return;
+    };
+    match how {
+        Submitted::Woke => {
+            tracing::info!(project = %project, session = %session, step = %step, "woke idle session {session} for {step}")
+        }
+        Submitted::WokeUnconfirmed => {
+            tracing::info!(project = %project, session = %session, step = %step, "submitted {step} to idle session {session}; its turn was not seen starting within {:?}", ollie::CONFIRM_TIMEOUT)
+        }
+        Submitted::Queued(state) => {
+            tracing::info!(project = %project, session = %session, step = %step, "queued {step} behind the running turn of {session} ({state})")
+        }
+        Submitted::StateUnknown => {
+            tracing::info!(project = %project, session = %session, step = %step, "submitted {step} to session {session} (its state could not be read)")
+        }
+    }
+}
+
 /// The daemon's side of the driver: the journal, the files, the FIFOs.
 /// It borrows the daemon's parts beside the engine, so the engine and the
 /// world it drives are two disjoint borrows.
@@ -246,10 +270,14 @@ impl World for Carry<'_> {
 
     fn deliver(&mut self, d: &Delivery) -> Option<Result<(), Undeliverable>> {
         let outcome = self.deliverer.deliver(d);
-        if outcome.is_none() {
-            *self.background += 1;
+        match &outcome {
+            None => *self.background += 1,
+            Some(Ok(reached)) => {
+                log_reached(&self.settings.project.name, &d.session, &d.step, reached)
+            }
+            Some(Err(_)) => {}
         }
-        outcome
+        outcome.map(|r| r.map(|_| ()))
     }
 }
 
@@ -303,6 +331,11 @@ struct Daemon {
     tail: Option<Tail>,
     /// The tracker's event stream, when `[events] path` is a named pipe.
     pipe: Option<PipeTail>,
+    /// The ollie-9p session tree, when the sessions root is one: session
+    /// states from its `idx`, and the session checklists to read.
+    tree: Option<SessionTree>,
+    /// Whether the last read of the tree's `idx` failed (said once).
+    tree_failing: bool,
 }
 
 impl Daemon {
@@ -403,10 +436,18 @@ impl Daemon {
     fn on_outcome(&mut self, outcome: Outcome) {
         self.background = self.background.saturating_sub(1);
         let input = match outcome.result {
-            Ok(()) => Input::Delivered {
-                session: outcome.session,
-                seq: outcome.seq,
-            },
+            Ok(reached) => {
+                log_reached(
+                    &self.settings.project.name,
+                    &outcome.session,
+                    &outcome.step,
+                    &reached,
+                );
+                Input::Delivered {
+                    session: outcome.session,
+                    seq: outcome.seq,
+                }
+            }
             Err(why) => Input::Undeliverable {
                 session: outcome.session,
                 seq: outcome.seq,
@@ -507,6 +548,91 @@ impl Daemon {
             return;
         }
         self.feed(Input::Changed { path, change });
+    }
+
+    /// One read of the ollie-9p session tree's `idx` (recognised the first
+    /// time it is there), and what follows from it.
+    fn poll_sessions(&mut self) {
+        let project = self.settings.project.name.clone();
+        if self.tree.is_none() {
+            self.tree = SessionTree::detect(&self.settings.sessions.dir);
+            let Some(_) = &self.tree else { return };
+            tracing::info!(project = %project, "following ollie-9p session states through {} every {:?}", self.settings.sessions.dir.join("idx").display(), self.settings.sessions.state_poll);
+            self.watch.index_sessions(true);
+        }
+        let Some(tree) = self.tree.as_mut() else {
+            return;
+        };
+        match tree.poll(
+            self.settings.sessions.session_plans,
+            std::time::SystemTime::now(),
+        ) {
+            Ok(changes) => {
+                if self.tree_failing {
+                    self.tree_failing = false;
+                    tracing::info!(project = %project, "session states readable again");
+                }
+                if !changes.is_empty() {
+                    self.write_sessions_file();
+                }
+                for change in changes {
+                    self.on_tree_change(change);
+                }
+            }
+            Err(e) => {
+                if !self.tree_failing {
+                    self.tree_failing = true;
+                    tracing::warn!(project = %project, "cannot read {}: {e}; session states unknown until it can be read", self.settings.sessions.dir.join("idx").display());
+                }
+            }
+        }
+    }
+
+    fn on_tree_change(&mut self, change: TreeChange) {
+        let project = self.settings.project.name.clone();
+        match change {
+            TreeChange::Appeared(session) => {
+                tracing::debug!(project = %project, session = %session, "session {session} appeared");
+                self.feed(Input::SessionActivity { session });
+            }
+            TreeChange::Gone(session) => {
+                let pending = self
+                    .engine
+                    .memory()
+                    .outbox
+                    .get(&session)
+                    .map_or(0, |q| q.len());
+                tracing::info!(project = %project, session = %session, "session {session} is gone (killed, or renamed); {pending} undelivered prompt(s) kept in its outbox");
+            }
+            TreeChange::State { session, from, to } => {
+                tracing::debug!(project = %project, session = %session, "session {session}: {from} → {to}");
+                if to.is_idle() {
+                    self.feed(Input::SessionActivity { session });
+                }
+            }
+            TreeChange::PlanChanged(path) => self.feed(Input::Changed {
+                path,
+                change: Change::Closed,
+            }),
+        }
+    }
+
+    /// `sessions.json` in the state directory: every session's state and
+    /// since when, for `reveille status` (a snapshot for people, not state:
+    /// written whole, atomically, never read back by the daemon).
+    fn write_sessions_file(&self) {
+        let Some(tree) = &self.tree else { return };
+        let path = self.store.dir().join("sessions.json");
+        let tmp = self.store.dir().join("sessions.json.tmp");
+        let Ok(text) = serde_json::to_vec_pretty(tree.sessions()) else {
+            return;
+        };
+        if std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .is_err()
+        {
+            let _ = std::fs::remove_file(&tmp);
+        }
     }
 
     /// Say how a root is watched.
@@ -661,6 +787,10 @@ impl Daemon {
                 self.deliverer.sessions_dir = new.sessions.dir.clone();
                 self.deliverer.enqueue = new.sessions.enqueue.clone();
                 self.deliverer.framing = framing(&new);
+                self.deliverer.submit = new.sessions.delivery == config::Delivery::Auto;
+                if new.sessions.dir != self.settings.sessions.dir {
+                    self.tree = None;
+                }
                 if new.events.path != self.settings.events.path {
                     self.tail = new.events.path.as_ref().map(|p| Tail::new(p, None));
                 }
@@ -753,6 +883,7 @@ impl Daemon {
             sessions_dir: settings.sessions.dir.clone(),
             enqueue: settings.sessions.enqueue.clone(),
             framing: framing(&settings),
+            submit: settings.sessions.delivery == config::Delivery::Auto,
             outcomes: outcomes_tx,
         };
         let signals = Signals::install()?;
@@ -776,6 +907,8 @@ impl Daemon {
             background: 0,
             tail,
             pipe: None,
+            tree: None,
+            tree_failing: false,
         };
         let wakers = Wakers {
             events,
@@ -813,6 +946,7 @@ impl Daemon {
         let watchdog = self.notifier.watchdog_interval();
         let mut watchdog_at = watchdog.map(|w| Instant::now() + w);
         let mut poll_at = Instant::now() + self.settings.events.poll_interval;
+        let mut states_at = Instant::now();
         loop {
             // A reload that moved the roots brings a new watcher's receiver.
             let mut replaced = None;
@@ -864,6 +998,12 @@ impl Daemon {
                 }
                 _ = tokio::time::sleep_until(self.sync_at.unwrap_or_else(Instant::now)), if self.sync_at.is_some() => {
                     self.sync();
+                }
+                // Session states, only while the sessions root is a polled
+                // mount (an ollie-9p tree); local ones have none to read.
+                _ = tokio::time::sleep_until(states_at), if self.watch.sessions_polled(&self.settings.sessions.dir) => {
+                    states_at = Instant::now() + self.settings.sessions.state_poll;
+                    self.poll_sessions();
                 }
             }
             if let Some(new) = replaced {

@@ -27,6 +27,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use crate::core::effect::Delivery;
 use crate::core::input::Undeliverable;
 use crate::core::session::check_name;
+use crate::shell::ollie::{self, Flavour, Submitted};
 
 /// How prompts are separated in the enqueue file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -42,12 +43,24 @@ pub enum Framing {
     Jsonl,
 }
 
+/// How a prompt reached its session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reached {
+    /// Written to the session's enqueue file (a named pipe's reader, or a
+    /// regular file's consumer, is the agent's loop: the write wakes it).
+    Written,
+    /// Submitted to an ollie-9p session's `prompt`.
+    Submitted(Submitted),
+}
+
 /// The outcome of a delivery that finished in the background.
 #[derive(Debug)]
 pub struct Outcome {
     pub session: String,
     pub seq: u64,
-    pub result: Result<(), Undeliverable>,
+    /// The step or task id, for the journal.
+    pub step: String,
+    pub result: Result<Reached, Undeliverable>,
 }
 
 /// Writes prompts; one per session at a time (the engine guarantees that).
@@ -55,6 +68,9 @@ pub struct Deliverer {
     pub sessions_dir: PathBuf,
     pub enqueue: String,
     pub framing: Framing,
+    /// Submit to sessions recognised as ollie-9p ones (`prompt` + `cfg` or
+    /// `state` in the directory) instead of writing their enqueue file.
+    pub submit: bool,
     /// Where background completions are reported.
     pub outcomes: UnboundedSender<Outcome>,
 }
@@ -84,6 +100,8 @@ fn openat(dir: libc::c_int, name: &CString, flags: libc::c_int) -> io::Result<Ow
 enum Target {
     Fifo(File),
     Regular(File),
+    /// An ollie-9p session directory: Submit through its `prompt`.
+    Ollie(OwnedFd, Flavour),
 }
 
 impl Deliverer {
@@ -113,6 +131,11 @@ impl Deliverer {
             ),
             _ => undeliverable(format!("session directory: {e}")),
         })?;
+        if self.submit {
+            if let Some(flavour) = ollie::recognise(&dir) {
+                return Ok(Target::Ollie(dir, flavour));
+            }
+        }
         let fd = openat(
             dir.as_raw_fd(),
             &cstr(&self.enqueue)?,
@@ -185,7 +208,7 @@ impl Deliverer {
 
     /// Try to deliver now. `Some` is the outcome; `None` means the write
     /// continues in the background and its `Outcome` will be sent.
-    pub fn deliver(&self, d: &Delivery) -> Option<Result<(), Undeliverable>> {
+    pub fn deliver(&self, d: &Delivery) -> Option<Result<Reached, Undeliverable>> {
         let target = match self.open(&d.session) {
             Ok(t) => t,
             Err(e) => return Some(Err(e)),
@@ -194,7 +217,7 @@ impl Deliverer {
             Target::Fifo(file) => {
                 let bytes = self.frame(d, true);
                 match write_some(&file, &bytes) {
-                    Ok(n) if n == bytes.len() => Some(Ok(())),
+                    Ok(n) if n == bytes.len() => Some(Ok(Reached::Written)),
                     Ok(n) => {
                         self.finish_later(file, bytes, n, d);
                         None
@@ -204,29 +227,56 @@ impl Deliverer {
             }
             Target::Regular(mut file) => {
                 let bytes = self.frame(d, false);
-                let outcomes = self.outcomes.clone();
-                let (session, seq) = (d.session.clone(), d.seq);
-                tokio::task::spawn_blocking(move || {
+                self.in_background(d, move || {
                     let result = file
                         .write_all(&bytes)
+                        .map(|()| Reached::Written)
                         .map_err(|e| undeliverable(format!("write: {e}")));
                     drop(file);
-                    let _ = outcomes.send(Outcome {
-                        session,
-                        seq,
-                        result,
-                    });
+                    result
+                });
+                None
+            }
+            Target::Ollie(dir, flavour) => {
+                // Submit takes the plain text: ollie-9p trims it and makes
+                // one prompt of each write-and-close, so no framing applies.
+                let text = d.text.clone();
+                self.in_background(d, move || {
+                    ollie::deliver(&dir, flavour, &text)
+                        .map(Reached::Submitted)
+                        .map_err(|e| undeliverable(format!("submit to prompt: {e}")))
                 });
                 None
             }
         }
     }
 
+    /// Run a write that may block (a FUSE/9P server takes its time) on a
+    /// blocking thread, so one slow session never holds up another, and
+    /// report its outcome.
+    fn in_background(
+        &self,
+        d: &Delivery,
+        write: impl FnOnce() -> Result<Reached, Undeliverable> + Send + 'static,
+    ) {
+        let outcomes = self.outcomes.clone();
+        let (session, seq, step) = (d.session.clone(), d.seq, d.step.clone());
+        tokio::task::spawn_blocking(move || {
+            let result = write();
+            let _ = outcomes.send(Outcome {
+                session,
+                seq,
+                step,
+                result,
+            });
+        });
+    }
+
     /// Finish a partial pipe write when the pipe drains. Nothing else is
     /// written to this session meanwhile, so the prompt is never interleaved.
     fn finish_later(&self, file: File, bytes: Vec<u8>, mut done: usize, d: &Delivery) {
         let outcomes = self.outcomes.clone();
-        let (session, seq) = (d.session.clone(), d.seq);
+        let (session, seq, step) = (d.session.clone(), d.seq, d.step.clone());
         tokio::spawn(async move {
             let result = async {
                 // SAFETY: `File` owns its fd and nothing replaces or closes
@@ -245,12 +295,13 @@ impl Deliverer {
                         Err(_would_block) => continue,
                     }
                 }
-                Ok(())
+                Ok(Reached::Written)
             }
             .await;
             let _ = outcomes.send(Outcome {
                 session,
                 seq,
+                step,
                 result,
             });
         });

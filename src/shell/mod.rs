@@ -5,6 +5,8 @@
 //! - `watch`: inotify roots, polling fallback, rescans;
 //! - `read`: capped, non-blocking reads of plan and tracker files;
 //! - `deliver`: writing prompts into enqueue files and FIFOs;
+//! - `ollie`: ollie-9p sessions — recognising one, its state, Submit;
+//! - `sessions`: an ollie-9p session tree followed through its `idx`;
 //! - `tail`: the tracker's event log, by byte offset;
 //! - `store`: the journal, the snapshot and the one-instance lock;
 //! - `status`: `reveille status`, offline from the state directory;
@@ -13,7 +15,9 @@
 pub mod daemon;
 pub mod deliver;
 pub mod logging;
+pub mod ollie;
 pub mod read;
+pub mod sessions;
 pub mod status;
 pub mod store;
 pub mod systemd;

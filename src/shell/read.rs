@@ -77,7 +77,7 @@ pub fn read_fresh(path: &Path, cap: usize, window: Duration) -> (FileRead, bool)
         bytes.truncate(filled);
         let now = file.metadata().map_or(size, |m| m.len());
         attempt += 1;
-        if now == filled as u64 || filled > cap || attempt == 4 {
+        if now == filled as u64 || filled > cap || attempt == 4 || synthetic(&file) {
             return (FileRead::Bytes(bytes), fresh);
         }
         if let Err(e) = file.seek(std::io::SeekFrom::Start(0)) {
@@ -85,6 +85,16 @@ pub fn read_fresh(path: &Path, cap: usize, window: Duration) -> (FileRead, bool)
         }
         size = now;
     }
+}
+
+/// A file on a FUSE/9P mount: its reported size need not match its
+/// content (a synthetic file of a 9P server), so a size that differs from
+/// what was read to the end proves no concurrent rewrite.
+fn synthetic(file: &std::fs::File) -> bool {
+    nix::sys::statfs::fstatfs(file)
+        .ok()
+        .and_then(|st| crate::shell::watch::remote_fs_kind(&st))
+        .is_some()
 }
 
 #[cfg(test)]

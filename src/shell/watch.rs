@@ -147,6 +147,11 @@ pub struct Watch {
     /// Roots that changed how they are watched, not yet logged.
     changes: Vec<(PathBuf, RootMode)>,
     session_plans: bool,
+    /// A polled sessions root that is an ollie-9p tree is followed through
+    /// its `idx` (`shell::sessions`) instead: listing every session
+    /// directory and stat-ing its files on each poll costs requests to the
+    /// 9P server per session, and synthetic files' metadata does not move.
+    sessions_indexed: bool,
 }
 
 /// The receiving side the event loop selects on.
@@ -242,6 +247,7 @@ impl Watch {
                 generation: 0,
                 changes: Vec::new(),
                 session_plans,
+                sessions_indexed: false,
             },
             WatchEvents {
                 rx,
@@ -365,9 +371,23 @@ impl Watch {
 
     /// Whether any root needs the poll timer.
     pub fn polling(&self) -> bool {
-        self.roots
-            .iter()
-            .any(|r| matches!(r.mode, RootMode::Polled(_)))
+        self.roots.iter().any(|r| {
+            matches!(r.mode, RootMode::Polled(_))
+                && !(r.kind == RootKind::Sessions && self.sessions_indexed)
+        })
+    }
+
+    /// Whether the sessions root `dir` is polled (a FUSE/9P mount).
+    pub fn sessions_polled(&self, dir: &Path) -> bool {
+        self.roots.iter().any(|r| {
+            r.kind == RootKind::Sessions && r.path == dir && matches!(r.mode, RootMode::Polled(_))
+        })
+    }
+
+    /// Follow the polled sessions root through its `idx` from now on (see
+    /// `sessions_indexed`), or not.
+    pub fn index_sessions(&mut self, on: bool) {
+        self.sessions_indexed = on;
     }
 
     /// React to directory-level events: roots appearing or vanishing, new
@@ -455,6 +475,7 @@ impl Watch {
             }
             let files: Vec<PathBuf> = match root.kind {
                 RootKind::Plans => list_files(&root.path),
+                RootKind::Sessions if self.sessions_indexed => Vec::new(),
                 RootKind::Sessions => list_dirs(&root.path)
                     .into_iter()
                     .flat_map(|d| [d.join("plan"), d.join(&self.enqueue)])

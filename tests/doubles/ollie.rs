@@ -695,12 +695,10 @@ fn events_in(mut buf: &[u8]) -> usize {
     count
 }
 
-/// What the double proves about reveille as it is: with its default
-/// `sessions.enqueue = "fifo.in"` a wake-up for an idle ollie agent is
-/// queued and never run — nothing drains that queue until someone Submits.
-/// Run with `cargo test -- --ignored reveille_wakes` once delivery Submits.
+/// The bug this double first showed: a wake-up written to `fifo.in` of an
+/// idle ollie agent is queued and never run. With the default configuration reveille Submits (`prompt`) to an ollie
+/// session, so the idle agent starts a turn on the wake-up.
 #[test]
-#[ignore = "reveille bug: wake-ups go to fifo.in, which an idle ollie agent never drains"]
 fn reveille_wakes_an_idle_ollie_agent() {
     use crate::util::daemon::{task_plan, Daemon, Project, Step};
     let Some((ollie, cwd)) = double(Options::default()) else {

@@ -1,0 +1,277 @@
+//! The ollie-9p session tree as a whole: which sessions exist and what each
+//! is doing, from one read of `<sessions_dir>/idx` per state poll, and the
+//! session checklists (`<id>/plan`) that this makes cheap to follow.
+//!
+//! Why `idx` and not `statewait`: one read of `idx` gives every session's
+//! state (`id\tstate\tcwd\tbackend\tmodel` per line), so following N idle
+//! sessions costs the same few file-system requests per poll as following
+//! one. `statewait` is one blocking read per session, each returning at
+//! least every ~5 s, so its cost grows with every session — on a real
+//! mount each request is a round trip to the 9P server.
+//!
+//! Session checklists: a session's own `plan` changes only while the agent
+//! works (a turn is running), so it is read on every poll only while the
+//! session is busy, once more when it goes idle (the turn's last tick), and
+//! once when the session appears. Its content is compared, not its
+//! metadata: 9P servers report fixed mtimes and sizes that need not change.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{Hash, Hasher};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::Serialize;
+
+use crate::core::session::{check_name, AgentState};
+
+/// `idx` files larger than this are refused (100,000 sessions at 80 bytes).
+const IDX_CAP: u64 = 8 << 20;
+
+/// One session as `idx` shows it, and since when it is in that state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Observed {
+    pub state: AgentState,
+    /// When reveille first saw it in this state (wall clock).
+    #[serde(serialize_with = "unix_ms")]
+    pub since: SystemTime,
+    pub cwd: String,
+}
+
+impl Serialize for AgentState {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+fn unix_ms<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+    let ms = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    s.serialize_u64(ms)
+}
+
+/// What one poll of the tree found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TreeChange {
+    /// A session id that was not listed before.
+    Appeared(String),
+    /// A listed session is no longer listed (killed, or renamed with `rn`).
+    Gone(String),
+    /// A session's state changed.
+    State {
+        session: String,
+        from: AgentState,
+        to: AgentState,
+    },
+    /// A session's checklist has new content: read it.
+    PlanChanged(PathBuf),
+}
+
+/// The session tree of an ollie-9p mount.
+#[derive(Debug)]
+pub struct SessionTree {
+    dir: PathBuf,
+    /// The last `idx` content, so an unchanged one costs no parsing.
+    last: Option<Vec<u8>>,
+    sessions: BTreeMap<String, Observed>,
+    /// A hash of each session checklist's last content.
+    plans: BTreeMap<String, u64>,
+    /// Checklists to read at the next poll whatever the state (the session
+    /// appeared or just went idle).
+    due: BTreeSet<String>,
+}
+
+impl SessionTree {
+    /// The tree of `dir`, if `dir` is an ollie-9p session tree (it has an
+    /// `idx` file).
+    pub fn detect(dir: &Path) -> Option<SessionTree> {
+        std::fs::metadata(dir.join("idx"))
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|_| SessionTree {
+                dir: dir.to_path_buf(),
+                last: None,
+                sessions: BTreeMap::new(),
+                plans: BTreeMap::new(),
+                due: BTreeSet::new(),
+            })
+    }
+
+    /// Every listed session and its state.
+    pub fn sessions(&self) -> &BTreeMap<String, Observed> {
+        &self.sessions
+    }
+
+    /// One poll: read `idx`, and the checklists that may have changed.
+    /// `Err` when `idx` cannot be read (the mount went away): nothing is
+    /// forgotten then, the next good read is compared with the last.
+    pub fn poll(
+        &mut self,
+        session_plans: bool,
+        now: SystemTime,
+    ) -> Result<Vec<TreeChange>, String> {
+        let text = read_all(&self.dir.join("idx"), IDX_CAP).map_err(|e| e.to_string())?;
+        let mut out = Vec::new();
+        if self.last.as_deref() != Some(&text[..]) {
+            self.apply_index(&text, now, &mut out);
+            self.last = Some(text);
+        }
+        if session_plans {
+            self.poll_plans(&mut out);
+        }
+        Ok(out)
+    }
+
+    fn apply_index(&mut self, text: &[u8], now: SystemTime, out: &mut Vec<TreeChange>) {
+        let listed = parse_index(&String::from_utf8_lossy(text));
+        let gone: Vec<String> = self
+            .sessions
+            .keys()
+            .filter(|id| !listed.contains_key(*id))
+            .cloned()
+            .collect();
+        for id in gone {
+            self.sessions.remove(&id);
+            self.plans.remove(&id);
+            self.due.remove(&id);
+            out.push(TreeChange::Gone(id));
+        }
+        for (id, (state, cwd)) in listed {
+            match self.sessions.get_mut(&id) {
+                None => {
+                    self.due.insert(id.clone());
+                    self.sessions.insert(
+                        id.clone(),
+                        Observed {
+                            state,
+                            since: now,
+                            cwd,
+                        },
+                    );
+                    out.push(TreeChange::Appeared(id));
+                }
+                Some(seen) => {
+                    seen.cwd = cwd;
+                    if seen.state != state {
+                        if state.is_idle() {
+                            // The turn that just ended may have ticked.
+                            self.due.insert(id.clone());
+                        }
+                        let from = std::mem::replace(&mut seen.state, state.clone());
+                        seen.since = now;
+                        out.push(TreeChange::State {
+                            session: id,
+                            from,
+                            to: state,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    fn poll_plans(&mut self, out: &mut Vec<TreeChange>) {
+        let due = std::mem::take(&mut self.due);
+        let read: Vec<String> = self
+            .sessions
+            .iter()
+            .filter(|(id, o)| !o.state.is_idle() || due.contains(*id))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in read {
+            let path = self.dir.join(&id).join("plan");
+            let Ok(bytes) = read_all(&path, IDX_CAP) else {
+                continue;
+            };
+            let hash = content_hash(&bytes);
+            if self.plans.insert(id, hash) != Some(hash) && !bytes.is_empty() {
+                out.push(TreeChange::PlanChanged(path));
+            }
+        }
+    }
+}
+
+/// `id\tstate\tcwd\tbackend\tmodel` lines; ids that are not safe path
+/// components and lines without a state are skipped.
+fn parse_index(text: &str) -> BTreeMap<String, (AgentState, String)> {
+    text.lines()
+        .filter_map(|line| {
+            let mut cols = line.split('\t');
+            let id = cols.next()?.trim();
+            let state = AgentState::parse(cols.next()?)?;
+            let cwd = cols.next().unwrap_or("").to_string();
+            check_name(id).ok()?;
+            Some((id.to_string(), (state, cwd)))
+        })
+        .collect()
+}
+
+fn content_hash(bytes: &[u8]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    h.finish()
+}
+
+/// Read a synthetic file to its end (its reported size means nothing).
+fn read_all(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
+        .open(path)?;
+    let mut out = Vec::new();
+    file.take(cap).read_to_end(&mut out)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn idx(dir: &Path, rows: &[(&str, &str)]) {
+        let text: String = rows
+            .iter()
+            .map(|(id, st)| format!("{id}\t{st}\t/src\tb\tm\n"))
+            .collect();
+        std::fs::write(dir.join("idx"), text).unwrap();
+    }
+
+    #[test]
+    fn states_come_from_one_index_and_checklists_are_read_only_around_turns() {
+        let t = tempfile::tempdir().unwrap();
+        idx(t.path(), &[("a", "idle"), ("b", "thinking")]);
+        for id in ["a", "b"] {
+            std::fs::create_dir(t.path().join(id)).unwrap();
+            std::fs::write(t.path().join(id).join("plan"), "# g\n- [ ] x\n").unwrap();
+        }
+        let mut tree = SessionTree::detect(t.path()).unwrap();
+        let now = SystemTime::now();
+        let first = tree.poll(true, now).unwrap();
+        assert!(first.contains(&TreeChange::Appeared("a".into())));
+        assert!(first.contains(&TreeChange::PlanChanged(t.path().join("a/plan"))));
+        assert!(first.contains(&TreeChange::PlanChanged(t.path().join("b/plan"))));
+        // Idle a's checklist is not read again; busy b's is, but unchanged.
+        std::fs::write(t.path().join("a/plan"), "# g\n- [x] x\n").unwrap();
+        assert_eq!(tree.poll(true, now).unwrap(), vec![]);
+        // a goes busy, then idle: its change is seen by then.
+        idx(t.path(), &[("a", "calling: grep"), ("b", "thinking")]);
+        let busy = tree.poll(true, now).unwrap();
+        assert!(busy.contains(&TreeChange::PlanChanged(t.path().join("a/plan"))));
+        idx(t.path(), &[("b", "idle")]);
+        let later = tree.poll(true, now).unwrap();
+        assert!(later.contains(&TreeChange::Gone("a".into())));
+        assert!(later.contains(&TreeChange::State {
+            session: "b".into(),
+            from: AgentState::Busy("thinking".into()),
+            to: AgentState::Idle,
+        }));
+        assert_eq!(tree.sessions().len(), 1);
+    }
+
+    #[test]
+    fn unsafe_ids_and_stateless_lines_are_skipped() {
+        let rows = parse_index("../x\tidle\n\n ok \tidle\t/c\nnostate\n");
+        assert_eq!(rows.keys().collect::<Vec<_>>(), vec!["ok"]);
+    }
+}
