@@ -7,9 +7,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use super::config::{EngineConfig, Now};
+use super::context::Cx;
 use super::ledger::Wake;
 use super::timers::{Recheck, Timer};
-use super::{Cx, EngineConfig, Now};
 use crate::core::beads;
 use crate::core::effect::{Effect, Level, Log};
 use crate::core::input::FileRead;
