@@ -47,16 +47,16 @@ pub struct PlanView {
 
 /// The engine: a coordinator over parts that own their state and rules.
 ///
-/// - [`Ledger`] (`engine/ledger.rs`): the durable memory — announced sets,
+/// - `Ledger` (`engine/ledger.rs`): the durable memory — announced sets,
 ///   outboxes — and the delivery lanes; the only place records are applied.
-/// - [`Plans`] (`engine/plans.rs`): the plan table, settle/vanish/recheck
+/// - `Plans` (`engine/plans.rs`): the plan table, settle/vanish/recheck
 ///   bookkeeping, lifecycle, parse → reconcile (the wake rule).
-/// - [`Tasks`] (`engine/tasks.rs`): tracker mounts and events, the beads
+/// - `Tasks` (`engine/tasks.rs`): tracker mounts and events, the beads
 ///   file, task titles, mounts known only by their events.
-/// - [`Sessions`] (`engine/sessions.rs`): what is known of each session.
-/// - [`Timers`] (`engine/timers.rs`): every deadline, in one table.
+/// - `Sessions` (`engine/sessions.rs`): what is known of each session.
+/// - `Timers` (`engine/timers.rs`): every deadline, in one table.
 ///
-/// Each part gets what it needs of the others through a [`Cx`], so borrows
+/// Each part gets what it needs of the others through a `Cx`, so borrows
 /// stay simple and each part reads alone.
 pub struct Engine {
     config: EngineConfig,
