@@ -9,7 +9,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use super::expand::{expand_path, EnvSnapshot};
-use super::raw::RawConfig;
+use super::raw::{RawConfig, RawEvents};
 
 use crate::core::session::check_name;
 pub use crate::core::session::MAX_NAME_BYTES;
@@ -312,6 +312,38 @@ fn log_level(raw: &str) -> Result<String, Invalid> {
     ))
 }
 
+/// The `[events]` section: mounts (the project name when none is given)
+/// and the assignee → session map, validated.
+fn event_settings(
+    e: &RawEvents,
+    project: &str,
+    env: &EnvSnapshot,
+) -> Result<EventSettings, Invalid> {
+    let mut mounts = Vec::new();
+    for (i, m) in e.mounts.iter().enumerate() {
+        mounts.push(name(&format!("events.mounts[{i}]"), "mount", m)?);
+    }
+    if mounts.is_empty() {
+        mounts.push(project.to_string());
+    }
+    let mut assignees = BTreeMap::new();
+    for (who, session) in &e.assignees {
+        let key = super::layers::entry_key("events.assignees", who);
+        if who.is_empty() {
+            return Err(invalid(&key, "\"\"", "assignee name is empty"));
+        }
+        assignees.insert(who.clone(), name(&key, "session id", session)?);
+    }
+    Ok(EventSettings {
+        path: optional_path("events.path", &e.path, env)?,
+        beads_root: path("events.beads_root", &e.beads_root, env)?,
+        mounts,
+        poll_interval: millis("events.poll_interval_ms", e.poll_interval_ms, 10, 3_600_000)?,
+        notify_completed: e.notify_completed,
+        assignees,
+    })
+}
+
 impl Settings {
     /// Stage two: validates `raw` and derives the settings, resolving
     /// paths against `env`.
@@ -367,30 +399,7 @@ impl Settings {
             state_poll: millis("sessions.state_poll_ms", s.state_poll_ms, 10, 600_000)?,
         };
 
-        let e = &raw.events;
-        let mut mounts = Vec::new();
-        for (i, m) in e.mounts.iter().enumerate() {
-            mounts.push(name(&format!("events.mounts[{i}]"), "mount", m)?);
-        }
-        if mounts.is_empty() {
-            mounts.push(project.name.clone());
-        }
-        let mut assignees = BTreeMap::new();
-        for (who, session) in &e.assignees {
-            let key = super::layers::entry_key("events.assignees", who);
-            if who.is_empty() {
-                return Err(invalid(&key, "\"\"", "assignee name is empty"));
-            }
-            assignees.insert(who.clone(), name(&key, "session id", session)?);
-        }
-        let events = EventSettings {
-            path: optional_path("events.path", &e.path, env)?,
-            beads_root: path("events.beads_root", &e.beads_root, env)?,
-            mounts,
-            poll_interval: millis("events.poll_interval_ms", e.poll_interval_ms, 10, 3_600_000)?,
-            notify_completed: e.notify_completed,
-            assignees,
-        };
+        let events = event_settings(&raw.events, &project.name, env)?;
 
         let beads = BeadsSettings {
             issues_jsonl: optional_path("beads.issues_jsonl", &raw.beads.issues_jsonl, env)?,

@@ -24,15 +24,73 @@ pub const EXCLUDED_TYPES: [&str; 8] = [
     "rig",
 ];
 
+/// An issue's status. The rules name only a few; any other is kept as
+/// written, so `reveille ready --json` shows it unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BeadStatus {
+    Open,
+    Closed,
+    Pinned,
+    Tombstone,
+    /// `in_progress`, `blocked`, `deferred`, `hooked`, … (or absent: empty).
+    Other(String),
+}
+
+impl BeadStatus {
+    pub fn as_str(&self) -> &str {
+        match self {
+            BeadStatus::Open => "open",
+            BeadStatus::Closed => "closed",
+            BeadStatus::Pinned => "pinned",
+            BeadStatus::Tombstone => "tombstone",
+            BeadStatus::Other(s) => s,
+        }
+    }
+
+    /// Closed or deleted: a task announced for it leaves the announced set.
+    pub fn is_gone(&self) -> bool {
+        matches!(self, BeadStatus::Closed | BeadStatus::Tombstone)
+    }
+}
+
+impl From<String> for BeadStatus {
+    fn from(s: String) -> BeadStatus {
+        match s.as_str() {
+            "open" => BeadStatus::Open,
+            "closed" => BeadStatus::Closed,
+            "pinned" => BeadStatus::Pinned,
+            "tombstone" => BeadStatus::Tombstone,
+            _ => BeadStatus::Other(s),
+        }
+    }
+}
+
+impl From<&str> for BeadStatus {
+    fn from(s: &str) -> BeadStatus {
+        BeadStatus::from(s.to_string())
+    }
+}
+
+impl PartialEq<&str> for BeadStatus {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl Serialize for BeadStatus {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 /// One issue of `issues.jsonl`, reduced to what readiness and prompts need.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Issue {
     /// Checked with [`valid_id`]; unique within one parse.
     pub id: String,
     pub title: String,
-    /// `open`, `in_progress`, `blocked`, `deferred`, `closed`, `pinned`,
-    /// `hooked`, `tombstone`, …; kept verbatim.
-    pub status: String,
+    /// What the file says of the issue (any other word kept verbatim).
+    pub status: BeadStatus,
     /// Empty when absent.
     pub issue_type: String,
     /// `None` when absent, null or empty.
@@ -267,7 +325,7 @@ fn parse_issue_line(raw: &str, line: usize, errors: &mut Vec<LineError>) -> Opti
     let owned = |s: Option<Cow<'_, str>>| s.map(Cow::into_owned).unwrap_or_default();
     Some(Issue {
         title: owned(issue.title),
-        status: owned(issue.status),
+        status: owned(issue.status).into(),
         issue_type: owned(issue.issue_type),
         assignee: issue
             .assignee
@@ -309,7 +367,7 @@ pub fn ready(issues: &[Issue], now_unix: i64) -> Vec<usize> {
 
 /// Everything but blocking: the per-issue half of the rule.
 fn is_candidate(issue: &Issue, now_unix: i64) -> bool {
-    issue.status == "open"
+    issue.status == BeadStatus::Open
         && !issue.pinned
         && !issue.ephemeral
         && !EXCLUDED_TYPES.contains(&issue.issue_type.as_str())
@@ -323,7 +381,7 @@ fn blocked(issues: &[Issue]) -> Vec<bool> {
     let index: HashMap<&str, usize> = issues
         .iter()
         .enumerate()
-        .filter(|(_, issue)| issue.status != "tombstone")
+        .filter(|(_, issue)| issue.status != BeadStatus::Tombstone)
         .map(|(i, issue)| (issue.id.as_str(), i))
         .collect();
     let n = issues.len();
@@ -341,14 +399,14 @@ fn blocked(issues: &[Issue]) -> Vec<bool> {
         };
         match dep.kind {
             DepKind::Blocks | DepKind::ConditionalBlocks => {
-                let status = issues[target].status.as_str();
-                if status != "closed" && status != "pinned" {
+                let status = &issues[target].status;
+                if !matches!(status, BeadStatus::Closed | BeadStatus::Pinned) {
                     blocked[waiter] = true;
                 }
             }
             DepKind::ParentChild => {
                 children[target].push(waiter);
-                if issues[waiter].status != "closed" {
+                if issues[waiter].status != BeadStatus::Closed {
                     has_open_child[target] = true;
                 }
             }
@@ -411,7 +469,7 @@ pub fn ready_json(issues: &[Issue], ready: &[usize]) -> String {
         .map(|issue| ReadyJson {
             id: &issue.id,
             title: &issue.title,
-            status: &issue.status,
+            status: issue.status.as_str(),
             issue_type: &issue.issue_type,
             assignee: issue.assignee.as_deref(),
             line: issue.line,

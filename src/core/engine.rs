@@ -16,116 +16,19 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use super::effect::{Delivery, Effect, Level, Log};
 use super::input::Input;
 use super::lifecycle::Lifecycle;
-use super::prompt;
 use super::record::{Memory, Record};
 use super::source::Source;
+pub use config::{EngineConfig, Mode, Now, Templates};
+use context::Cx;
 use ledger::Ledger;
 use plans::{Origin, Plans, ReadKind};
 use sessions::Sessions;
 use tasks::Tasks;
 use timers::{Timer, Timers};
-
-/// Monotonic time since an arbitrary origin, supplied by the caller.
-pub type Now = Duration;
-
-/// Reactive (announce steps as they unblock) or queue (the old fallback:
-/// everything at once, in topological order).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Mode {
-    #[default]
-    Reactive,
-    Queue,
-}
-
-/// Prompt templates, already checked.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Templates {
-    pub step: String,
-    pub done: String,
-    pub task: String,
-    pub claim: String,
-    pub completed: String,
-}
-
-impl Default for Templates {
-    fn default() -> Templates {
-        Templates {
-            step: prompt::DEFAULT_STEP.into(),
-            done: prompt::DEFAULT_DONE.into(),
-            task: prompt::DEFAULT_TASK.into(),
-            claim: prompt::DEFAULT_CLAIM.into(),
-            completed: prompt::DEFAULT_COMPLETED.into(),
-        }
-    }
-}
-
-/// What the engine needs to know of the configuration.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EngineConfig {
-    /// Where plan files live (directly in it).
-    pub plan_dir: PathBuf,
-    /// One directory per session id.
-    pub sessions_dir: PathBuf,
-    /// Also treat `<sessions_dir>/<id>/plan` as a plan.
-    pub session_plans: bool,
-    /// Session for plans and tasks with no other route.
-    pub default_session: Option<String>,
-    pub mode: Mode,
-    /// Prompt when every step of a wip plan is checked.
-    pub nudge_done: bool,
-    /// Larger plan files are refused.
-    pub max_plan_bytes: usize,
-    /// How long a file modified without a close is left to settle.
-    pub settle: Duration,
-    /// How long a plan whose file vanished waits for the other half of a
-    /// rename before a directory listing decides.
-    pub rename_grace: Duration,
-    /// First retry delay for an undeliverable prompt; doubles up to `retry_max`.
-    pub retry_initial: Duration,
-    pub retry_max: Duration,
-    /// Pending prompts kept per session; beyond it new wake-ups wait
-    /// (unannounced, so nothing is lost) until the outbox drains.
-    pub outbox_cap: usize,
-    pub templates: Templates,
-    /// The tracker mounts of this project; events for others are ignored.
-    pub mounts: Vec<String>,
-    /// Tracker assignee → session id.
-    pub assignees: BTreeMap<String, String>,
-    /// Tell a session when a task announced to it was completed elsewhere.
-    pub notify_completed: bool,
-    /// The beads `issues.jsonl` file name, for prompts (`None`: not watched).
-    pub beads_file: Option<String>,
-}
-
-impl EngineConfig {
-    /// A configuration for tests and `reveille ready`: everything default.
-    pub fn new(plan_dir: impl Into<PathBuf>, sessions_dir: impl Into<PathBuf>) -> EngineConfig {
-        EngineConfig {
-            plan_dir: plan_dir.into(),
-            sessions_dir: sessions_dir.into(),
-            session_plans: true,
-            default_session: None,
-            mode: Mode::Reactive,
-            nudge_done: true,
-            max_plan_bytes: 4 << 20,
-            settle: Duration::from_millis(50),
-            rename_grace: Duration::from_millis(100),
-            retry_initial: Duration::from_millis(50),
-            retry_max: Duration::from_secs(2),
-            outbox_cap: 1000,
-            templates: Templates::default(),
-            mounts: Vec::new(),
-            assignees: BTreeMap::new(),
-            notify_completed: false,
-            beads_file: None,
-        }
-    }
-}
 
 /// One plan as `status` shows it.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -144,16 +47,16 @@ pub struct PlanView {
 
 /// The engine: a coordinator over parts that own their state and rules.
 ///
-/// - [`Ledger`] (`engine/ledger.rs`): the durable memory — announced sets,
+/// - `Ledger` (`engine/ledger.rs`): the durable memory — announced sets,
 ///   outboxes — and the delivery lanes; the only place records are applied.
-/// - [`Plans`] (`engine/plans.rs`): the plan table, settle/vanish/recheck
+/// - `Plans` (`engine/plans.rs`): the plan table, settle/vanish/recheck
 ///   bookkeeping, lifecycle, parse → reconcile (the wake rule).
-/// - [`Tasks`] (`engine/tasks.rs`): tracker mounts and events, the beads
+/// - `Tasks` (`engine/tasks.rs`): tracker mounts and events, the beads
 ///   file, task titles, mounts known only by their events.
-/// - [`Sessions`] (`engine/sessions.rs`): what is known of each session.
-/// - [`Timers`] (`engine/timers.rs`): every deadline, in one table.
+/// - `Sessions` (`engine/sessions.rs`): what is known of each session.
+/// - `Timers` (`engine/timers.rs`): every deadline, in one table.
 ///
-/// Each part gets what it needs of the others through a [`Cx`], so borrows
+/// Each part gets what it needs of the others through a `Cx`, so borrows
 /// stay simple and each part reads alone.
 pub struct Engine {
     config: EngineConfig,
@@ -165,17 +68,6 @@ pub struct Engine {
     /// deferrals.
     timers: Timers,
     /// True from a first start (no memory) until `StartupDone`.
-    baseline: bool,
-}
-
-/// What a part may use of the engine while it handles an input.
-struct Cx<'a> {
-    config: &'a EngineConfig,
-    ledger: &'a mut Ledger,
-    timers: &'a mut Timers,
-    fx: &'a mut Vec<Effect>,
-    /// A first start until `StartupDone`: what is ready is recorded as the
-    /// baseline, not announced.
     baseline: bool,
 }
 
@@ -430,6 +322,8 @@ impl Engine {
     }
 }
 
+mod config;
+mod context;
 mod ledger;
 mod plans;
 mod sessions;

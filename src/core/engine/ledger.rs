@@ -7,8 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use super::config::{EngineConfig, Now};
 use super::timers::{Timer, Timers};
-use super::{EngineConfig, Now};
 use crate::core::effect::{Delivery, Effect, Level, Log};
 use crate::core::input::Undeliverable;
 use crate::core::record::{Item, Memory, Pending, Record};

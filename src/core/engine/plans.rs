@@ -5,9 +5,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use super::config::{EngineConfig, Mode, Now};
+use super::context::Cx;
 use super::ledger::Wake;
 use super::timers::{Recheck, Timer};
-use super::{Cx, EngineConfig, Mode, Now};
 use crate::core::effect::{Effect, Level, Log};
 use crate::core::input::{Change, FileRead};
 use crate::core::lifecycle::Lifecycle;

@@ -8,9 +8,9 @@
 //! a session's children will live, each with its own inputs and timers,
 //! so that they do not spread over plans, tasks and lanes.
 
+use super::config::Now;
 use super::ledger::Ledger;
 use super::timers::Timers;
-use super::Now;
 
 /// What is known of the sessions.
 #[derive(Debug, Default)]

@@ -7,9 +7,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use super::config::{EngineConfig, Now};
+use super::context::Cx;
 use super::ledger::Wake;
 use super::timers::{Recheck, Timer};
-use super::{Cx, EngineConfig, Now};
 use crate::core::beads;
 use crate::core::effect::{Effect, Level, Log};
 use crate::core::input::FileRead;
@@ -560,7 +561,7 @@ impl Tasks {
         let leaving = cx.ledger.memory.announced_where(&Source::Beads, |i| {
             matches!(i, Item::Task(id) if by_id
                 .get(id.as_str())
-                .is_none_or(|i| i.status == "closed" || i.status == "tombstone"))
+                .is_none_or(|i| i.status.is_gone()))
         });
         for item in leaving {
             cx.ledger
@@ -569,7 +570,7 @@ impl Tasks {
         // A deferred issue comes due without the file changing.
         let due = issues
             .iter()
-            .filter(|i| i.status == "open")
+            .filter(|i| i.status == beads::BeadStatus::Open)
             .filter_map(|i| i.defer_until)
             .filter(|&t| t > now_unix)
             .min()

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::Now;
+use super::config::Now;
 use crate::core::source::Source;
 
 /// What a deadline is for. The order of the variants is the order in which

@@ -1,0 +1,104 @@
+//! What the engine needs to know of the configuration, and its clock type.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::core::prompt;
+
+/// Monotonic time since an arbitrary origin, supplied by the caller.
+pub type Now = Duration;
+
+/// Reactive (announce steps as they unblock) or queue (the old fallback:
+/// everything at once, in topological order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    #[default]
+    Reactive,
+    Queue,
+}
+
+/// Prompt templates, already checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Templates {
+    pub step: String,
+    pub done: String,
+    pub task: String,
+    pub claim: String,
+    pub completed: String,
+}
+
+impl Default for Templates {
+    fn default() -> Templates {
+        Templates {
+            step: prompt::DEFAULT_STEP.into(),
+            done: prompt::DEFAULT_DONE.into(),
+            task: prompt::DEFAULT_TASK.into(),
+            claim: prompt::DEFAULT_CLAIM.into(),
+            completed: prompt::DEFAULT_COMPLETED.into(),
+        }
+    }
+}
+
+/// What the engine needs to know of the configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// Where plan files live (directly in it).
+    pub plan_dir: PathBuf,
+    /// One directory per session id.
+    pub sessions_dir: PathBuf,
+    /// Also treat `<sessions_dir>/<id>/plan` as a plan.
+    pub session_plans: bool,
+    /// Session for plans and tasks with no other route.
+    pub default_session: Option<String>,
+    pub mode: Mode,
+    /// Prompt when every step of a wip plan is checked.
+    pub nudge_done: bool,
+    /// Larger plan files are refused.
+    pub max_plan_bytes: usize,
+    /// How long a file modified without a close is left to settle.
+    pub settle: Duration,
+    /// How long a plan whose file vanished waits for the other half of a
+    /// rename before a directory listing decides.
+    pub rename_grace: Duration,
+    /// First retry delay for an undeliverable prompt; doubles up to `retry_max`.
+    pub retry_initial: Duration,
+    pub retry_max: Duration,
+    /// Pending prompts kept per session; beyond it new wake-ups wait
+    /// (unannounced, so nothing is lost) until the outbox drains.
+    pub outbox_cap: usize,
+    pub templates: Templates,
+    /// The tracker mounts of this project; events for others are ignored.
+    pub mounts: Vec<String>,
+    /// Tracker assignee → session id.
+    pub assignees: BTreeMap<String, String>,
+    /// Tell a session when a task announced to it was completed elsewhere.
+    pub notify_completed: bool,
+    /// The beads `issues.jsonl` file name, for prompts (`None`: not watched).
+    pub beads_file: Option<String>,
+}
+
+impl EngineConfig {
+    /// A configuration for tests and `reveille ready`: everything default.
+    pub fn new(plan_dir: impl Into<PathBuf>, sessions_dir: impl Into<PathBuf>) -> EngineConfig {
+        EngineConfig {
+            plan_dir: plan_dir.into(),
+            sessions_dir: sessions_dir.into(),
+            session_plans: true,
+            default_session: None,
+            mode: Mode::Reactive,
+            nudge_done: true,
+            max_plan_bytes: 4 << 20,
+            settle: Duration::from_millis(50),
+            rename_grace: Duration::from_millis(100),
+            retry_initial: Duration::from_millis(50),
+            retry_max: Duration::from_secs(2),
+            outbox_cap: 1000,
+            templates: Templates::default(),
+            mounts: Vec::new(),
+            assignees: BTreeMap::new(),
+            notify_completed: false,
+            beads_file: None,
+        }
+    }
+}
