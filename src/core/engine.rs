@@ -184,6 +184,11 @@ impl Engine {
                     .on_activity(now, session, cx.ledger, cx.timers);
                 false
             }
+            Input::SessionState { session, state } => {
+                self.sessions
+                    .on_state(now, session, state, cx.ledger, cx.timers);
+                false
+            }
             Input::Tick => false,
             Input::TrackerLines { lines, cursor } => {
                 self.tasks.on_tracker_lines(lines, cursor, &mut cx);
@@ -283,6 +288,11 @@ impl Engine {
             .collect()
     }
 
+    /// Every session whose state is observed, and since when.
+    pub fn sessions(&self) -> &BTreeMap<String, sessions::Observed> {
+        self.sessions.observed()
+    }
+
     /// Wake-ups refused at the outbox cap, per session.
     pub fn refused(&self) -> BTreeMap<String, u64> {
         self.ledger
@@ -326,7 +336,7 @@ mod config;
 mod context;
 mod ledger;
 mod plans;
-mod sessions;
+pub mod sessions;
 mod tasks;
 #[cfg(test)]
 mod tests;

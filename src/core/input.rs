@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use super::record::Cursor;
+use super::session::AgentState;
 
 /// How a file under a watched root changed, as inotify reported it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +79,13 @@ pub enum Input {
     /// Something happened in a session's directory (its enqueue file was
     /// created or opened): a reader may have appeared, retry now.
     SessionActivity { session: String },
+    /// What an agent session is doing, as its tree reports it (ollie-9p's
+    /// `idx`): on every change, when it appears, and `None` when it is no
+    /// longer listed (killed, or renamed).
+    SessionState {
+        session: String,
+        state: Option<AgentState>,
+    },
     /// Timers may be due; carries nothing but the `now` beside it.
     Tick,
     /// New complete lines of the tracker's event log, each with the byte

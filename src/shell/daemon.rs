@@ -592,8 +592,13 @@ impl Daemon {
         let project = self.settings.project.name.clone();
         match change {
             TreeChange::Appeared(session) => {
+                let state = self
+                    .tree
+                    .as_ref()
+                    .and_then(|t| t.sessions().get(&session))
+                    .map(|o| o.state.clone());
                 tracing::debug!(project = %project, session = %session, "session {session} appeared");
-                self.feed(Input::SessionActivity { session });
+                self.feed(Input::SessionState { session, state });
             }
             TreeChange::Gone(session) => {
                 let pending = self
@@ -603,12 +608,17 @@ impl Daemon {
                     .get(&session)
                     .map_or(0, |q| q.len());
                 tracing::info!(project = %project, session = %session, "session {session} is gone (killed, or renamed); {pending} undelivered prompt(s) kept in its outbox");
+                self.feed(Input::SessionState {
+                    session,
+                    state: None,
+                });
             }
             TreeChange::State { session, from, to } => {
                 tracing::debug!(project = %project, session = %session, "session {session}: {from} → {to}");
-                if to.is_idle() {
-                    self.feed(Input::SessionActivity { session });
-                }
+                self.feed(Input::SessionState {
+                    session,
+                    state: Some(to),
+                });
             }
             TreeChange::PlanChanged(path) => self.feed(Input::Changed {
                 path,

@@ -1,20 +1,35 @@
 //! Sessions: what the engine knows of each agent session beyond its
 //! outbox.
 //!
-//! Today that is only the sign of life a session gives when its enqueue
-//! file is opened or created (a reader may be there: a lane backing off
-//! retries at once). This is the part where per-session observed state
-//! (busy, idle, gone), reminders for work announced and not taken up, and
-//! a session's children will live, each with its own inputs and timers,
-//! so that they do not spread over plans, tasks and lanes.
+//! A session gives signs of life — its enqueue file opened or created (a
+//! reader may be there) — and, for an ollie-9p tree, an observed state:
+//! idle or busy, since when, or gone. A lane backing off retries at once on
+//! either. This is the part where reminders for work announced and not
+//! taken up, and a session's children, live too, each with its own inputs
+//! and timers, so that they do not spread over plans, tasks and lanes.
+
+use std::collections::BTreeMap;
 
 use super::config::Now;
 use super::ledger::Ledger;
 use super::timers::Timers;
+use crate::core::session::AgentState;
+
+/// A session's observed state, and since when (engine time).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observed {
+    pub state: AgentState,
+    pub since: Now,
+}
 
 /// What is known of the sessions.
 #[derive(Debug, Default)]
-pub(super) struct Sessions {}
+pub(super) struct Sessions {
+    /// Sessions whose state is observed (an ollie-9p tree), by id. A
+    /// session that is not here has no observable state (a named pipe), or
+    /// is not listed (gone).
+    observed: BTreeMap<String, Observed>,
+}
 
 impl Sessions {
     /// The session's enqueue file was created or opened.
@@ -26,5 +41,38 @@ impl Sessions {
         timers: &mut Timers,
     ) {
         ledger.poke(now, session, timers);
+    }
+
+    /// The session's tree reported its state (`None`: no longer listed).
+    /// A session that appears or goes idle has its pending prompts retried
+    /// at once: it can take them now.
+    pub(super) fn on_state(
+        &mut self,
+        now: Now,
+        session: String,
+        state: Option<AgentState>,
+        ledger: &mut Ledger,
+        timers: &mut Timers,
+    ) {
+        let Some(state) = state else {
+            self.observed.remove(&session);
+            return;
+        };
+        let appeared = !self.observed.contains_key(&session);
+        let changed = self.observed.get(&session).is_none_or(|o| o.state != state);
+        if !changed {
+            return;
+        }
+        let idle = state.is_idle();
+        self.observed
+            .insert(session.clone(), Observed { state, since: now });
+        if appeared || idle {
+            ledger.poke(now, session, timers);
+        }
+    }
+
+    /// Every observed session.
+    pub(super) fn observed(&self) -> &BTreeMap<String, Observed> {
+        &self.observed
     }
 }
