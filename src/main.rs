@@ -57,7 +57,7 @@ enum Command {
     },
 }
 
-fn load(flags: &ConfigFlags) -> Result<config::Loaded, config::ConfigError> {
+fn load(flags: &ConfigFlags) -> Result<config::Loaded, config::ConfigErrors> {
     config::load(&LoadOptions {
         config: flags.config.clone(),
         project: flags.project.clone(),
