@@ -219,6 +219,11 @@ impl Daemon {
 
     /// Feed one input and carry out everything that follows from it.
     fn feed(&mut self, input: Input) {
+        crate::shell::ignored::report(
+            &self.settings.project.plan_dir,
+            &self.settings.project.name,
+            &input,
+        );
         let now = self.now();
         let mut queue: VecDeque<Effect> = self.engine.handle(now, input).into();
         loop {
