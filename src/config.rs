@@ -323,7 +323,7 @@ impl Sources {
             let fatal = e.key.is_none();
             (vec![e], fatal)
         })?;
-        let settings = Settings::from_raw(&raw, env).map_err(|invalid| {
+        let mut settings = Settings::from_raw(&raw, env).map_err(|invalid| {
             let problems = invalid
                 .into_iter()
                 .map(|i| ConfigError {
@@ -335,6 +335,9 @@ impl Sources {
                 .collect();
             (problems, false)
         })?;
+        // The example configuration spells the default out: that is still
+        // the tracker's default place, not a choice to use a tracker.
+        settings.events.path_set = raw.events.path != raw::RawConfig::defaults(&name).events.path;
         let sources = check::entries(&settings)
             .into_iter()
             .map(|(key, value)| {

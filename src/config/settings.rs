@@ -167,6 +167,10 @@ pub struct SessionSettings {
 pub struct EventSettings {
     /// The tracker's event log; `None` = disabled.
     pub path: Option<PathBuf>,
+    /// Whether `path` names something other than the built-in default. The
+    /// default place not existing is a tracker that was never set up: worth
+    /// one info line, not warnings.
+    pub path_set: bool,
     /// Holds `<mount>/ready` and `<mount>/<id>`.
     pub beads_root: PathBuf,
     /// Mounts of this project; never empty (defaults to `[project.name]`).
@@ -449,6 +453,8 @@ fn events(e: &RawEvents, project: &str, env: &EnvSnapshot, bad: &mut Problems) -
     }
     EventSettings {
         path: bad.keep(optional_path("events.path", &e.path, env)),
+        // Known only to the layers; `load` sets it.
+        path_set: false,
         beads_root: bad.keep(path("events.beads_root", &e.beads_root, env)),
         mounts,
         poll_interval: bad.keep(millis(

@@ -278,7 +278,7 @@ impl Engine {
                     self.record(Record::Baselined, &mut fx);
                     fx.push(Effect::Log(Log::new(
                         Level::Info,
-                        format!("first start: {n} already-ready steps and tasks recorded as the baseline, not announced"),
+                        format!("first start: {n} already-ready {} recorded as the baseline, not announced", if n == 1 { "step or task" } else { "steps and tasks" }),
                     )));
                 }
             }

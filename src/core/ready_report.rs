@@ -217,7 +217,7 @@ mod tests {
     #[test]
     fn steps_are_found_by_id_number_or_title() {
         let p = markdown::parse(PLAN).unwrap();
-        for wanted in ["s3", "3", "q3", "build ui", "UI"] {
+        for wanted in ["s3", "3", "q3", "build ui", "Build UI"] {
             assert_eq!(find_step(&p, wanted).map(|s| s.num), Some(3), "{wanted}");
         }
         assert!(find_step(&p, "s9").is_none());

@@ -162,7 +162,7 @@ fn emit(project: &str, l: &Log) {
         ($lvl:expr) => {
             tracing::event!(
                 $lvl,
-                project = project,
+                project = %project,
                 plan = l
                     .plan
                     .as_deref()
@@ -345,7 +345,7 @@ impl Daemon {
                     }
                 }
                 Ok(None) => {
-                    if tail.first_missing() {
+                    if tail.first_missing() && self.settings.events.path_set {
                         tracing::warn!(project = %self.settings.project.name, "tracker event log {} does not exist (yet); waiting for it", tail.path().display());
                     }
                     return;
@@ -538,6 +538,12 @@ impl Daemon {
             RootMode::Polled(why) => {
                 tracing::warn!(project = %project, "polling {} every {:?}: {why}", path.display(), self.settings.events.poll_interval)
             }
+            RootMode::Missing(_)
+                if !self.settings.events.path_set
+                    && self.settings.events.path.as_deref() == Some(path) =>
+            {
+                tracing::info!(project = %project, "no tracker yet: {} (the default [events] path) does not exist; it is read if it appears", path.display())
+            }
             RootMode::Missing(a) => {
                 tracing::warn!(project = %project, "{} does not exist yet; watching {} for it", path.display(), a.display())
             }
@@ -556,7 +562,13 @@ impl Daemon {
             paths,
             read_all: true,
         });
-        if self.settings.events.path.is_some() {
+        if self
+            .settings
+            .events
+            .path
+            .as_ref()
+            .is_some_and(|p| self.settings.events.path_set || p.exists())
+        {
             for mount in self.settings.events.mounts.clone() {
                 let input = self.read_mount(mount);
                 self.feed(input);
@@ -589,6 +601,10 @@ impl Daemon {
                 RootMode::Polled(why) => {
                     s.push_str(&format!("; polling {} ({why})", path.display()))
                 }
+                // A tracker never configured is no news (said once at start).
+                RootMode::Missing(_)
+                    if !self.settings.events.path_set
+                        && self.settings.events.path.as_deref() == Some(path.as_path()) => {}
                 RootMode::Missing(_) => s.push_str(&format!("; waiting for {}", path.display())),
                 RootMode::Inotify => {}
             }

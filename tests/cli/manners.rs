@@ -189,3 +189,32 @@ fn run_says_the_lock_error_once() {
     let err = stderr(&out);
     assert_eq!(err.matches("already running").count(), 1, "{err}");
 }
+
+#[test]
+fn a_tracker_never_configured_is_one_info_line_not_warnings() {
+    let home = tempfile::tempdir().unwrap();
+    let mut p = Project::new();
+    p.unset("events", "path");
+    p.set("log", "level", "\"info\"");
+    let log_path = p.root.join("quiet.log");
+    let mut cmd = at_home(home.path(), &["run", "--config"]);
+    cmd.arg(&p.config)
+        .stdout(Stdio::null())
+        .stderr(fs::File::create(&log_path).unwrap());
+    let mut child = cmd.spawn().expect("spawn reveille run");
+    let log = crate::util::wait_until("the daemon to be ready", WAIT, || {
+        let log = fs::read_to_string(&log_path).unwrap_or_default();
+        log.contains("ready:").then_some(log)
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let events = home.path().join("mnt/beads/events");
+    let about: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("mnt/beads") || l.contains("ready file"))
+        .collect();
+    assert_eq!(about.len(), 1, "{log}");
+    assert!(about[0].contains(" INFO "), "{log}");
+    assert!(about[0].contains(&events.display().to_string()), "{log}");
+    assert!(!log.contains(" WARN "), "{log}");
+}
