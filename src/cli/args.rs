@@ -95,4 +95,106 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print a shell completion script (bash, zsh or fish) to stdout.
+    Completions {
+        /// The shell to complete for.
+        shell: Shell,
+    },
+    /// Print the man page (roff) to stdout: `reveille man | man -l -`.
+    Man,
+}
+
+/// The shells `completions` writes scripts for.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+impl Shell {
+    fn generator(self) -> clap_complete::Shell {
+        match self {
+            Shell::Bash => clap_complete::Shell::Bash,
+            Shell::Zsh => clap_complete::Shell::Zsh,
+            Shell::Fish => clap_complete::Shell::Fish,
+        }
+    }
+}
+
+/// The completion script for `shell`.
+pub fn completions(shell: Shell) -> String {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell.generator(), &mut cmd, "reveille", &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The man page, in roff: clap_mangen's sections for the command, with
+/// its per-subcommand pages (which would each need installing) replaced
+/// by one COMMANDS section holding every subcommand's usage and options.
+pub fn man_page() -> String {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    cmd.build();
+    let man = clap_mangen::Man::new(cmd.clone());
+    let mut out = Vec::new();
+    // Rendering into a Vec cannot fail.
+    let _ = man.render_title(&mut out);
+    let _ = man.render_name_section(&mut out);
+    let _ = man.render_synopsis_section(&mut out);
+    let _ = man.render_description_section(&mut out);
+    let _ = man.render_options_section(&mut out);
+    let mut text = String::from_utf8_lossy(&out).into_owned();
+    text.push_str(".SH COMMANDS\n");
+    for sub in cmd.get_subcommands_mut().filter(|s| s.get_name() != "help") {
+        text.push_str(&subcommand_section(sub));
+    }
+    let mut out = Vec::new();
+    let _ = man.render_extra_section(&mut out);
+    let _ = man.render_version_section(&mut out);
+    text.push_str(&String::from_utf8_lossy(&out));
+    text
+}
+
+/// Text for roff: backslashes and hyphens escaped, no line starting with
+/// a control character.
+fn roff(s: &str) -> String {
+    let escaped = s.replace('\\', "\\e").replace('-', "\\-");
+    escaped
+        .lines()
+        .map(|l| match l.starts_with(['.', '\'']) {
+            true => format!("\\&{l}\n"),
+            false => format!("{l}\n"),
+        })
+        .collect()
+}
+
+fn subcommand_section(sub: &mut clap::Command) -> String {
+    let usage = sub.render_usage().to_string();
+    let usage = usage.trim_start_matches("Usage: ");
+    let about = sub
+        .get_long_about()
+        .or(sub.get_about())
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    let mut out = format!(".SS \"{}\"\n", roff(usage).trim_end());
+    out.push_str(&roff(&about));
+    for arg in sub.get_arguments().filter(|a| !a.is_hide_set()) {
+        let value = arg
+            .get_value_names()
+            .and_then(|v| v.first())
+            .map_or_else(|| arg.get_id().as_str().to_uppercase(), |v| v.to_string());
+        let name = match arg.get_long() {
+            Some(long) if arg.get_action().takes_values() => format!("--{long} {value}"),
+            Some(long) => format!("--{long}"),
+            None => format!("<{value}>"),
+        };
+        let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+        out.push_str(&format!(
+            ".TP\n\\fB{}\\fR\n{}",
+            roff(&name).trim_end(),
+            roff(&help)
+        ));
+    }
+    out
 }

@@ -218,3 +218,83 @@ fn a_tracker_never_configured_is_one_info_line_not_warnings() {
     assert!(about[0].contains(&events.display().to_string()), "{log}");
     assert!(!log.contains(" WARN "), "{log}");
 }
+
+#[test]
+fn completions_parse_and_the_man_page_covers_every_command() {
+    let scratch = tempfile::tempdir().unwrap();
+    for (shell, check) in [("bash", "bash -n"), ("zsh", "zsh -n"), ("fish", "fish -n")] {
+        let mut cmd = crate::util::daemon::command();
+        cmd.args(["completions", shell]);
+        let out = run_into(cmd, Stdio::piped());
+        assert!(out.status.success(), "{shell}: {}", stderr(&out));
+        let script = stdout(&out);
+        for sub in [
+            "run",
+            "check",
+            "status",
+            "ready",
+            "why",
+            "completions",
+            "man",
+        ] {
+            assert!(script.contains(sub), "{shell} script lacks {sub}");
+        }
+        let path = scratch.path().join(shell);
+        fs::write(&path, &script).unwrap();
+        let interpreter = check.split(' ').next().unwrap();
+        let found = Command::new("sh")
+            .arg("-c")
+            .arg(format!("command -v {interpreter}"))
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !found {
+            // Only bash is certain to be on a test machine; the others are
+            // checked where installed.
+            assert_ne!(shell, "bash", "bash is needed to check the bash script");
+            continue;
+        }
+        let parsed = Command::new(interpreter)
+            .arg("-n")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            parsed.status.success(),
+            "{check} rejects the {shell} script: {}",
+            String::from_utf8_lossy(&parsed.stderr)
+        );
+    }
+
+    let mut cmd = crate::util::daemon::command();
+    cmd.arg("man");
+    let out = run_into(cmd, Stdio::piped());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let page = stdout(&out);
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH reveille 1"),
+        "{page}"
+    );
+    for section in [".SH NAME", ".SH SYNOPSIS", ".SH COMMANDS", ".SH EXTRA"] {
+        assert!(page.contains(section), "no {section}:\n{page}");
+    }
+    for sub in ["run", "check", "status", "ready", "why", "completions"] {
+        assert!(
+            page.contains(&format!(".SS \"reveille {sub}")),
+            "no {sub}:\n{page}"
+        );
+    }
+    for topic in ["SIGHUP", "REVEILLE_", "RUST_LOG", "Exit status"] {
+        assert!(page.contains(topic), "no {topic} in the man page");
+    }
+    // `--help` carries the same examples, files, signals and environment.
+    let out = crate::util::daemon::command()
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = stdout(&out);
+    for topic in ["Examples:", "Files:", "Signals", "Environment:", "SIGHUP"] {
+        assert!(help.contains(topic), "no {topic} in --help:\n{help}");
+    }
+    let unit = include_str!("../../systemd/reveille@.service");
+    assert!(unit.contains("\nDocumentation=man:reveille(1)\n"));
+}
