@@ -4,5 +4,6 @@
 //! offline commands that read one file.
 
 pub mod args;
+pub mod demo;
 pub mod offline;
 pub mod output;

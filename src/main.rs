@@ -69,6 +69,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             flags,
             json,
         } => cli::offline::why(&file, step.as_deref(), &flags, json)?,
+        Command::Demo { keep } => cli::demo::run(keep)?,
         Command::Completions { shell } => print(&cli::args::completions(shell))?,
         Command::Man => print(&cli::args::man_page())?,
         Command::Run(flags) => {

@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 /// environment, the sections a man page has.
 const AFTER_HELP: &str = "\
 Examples:
+  reveille demo                               see a wake-up in a throw-away project
   reveille run --config config/example.toml   run in the foreground
   reveille check --project myproj             every value and where it came from
   reveille status --project myproj --json     plans, ready/announced steps, outboxes
@@ -94,6 +95,13 @@ pub enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+    },
+    /// See a wake-up now: a throw-away project, a session with a named pipe
+    /// and a reader, the daemon, and a plan ticked step by step.
+    Demo {
+        /// Keep the demo's directory (plans, state, daemon log) afterwards.
+        #[arg(long)]
+        keep: bool,
     },
     /// Print a shell completion script (bash, zsh or fish) to stdout.
     Completions {

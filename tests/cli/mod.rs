@@ -3,6 +3,7 @@
 //! at, configuration errors all at once, `why`, and plan files ignored for
 //! their names. Every test runs the real binary.
 
+mod demo;
 mod manners;
 mod names;
 mod why;
