@@ -96,9 +96,11 @@ fn unknown(layers: &Layers, key: &str, name: &str, known: &Dict, all: &Dict) -> 
             .map(|k| format!(" (did you mean {k}?)"))
             .unwrap_or_default(),
     };
+    // A whole unknown section is named without its contents.
+    let value = key.contains('.').then(|| layers.shown_value(key)).flatten();
     ConfigError {
         key: Some(key.to_string()),
-        value: None,
+        value,
         origin: Some(layers.origin(key)),
         message: format!("unknown key{hint}; expected one of {}", names.join(", ")),
     }

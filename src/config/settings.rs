@@ -69,7 +69,7 @@ macro_rules! config_enum {
 }
 
 config_enum! {
-    /// `project.mode`: how steps are announced (SPEC §3).
+    /// `project.mode`: how steps are announced.
     Mode {
         /// Announce each step when it becomes ready.
         Reactive = "reactive",
@@ -79,7 +79,7 @@ config_enum! {
 }
 
 config_enum! {
-    /// `sessions.framing`: how prompts are separated in the enqueue file (SPEC §4).
+    /// `sessions.framing`: how prompts are separated in the enqueue file.
     Framing {
         /// `message` for regular and FUSE/9P files, `nul` for named pipes.
         Auto = "auto",
@@ -129,7 +129,7 @@ pub struct Settings {
 pub struct ProjectSettings {
     /// The project name: state directory, default mount, unit instance.
     pub name: String,
-    /// The plan directory (SPEC §2); may not exist yet.
+    /// The plan directory (doc/PLANS.md); may not exist yet.
     pub plan_dir: PathBuf,
     /// Session for plans and tasks with no other route; `None` = nobody.
     pub default_session: Option<String>,

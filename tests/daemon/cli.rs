@@ -1,5 +1,4 @@
-//! The offline commands: `reveille ready FILE [--json]` and `reveille check`
-//! (SPEC §6).
+//! The offline commands: `reveille ready FILE [--json]` and `reveille check`.
 
 use std::fs;
 use std::path::Path;
