@@ -28,10 +28,31 @@ fn load(flags: &ConfigFlags) -> Result<config::Loaded, ConfigErrors> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage(e),
+    };
     match run(cli) {
         Ok(code) => code,
         Err(e) => exit_for(&e),
+    }
+}
+
+/// `--help`, `--version` and usage errors. Help and version text that
+/// does not go to a terminal is written like any other output, so a
+/// closed pipe or a full disk is handled the same way.
+fn usage(e: clap::Error) -> ExitCode {
+    use std::io::IsTerminal;
+    let informational = matches!(
+        e.kind(),
+        clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+    );
+    if !informational || std::io::stdout().is_terminal() {
+        e.exit()
+    }
+    match print(&e.render().to_string()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(out) => exit_for(&out.into()),
     }
 }
 

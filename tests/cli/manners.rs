@@ -21,6 +21,10 @@ fn printing_commands(p: &Project, plan: &std::path::Path) -> Vec<(String, Comman
         vec!["ready", "--json", &plan],
         vec!["why", &plan, "--config", &config],
         vec!["why", "--json", &plan, "--config", &config],
+        vec!["completions", "bash"],
+        vec!["man"],
+        vec!["--help"],
+        vec!["--version"],
     ];
     sets.into_iter()
         .map(|args| {

@@ -7,6 +7,7 @@ mod demo;
 mod manners;
 mod names;
 mod why;
+mod wording;
 
 use std::fs::File;
 use std::os::fd::OwnedFd;
