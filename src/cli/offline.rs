@@ -117,6 +117,13 @@ fn daemon_knowledge(flags: &ConfigFlags) -> Option<status::Known> {
 
 /// `reveille why FILE [STEP] [--json]`.
 pub fn why(file: &Path, step: Option<&str>, flags: &ConfigFlags, json: bool) -> anyhow::Result<()> {
+    if file_name(file).ends_with(".jsonl") {
+        bail!(
+            "{}: why explains plan files; `reveille ready {}` lists the ready issues",
+            file.display(),
+            file.display()
+        );
+    }
     let plan = read_plan(file)?;
     let only = match step {
         Some(s) => Some(
