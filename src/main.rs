@@ -13,7 +13,7 @@ use reveille::config::{self, ConfigErrors, LoadOptions, Settings};
 use reveille::shell::{daemon, logging, status};
 
 use cli::args::{Cli, Command, ConfigFlags};
-use cli::output::{print, print_json, warn, OutputError, CLOSED_PIPE};
+use cli::output::{print, print_json, warn, AlreadySaid, OutputError, CLOSED_PIPE};
 
 fn options(flags: &ConfigFlags) -> LoadOptions {
     LoadOptions {
@@ -58,6 +58,9 @@ fn usage(e: clap::Error) -> ExitCode {
 
 /// The message (said once) and exit status for a failed command.
 fn exit_for(e: &anyhow::Error) -> ExitCode {
+    if e.downcast_ref::<AlreadySaid>().is_some() {
+        return ExitCode::FAILURE;
+    }
     if let Some(out) = e.downcast_ref::<OutputError>() {
         return match out {
             OutputError::Closed => ExitCode::from(CLOSED_PIPE),
@@ -158,10 +161,12 @@ fn start(settings: Settings, flags: ConfigFlags) -> anyhow::Result<()> {
     runtime
         .block_on(daemon::run(settings, reload))
         .map_err(|e| {
-            // On stderr the message below is enough; the journal gets its own
-            // entry, with the project's fields.
+            // Said once: in the journal (with the project's fields) when
+            // logs go there — stderr would land in the journal a second
+            // time — else on stderr, by `exit_for`.
             if sink == logging::LogSink::Journald {
                 tracing::error!("{e}");
+                return AlreadySaid(e.to_string()).into();
             }
             e.into()
         })

@@ -56,3 +56,16 @@ pub fn print_json(value: &impl serde::Serialize) -> Result<(), OutputError> {
 pub fn warn(message: impl fmt::Display) {
     let _ = writeln!(io::stderr().lock(), "reveille: {message}");
 }
+
+/// An error already reported where the user will read it (the journal,
+/// for a daemon under systemd, whose stderr goes there too): not said again.
+#[derive(Debug)]
+pub struct AlreadySaid(pub String);
+
+impl fmt::Display for AlreadySaid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for AlreadySaid {}
