@@ -183,6 +183,14 @@ pub struct EventSettings {
     pub assignees: BTreeMap<String, String>,
 }
 
+impl EventSettings {
+    /// Whether `path` is the event log at its built-in default place,
+    /// which nobody chose: its absence is no news.
+    pub fn is_unchosen_log(&self, path: &std::path::Path) -> bool {
+        !self.path_set && self.path.as_deref() == Some(path)
+    }
+}
+
 /// `[beads]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BeadsSettings {

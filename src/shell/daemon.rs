@@ -538,10 +538,7 @@ impl Daemon {
             RootMode::Polled(why) => {
                 tracing::warn!(project = %project, "polling {} every {:?}: {why}", path.display(), self.settings.events.poll_interval)
             }
-            RootMode::Missing(_)
-                if !self.settings.events.path_set
-                    && self.settings.events.path.as_deref() == Some(path) =>
-            {
+            RootMode::Missing(_) if self.settings.events.is_unchosen_log(path) => {
                 tracing::info!(project = %project, "no tracker yet: {} (the default [events] path) does not exist; it is read if it appears", path.display())
             }
             RootMode::Missing(a) => {
@@ -562,12 +559,11 @@ impl Daemon {
             paths,
             read_all: true,
         });
-        if self
-            .settings
-            .events
+        let events = &self.settings.events;
+        if events
             .path
             .as_ref()
-            .is_some_and(|p| self.settings.events.path_set || p.exists())
+            .is_some_and(|p| !events.is_unchosen_log(p) || p.exists())
         {
             for mount in self.settings.events.mounts.clone() {
                 let input = self.read_mount(mount);
@@ -602,9 +598,7 @@ impl Daemon {
                     s.push_str(&format!("; polling {} ({why})", path.display()))
                 }
                 // A tracker never configured is no news (said once at start).
-                RootMode::Missing(_)
-                    if !self.settings.events.path_set
-                        && self.settings.events.path.as_deref() == Some(path.as_path()) => {}
+                RootMode::Missing(_) if self.settings.events.is_unchosen_log(&path) => {}
                 RootMode::Missing(_) => s.push_str(&format!("; waiting for {}", path.display())),
                 RootMode::Inotify => {}
             }
