@@ -60,6 +60,28 @@ fn why_says_what_each_step_waits_for_and_what_the_daemon_did() {
         assert!(text.contains(e), "{e:?} not in:\n{text}");
     }
 
+    // `status` names steps the same way: id, tab, title.
+    let text = String::from_utf8_lossy(&p.run(&["status"]).stdout).into_owned();
+    for line in [
+        "    ready     s1\tDesign\n",
+        "    announced s1\tDesign\n",
+        "    announced s3\tDocs\n",
+    ] {
+        assert!(text.contains(line), "{line:?} not in:\n{text}");
+    }
+    let status = p.status_json();
+    let plan_status = status["plans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["path"] == plan.display().to_string())
+        .unwrap();
+    assert_eq!(
+        plan_status["ready"][0],
+        serde_json::json!({"id": "s1", "title": "Design"})
+    );
+    assert_eq!(plan_status["announced"][0]["session"], "agent");
+
     let away_file = away.display().to_string();
     let out = why(&p, &["--json", &away_file]);
     let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
@@ -131,6 +153,18 @@ fn a_file_that_is_not_a_plan_is_refused_by_why_and_ready() {
             assert!(out.stdout.is_empty(), "{args:?}");
         }
     }
+}
+
+#[test]
+fn why_on_an_issues_file_points_at_ready() {
+    let p = Project::new();
+    let issues = p.root.join("issues.jsonl");
+    fs::write(&issues, "").unwrap();
+    let mut cmd = command();
+    cmd.arg("why").arg(&issues);
+    let out = run_into(cmd, Stdio::piped());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("`reveille ready"), "{}", stderr(&out));
 }
 
 #[test]
