@@ -127,7 +127,7 @@ impl Layer {
                     return (Some(layer), problems);
                 }
                 Err(e) => {
-                    let message = e.to_string().trim_end().to_string();
+                    let message = one_line_syntax_error(&e.to_string());
                     let line = syntax_error_line(&message);
                     // One report per line at fault, however many rounds
                     // it takes to read past it.
@@ -184,6 +184,30 @@ impl Layer {
 
 fn file_origin(path: &Path) -> String {
     format!("file {}", path.display())
+}
+
+/// A TOML syntax error on one line (a journal entry, one line per
+/// problem on a terminal): `TOML parse error at line 3, column 8: invalid
+/// string; expected `"`, `'``, without the source snippet.
+fn one_line_syntax_error(message: &str) -> String {
+    let mut lines = message.lines().map(str::trim_end);
+    let head = lines.next().unwrap_or_default().to_string();
+    let rest: Vec<&str> = lines.filter(|l| !is_snippet(l)).collect();
+    if rest.is_empty() {
+        head
+    } else {
+        format!("{head}: {}", rest.join("; "))
+    }
+}
+
+/// A line of the quoted source in a TOML error: blank, `  |`, `  | ^`, or
+/// `3 | mode = `.
+fn is_snippet(line: &str) -> bool {
+    let t = line.trim_start();
+    let numbered = t
+        .split_once(" |")
+        .is_some_and(|(n, _)| n.trim().parse::<usize>().is_ok());
+    t.is_empty() || t.starts_with('|') || numbered
 }
 
 /// The line a TOML syntax error points at (`… at line 3, column 8`).

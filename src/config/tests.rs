@@ -562,6 +562,9 @@ fn a_syntax_error_does_not_hide_the_other_problems_or_the_good_keys() {
     let (loaded, errors) = load_salvaged(&opts);
     assert_eq!(errors.len(), 2, "{errors:?}");
     assert!(errors[0].to_string().contains("line 3"), "{errors:?}");
+    // One line: the source snippet is left out, the explanation kept.
+    assert!(!errors[0].to_string().contains('\n'), "{}", errors[0]);
+    assert!(errors[0].to_string().contains("expected"), "{}", errors[0]);
     assert_eq!(errors[1].key.as_deref(), Some("log.levl"));
     let s = loaded.expect("salvaged").settings;
     assert_eq!(s.project.name, "p");
