@@ -11,10 +11,12 @@ mod check;
 mod expand;
 mod layers;
 mod raw;
+mod schema;
 mod settings;
 #[cfg(test)]
 mod tests;
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::path::PathBuf;
 
@@ -53,6 +55,8 @@ pub struct Loaded {
     pub sources: Vec<(String, String, String)>,
     /// The configuration file that was read, if any.
     pub file: Option<PathBuf>,
+    /// Every path where a configuration file was looked for, in order.
+    pub looked_at: Vec<PathBuf>,
 }
 
 /// Why a configuration could not be loaded. `Display` gives the key, its
@@ -139,73 +143,208 @@ fn bad_project(name: &str, message: String, origin: String) -> ConfigError {
     }
 }
 
+/// Every problem of a configuration, in the order found: [`load`] reports
+/// them all at once rather than one per attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigErrors(pub Vec<ConfigError>);
+
+impl ConfigErrors {
+    /// The first problem (tests of single mistakes).
+    pub fn into_first(self) -> ConfigError {
+        self.0.into_iter().next().expect("at least one problem")
+    }
+}
+
+impl fmt::Display for ConfigErrors {
+    /// One line: the problems joined with `; ` (a journal entry).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigErrors {}
+
 /// Loads and validates the configuration: defaults < file < environment <
-/// `--project`.
-pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
+/// `--project`. Every problem is reported, not only the first.
+pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigErrors> {
+    match load_salvaged(opts) {
+        (Some(loaded), errors) if errors.is_empty() => Ok(loaded),
+        (_, errors) => Err(ConfigErrors(errors)),
+    }
+}
+
+/// [`load`] that also returns what could be salvaged: the settings with
+/// every offending key left at the value of the layer below it. `status`
+/// uses it to find the state directory when the file has gone bad while
+/// the daemon runs on the last good one. `None` only when even the
+/// defaults do not resolve (no `HOME`).
+pub fn load_salvaged(opts: &LoadOptions) -> (Option<Loaded>, Vec<ConfigError>) {
     let env: EnvSnapshot = match &opts.env {
         Some(vars) => vars.iter().cloned().collect(),
         None => process_env(),
     };
-    let env_layer = EnvLayer::from_env(&env)?;
+    let (env_layer, mut errors) = EnvLayer::from_env(&env);
     let flag = opts.project.as_deref().map(Layer::project_flag);
 
     // The default file is named after the project, so the name is needed
     // before the file is read: --project, else REVEILLE_PROJECT__NAME.
-    let file = match &opts.config {
-        Some(path) => Some(std::path::absolute(path).unwrap_or_else(|_| path.clone())),
+    let (file, looked_at) = match &opts.config {
+        Some(path) => {
+            let path = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+            (Some(path.clone()), vec![path])
+        }
         None => {
             let (name, origin) = match (&opts.project, env_layer.project_name()) {
                 (Some(n), _) => (n.as_str(), "flag --project".to_string()),
                 (None, Some(n)) => (n, "env REVEILLE_PROJECT__NAME".to_string()),
                 (None, None) => ("default", "default".to_string()),
             };
-            validate_name("project name", name).map_err(|m| bad_project(name, m, origin))?;
-            layers::default_file(name, &env)
+            match validate_name("project name", name) {
+                Err(m) => {
+                    errors.push(bad_project(name, m, origin));
+                    (None, Vec::new())
+                }
+                Ok(()) => {
+                    let candidate = layers::default_file(name, &env);
+                    let found = candidate.clone().filter(|p| p.is_file());
+                    (found, candidate.into_iter().collect())
+                }
+            }
         }
     };
-    let file_layer = file.as_deref().map(Layer::file).transpose()?;
+    let file_layer = match file.as_deref().map(Layer::file) {
+        Some((layer, problems)) => {
+            errors.extend(problems);
+            layer
+        }
+        None => None,
+    };
+    let layers = Sources {
+        file: file_layer,
+        env: env_layer,
+        flag,
+    };
+    let loaded = layers
+        .resolve(&env, &mut errors)
+        .map(|(settings, sources)| Loaded {
+            settings,
+            sources,
+            file,
+            looked_at,
+        });
+    dedup(&mut errors);
+    (loaded, errors)
+}
 
-    // Pass one: the final project name, which the defaults depend on.
-    let upper = Layers::new(
-        Layer::defaults("default"),
-        file_layer.as_ref(),
-        &env_layer,
-        flag.as_ref(),
-    );
-    let name: String = upper
-        .figment
-        .extract_inner_lossy("project.name")
-        .map_err(|e| from_figment(e, &upper))?;
-    validate_name("project name", &name)
-        .map_err(|m| bad_project(&name, m, upper.origin("project.name")))?;
+/// The same problem found in two rounds of [`Sources::resolve`] is one.
+fn dedup(errors: &mut Vec<ConfigError>) {
+    let mut seen = std::collections::BTreeSet::new();
+    errors.retain(|e| seen.insert(e.to_string()));
+}
 
-    // Pass two: everything, over defaults derived from that name.
-    let layers = Layers::new(
-        Layer::defaults(&name),
-        file_layer.as_ref(),
-        &env_layer,
-        flag.as_ref(),
-    );
-    let raw: raw::RawConfig = layers
-        .figment
-        .extract_lossy()
-        .map_err(|e| from_figment(e, &layers))?;
-    let settings = Settings::from_raw(&raw, &env).map_err(|i| ConfigError {
-        origin: Some(layers.origin(&i.key)),
-        key: Some(i.key),
-        value: Some(i.value),
-        message: i.message,
-    })?;
-    let sources = check::entries(&settings)
-        .into_iter()
-        .map(|(key, value)| {
-            let origin = layers.origin(&key);
-            (key, value, origin)
-        })
-        .collect();
-    Ok(Loaded {
-        settings,
-        sources,
-        file,
-    })
+/// Every resolved key: `(dotted key, value, origin)`, as [`Loaded::sources`].
+type Resolved = Vec<(String, String, String)>;
+
+/// The layers above the defaults, as read.
+struct Sources {
+    file: Option<Layer>,
+    env: EnvLayer,
+    flag: Option<Layer>,
+}
+
+impl Sources {
+    fn layers(&self, defaults: Layer, dropped: &BTreeSet<String>) -> Layers {
+        Layers::new(
+            defaults,
+            self.file.as_ref().map(|f| f.without(dropped)).as_ref(),
+            &self.env.without(dropped),
+            self.flag.as_ref().map(|f| f.without(dropped)).as_ref(),
+        )
+    }
+
+    /// Resolves the settings, collecting every problem into `errors`. Each
+    /// round drops the keys found at fault (they fall back to the layer
+    /// below) and tries again, so the keys behind a bad one are checked too;
+    /// a round that finds nothing new to drop ends it.
+    fn resolve(
+        &self,
+        env: &EnvSnapshot,
+        errors: &mut Vec<ConfigError>,
+    ) -> Option<(Settings, Resolved)> {
+        let mut dropped = BTreeSet::new();
+        loop {
+            let found = self.round(env, &dropped);
+            let (problems, fatal) = match found {
+                Ok(done) => return Some(done),
+                Err(p) => p,
+            };
+            let before = dropped.len();
+            dropped.extend(problems.iter().filter_map(|e| e.key.clone()));
+            errors.extend(problems);
+            if fatal || dropped.len() == before {
+                return None;
+            }
+        }
+    }
+
+    /// One round: `Err((problems, fatal))`.
+    fn round(
+        &self,
+        env: &EnvSnapshot,
+        dropped: &BTreeSet<String>,
+    ) -> Result<(Settings, Resolved), (Vec<ConfigError>, bool)> {
+        // Pass one: the final project name, which the defaults depend on.
+        let upper = self.layers(Layer::defaults("default"), dropped);
+        let name: String = upper
+            .figment
+            .extract_inner_lossy("project.name")
+            .map_err(|e| (vec![from_figment(e, &upper)], false))?;
+        validate_name("project name", &name).map_err(|m| {
+            (
+                vec![bad_project(&name, m, upper.origin("project.name"))],
+                false,
+            )
+        })?;
+        // Pass two: everything, over defaults derived from that name.
+        let defaults = Layer::defaults(&name);
+        let layers = self.layers(defaults.clone(), dropped);
+        let problems = schema::problems(&layers, defaults.dict());
+        if !problems.is_empty() {
+            return Err((problems, false));
+        }
+        let raw: raw::RawConfig = layers.figment.extract_lossy().map_err(|e| {
+            let e = from_figment(e, &layers);
+            let fatal = e.key.is_none();
+            (vec![e], fatal)
+        })?;
+        let mut settings = Settings::from_raw(&raw, env).map_err(|invalid| {
+            let problems = invalid
+                .into_iter()
+                .map(|i| ConfigError {
+                    origin: Some(layers.origin(&i.key)),
+                    key: Some(i.key),
+                    value: Some(i.value),
+                    message: i.message,
+                })
+                .collect();
+            (problems, false)
+        })?;
+        // The example configuration spells the default out: that is still
+        // the tracker's default place, not a choice to use a tracker.
+        settings.events.path_set = raw.events.path != raw::RawConfig::defaults(&name).events.path;
+        let sources = check::entries(&settings)
+            .into_iter()
+            .map(|(key, value)| {
+                let origin = layers.origin(&key);
+                (key, value, origin)
+            })
+            .collect();
+        Ok((settings, sources))
+    }
 }

@@ -1,79 +1,81 @@
 //! The `reveille` binary: flags → configuration → logging → run. Errors
-//! become a message on stderr and a non-zero exit code.
+//! become a message on stderr and a non-zero exit code; output that cannot
+//! be written never panics (see `cli::output`).
 
-use std::path::{Path, PathBuf};
+mod cli;
+
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use clap::{Args, Parser, Subcommand};
+use clap::Parser;
 
-use reveille::config::{self, LoadOptions, Settings};
-use reveille::core::beads;
-use reveille::core::plan::{parse_plan, PlanFormat};
-use reveille::core::ready_report;
+use reveille::config::{self, ConfigErrors, LoadOptions, Settings};
 use reveille::shell::{daemon, logging, status};
 
-/// Wakes AI coding agents when their next plan step or tracker task
-/// becomes unblocked.
-#[derive(Parser)]
-#[command(name = "reveille", version, about)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
+use cli::args::{Cli, Command, ConfigFlags};
+use cli::output::{print, print_json, warn, AlreadySaid, OutputError, CLOSED_PIPE};
 
-#[derive(Args, Clone)]
-struct ConfigFlags {
-    /// Configuration file (default: ~/.config/reveille/<project>.toml if it exists).
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
-    /// Project name (default: from the configuration, else "default").
-    #[arg(long, value_name = "NAME")]
-    project: Option<String>,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Run the daemon in the foreground.
-    Run(ConfigFlags),
-    /// Validate the configuration and print every resolved value and its origin.
-    Check(ConfigFlags),
-    /// Show plans, ready and announced steps, pending prompts, event offset.
-    Status {
-        #[command(flatten)]
-        flags: ConfigFlags,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Print the ready steps of a plan file (or ready issues of a beads
-    /// issues.jsonl), computed offline.
-    Ready {
-        /// A plan file (`*.md`, `*.plan.json`) or a beads `issues.jsonl`.
-        file: PathBuf,
-        /// Print JSON instead of `id<TAB>title` lines.
-        #[arg(long)]
-        json: bool,
-    },
-}
-
-fn load(flags: &ConfigFlags) -> Result<config::Loaded, config::ConfigError> {
-    config::load(&LoadOptions {
+fn options(flags: &ConfigFlags) -> LoadOptions {
+    LoadOptions {
         config: flags.config.clone(),
         project: flags.project.clone(),
         env: None,
-    })
+    }
+}
+
+fn load(flags: &ConfigFlags) -> Result<config::Loaded, ConfigErrors> {
+    config::load(&options(flags))
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage(e),
+    };
     match run(cli) {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("reveille: {e:#}");
-            ExitCode::FAILURE
-        }
+        Err(e) => exit_for(&e),
     }
+}
+
+/// `--help`, `--version` and usage errors. Help and version text that
+/// does not go to a terminal is written like any other output, so a
+/// closed pipe or a full disk is handled the same way.
+fn usage(e: clap::Error) -> ExitCode {
+    use std::io::IsTerminal;
+    let informational = matches!(
+        e.kind(),
+        clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+    );
+    if !informational || std::io::stdout().is_terminal() {
+        e.exit()
+    }
+    match print(&e.render().to_string()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(out) => exit_for(&out.into()),
+    }
+}
+
+/// The message (said once) and exit status for a failed command.
+fn exit_for(e: &anyhow::Error) -> ExitCode {
+    if e.downcast_ref::<AlreadySaid>().is_some() {
+        return ExitCode::FAILURE;
+    }
+    if let Some(out) = e.downcast_ref::<OutputError>() {
+        return match out {
+            OutputError::Closed => ExitCode::from(CLOSED_PIPE),
+            OutputError::Failed(_) => {
+                warn(out);
+                ExitCode::FAILURE
+            }
+        };
+    }
+    match e.downcast_ref::<ConfigErrors>() {
+        // One line per problem, each naming its key and origin.
+        Some(errors) => errors.0.iter().for_each(warn),
+        None => warn(format!("{e:#}")),
+    }
+    ExitCode::FAILURE
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -81,92 +83,91 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Check(flags) => {
             let loaded = load(&flags)?;
             daemon::check_templates(&loaded.settings).map_err(anyhow::Error::msg)?;
-            print!("{}", config::render_check(&loaded));
-            Ok(ExitCode::SUCCESS)
+            print(&config::render_check(&loaded))?;
         }
-        Command::Status { flags, json } => {
-            let loaded = load(&flags)?;
-            let s = status::gather(&loaded.settings).map_err(anyhow::Error::msg)?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&s)?);
-            } else {
-                print!("{}", status::render(&s));
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Ready { file, json } => ready(&file, json),
+        Command::Status { flags, json } => show_status(&flags, json)?,
+        Command::Ready { file, json } => cli::offline::ready(&file, json)?,
+        Command::Why {
+            file,
+            step,
+            flags,
+            json,
+        } => cli::offline::why(&file, step.as_deref(), &flags, json)?,
+        Command::Demo { keep } => cli::demo::run(keep)?,
+        Command::Completions { shell } => print(&cli::args::completions(shell))?,
+        Command::Man => print(&cli::args::man_page())?,
         Command::Run(flags) => {
             let loaded = load(&flags)?;
-            start(loaded.settings, flags)
+            start(loaded.settings, flags)?;
         }
     }
+    Ok(ExitCode::SUCCESS)
 }
 
-fn start(settings: Settings, flags: ConfigFlags) -> anyhow::Result<ExitCode> {
+/// `reveille status`: from the state directory, even when the
+/// configuration has gone bad since the daemon read it (the problems are
+/// said once, the state is shown with those keys at their defaults).
+fn show_status(flags: &ConfigFlags, json: bool) -> anyhow::Result<()> {
+    let (loaded, errors) = config::load_salvaged(&options(flags));
+    for e in &errors {
+        warn(e);
+    }
+    if !errors.is_empty() {
+        warn("the configuration has errors: showing the state with those keys at their defaults (a running daemon keeps the configuration it loaded)");
+    }
+    let Some(loaded) = loaded else {
+        bail!("no usable configuration");
+    };
+    let settings = &loaded.settings;
+    let has_file = loaded.file.as_ref().is_some_and(|f| f.is_file());
+    if !has_file && !settings.state.dir.exists() {
+        let looked: Vec<String> = loaded
+            .looked_at
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        bail!(
+            "no project {:?}: no configuration file (looked for {}) and no state directory {}",
+            settings.project.name,
+            if looked.is_empty() {
+                "none".to_string()
+            } else {
+                looked.join(", ")
+            },
+            settings.state.dir.display()
+        );
+    }
+    let s = status::gather(settings).map_err(anyhow::Error::msg)?;
+    if json {
+        print_json(&s)?;
+    } else {
+        print(&status::render(&s))?;
+    }
+    Ok(())
+}
+
+fn start(settings: Settings, flags: ConfigFlags) -> anyhow::Result<()> {
     let target = match settings.log.target {
         config::LogTarget::Auto => logging::LogTarget::Auto,
         config::LogTarget::Journald => logging::LogTarget::Journald,
         config::LogTarget::Stderr => logging::LogTarget::Stderr,
     };
-    logging::init(target, &settings.log.level).map_err(anyhow::Error::msg)?;
+    let sink = logging::init(target, &settings.log.level).map_err(anyhow::Error::msg)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the event loop")?;
     let reload = Box::new(move || load(&flags).map(|l| l.settings).map_err(|e| e.to_string()));
-    match runtime.block_on(daemon::run(settings, reload)) {
-        Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(e) => {
-            tracing::error!("{e}");
-            Err(e.into())
-        }
-    }
-}
-
-fn ready(file: &Path, json: bool) -> anyhow::Result<ExitCode> {
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let bytes = std::fs::read(file).with_context(|| format!("{}", file.display()))?;
-    let format = if name.ends_with(".plan.json") {
-        PlanFormat::Json
-    } else if name.ends_with(".jsonl") {
-        return ready_issues(file, &bytes, json);
-    } else {
-        PlanFormat::Markdown
-    };
-    let plan = match parse_plan(format, &bytes, 64 << 20) {
-        Ok(plan) => plan,
-        Err(e) => bail!("{}: {e}", file.display()),
-    };
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&ready_report::ready_json(&plan))?
-        );
-    } else {
-        print!("{}", ready_report::ready_lines(&plan));
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `reveille ready .beads/issues.jsonl`: `bd ready`'s rule, offline.
-fn ready_issues(file: &Path, bytes: &[u8], json: bool) -> anyhow::Result<ExitCode> {
-    let text = std::str::from_utf8(bytes)
-        .map_err(|e| anyhow::anyhow!("{}: not UTF-8 ({e})", file.display()))?;
-    let (issues, errors) = beads::parse_issues(text);
-    for e in &errors {
-        eprintln!("reveille: {}: {e}", file.display());
-    }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
-    let ready = beads::ready(&issues, now);
-    if json {
-        print!("{}", beads::ready_json(&issues, &ready));
-    } else {
-        print!("{}", beads::ready_lines(&issues, &ready));
-    }
-    Ok(ExitCode::SUCCESS)
+    runtime
+        .block_on(daemon::run(settings, reload))
+        .map_err(|e| {
+            // Said once: in the journal (with the project's fields) when
+            // logs go there — stderr would land in the journal a second
+            // time — else on stderr, by `exit_for`.
+            if sink == logging::LogSink::Journald {
+                tracing::error!("{e}");
+                return AlreadySaid(e.to_string()).into();
+            }
+            e.into()
+        })
 }

@@ -109,6 +109,23 @@ fn install_reveille(sd: &SystemdUser) {
         Path::new(env!("CARGO_BIN_EXE_reveille")),
     );
     sd.install_unit("reveille@.service", REVEILLE_UNIT);
+    // The unit's Documentation=man:reveille(1), installed as the README
+    // says; `.manpath` lets man(1) find it with the harness's bare PATH.
+    let page = std::process::Command::new(env!("CARGO_BIN_EXE_reveille"))
+        .arg("man")
+        .output()
+        .expect("reveille man");
+    let man = sd.write_home_file(
+        ".local/share/man/man1/reveille.1",
+        &String::from_utf8_lossy(&page.stdout),
+        0o644,
+    );
+    let dir = man.parent().and_then(Path::parent).unwrap();
+    sd.write_home_file(
+        ".manpath",
+        &format!("MANDATORY_MANPATH {}\n", dir.display()),
+        0o644,
+    );
 }
 
 /// `~/.config/reveille/proj.toml`. No `[log]` section: the daemon must

@@ -2,6 +2,7 @@
 //! is a group of tests, `util` is their shared harness.
 
 mod bench_smoke;
+mod cli;
 mod config_example;
 mod core_purity;
 mod daemon;

@@ -84,7 +84,19 @@ pub(crate) fn entries(s: &Settings) -> Vec<(String, String)> {
 pub fn render_check(loaded: &Loaded) -> String {
     let mut out = match &loaded.file {
         Some(f) => format!("# configuration file: {}\n", f.display()),
-        None => "# configuration file: none (built-in defaults and environment)\n".to_string(),
+        None => {
+            let looked: Vec<String> = loaded
+                .looked_at
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            let looked = if looked.is_empty() {
+                "nowhere to look: neither XDG_CONFIG_HOME nor HOME is set".to_string()
+            } else {
+                format!("looked for {}", looked.join(", "))
+            };
+            format!("# configuration file: none ({looked}; built-in defaults and environment)\n")
+        }
     };
     let key_width = loaded
         .sources

@@ -3,7 +3,7 @@
 //! that answers "which layer set this key?" for `reveille check` and for
 //! error messages.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use figment::providers::{Format, Serialized, Toml};
@@ -91,26 +91,82 @@ impl Layer {
         }
     }
 
-    /// The TOML file at `path`; an unreadable file or a syntax error is an
-    /// error naming the file (and, for syntax, the line).
-    pub fn file(path: &Path) -> Result<Layer, ConfigError> {
+    /// The TOML file at `path`, and every problem reading it. An unreadable
+    /// file is one problem and no layer. A syntax error names the file and
+    /// the line; that line is then left out and the rest read again, so the
+    /// keys after a typo are still checked (and still locate the state for
+    /// `status`).
+    pub fn file(path: &Path) -> (Option<Layer>, Vec<ConfigError>) {
         let origin = file_origin(path);
-        let text = read_regular(path).map_err(|e| ConfigError {
+        let problem = |message: String| ConfigError {
             key: None,
             value: None,
             origin: Some(origin.clone()),
-            message: format!("cannot read the configuration file: {e}"),
-        })?;
-        let data = Toml::string(&text).data().map_err(|e| ConfigError {
-            key: None,
-            value: None,
-            origin: Some(origin.clone()),
-            message: e.to_string().trim_end().to_string(),
-        })?;
-        Ok(Layer {
-            metadata: Metadata::from(origin, figment::Source::File(path.to_path_buf())),
-            data: default_profile(data),
-        })
+            message,
+        };
+        let text = match read_regular(path) {
+            Ok(text) => text,
+            Err(e) => {
+                return (
+                    None,
+                    vec![problem(format!("cannot read the configuration file: {e}"))],
+                )
+            }
+        };
+        let mut lines: Vec<&str> = text.lines().collect();
+        let mut problems = Vec::new();
+        let mut seen = BTreeSet::new();
+        // Each round leaves out one line, so this ends.
+        loop {
+            match Toml::string(&lines.join("\n")).data() {
+                Ok(data) => {
+                    let layer = Layer {
+                        metadata: Metadata::from(origin, figment::Source::File(path.to_path_buf())),
+                        data: default_profile(data),
+                    };
+                    return (Some(layer), problems);
+                }
+                Err(e) => {
+                    let message = one_line_syntax_error(&e.to_string());
+                    let line = syntax_error_line(&message);
+                    // One report per line at fault, however many rounds
+                    // it takes to read past it.
+                    if seen.insert(line) {
+                        problems.push(problem(message));
+                    }
+                    // Blank the line at fault (numbering kept); an error at
+                    // a blank line or past the end (an unclosed bracket)
+                    // drops the last line instead.
+                    match line {
+                        Some(n) if n >= 1 && n <= lines.len() && !lines[n - 1].is_empty() => {
+                            lines[n - 1] = ""
+                        }
+                        _ if !lines.is_empty() => {
+                            lines.pop();
+                        }
+                        _ => return (None, problems),
+                    }
+                }
+            }
+        }
+    }
+
+    /// This layer without `keys` (dotted, as errors name them): what is
+    /// left when the offending keys fall back to the layers below.
+    pub fn without(&self, keys: &BTreeSet<String>) -> Layer {
+        let mut data = self.data.clone();
+        for key in keys {
+            remove(&mut data, &key_path(key));
+        }
+        Layer {
+            metadata: self.metadata.clone(),
+            data,
+        }
+    }
+
+    /// The layer's keys.
+    pub fn dict(&self) -> &Dict {
+        &self.data
     }
 
     /// `--project NAME`.
@@ -130,6 +186,71 @@ fn file_origin(path: &Path) -> String {
     format!("file {}", path.display())
 }
 
+/// A TOML syntax error on one line (a journal entry, one line per
+/// problem on a terminal): `TOML parse error at line 3, column 8: invalid
+/// string; expected `"`, `'``, without the source snippet.
+fn one_line_syntax_error(message: &str) -> String {
+    let mut lines = message.lines().map(str::trim_end);
+    let head = lines.next().unwrap_or_default().to_string();
+    let rest: Vec<&str> = lines.filter(|l| !is_snippet(l)).collect();
+    if rest.is_empty() {
+        head
+    } else {
+        format!("{head}: {}", rest.join("; "))
+    }
+}
+
+/// A line of the quoted source in a TOML error: blank, `  |`, `  | ^`, or
+/// `3 | mode = `.
+fn is_snippet(line: &str) -> bool {
+    let t = line.trim_start();
+    let numbered = t
+        .split_once(" |")
+        .is_some_and(|(n, _)| n.trim().parse::<usize>().is_ok());
+    t.is_empty() || t.starts_with('|') || numbered
+}
+
+/// The line a TOML syntax error points at (`… at line 3, column 8`).
+/// Only the first error of a file is shown: later ones are often echoes of
+/// it (a broken string swallowing the next lines).
+fn syntax_error_line(message: &str) -> Option<usize> {
+    let rest = &message[message.find(" line ")? + " line ".len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// The path of a dotted key inside the data: a map entry's name is one
+/// segment (`events.assignees."a.b"`), an array element (`events.mounts[1]`)
+/// stands for its whole array.
+fn key_path(key: &str) -> Vec<String> {
+    let key = match key.strip_suffix(']').and_then(|k| k.rsplit_once('[')) {
+        Some((array, _)) => array,
+        None => key,
+    };
+    match split_entry(key) {
+        Some((table, entry)) => {
+            let mut path: Vec<String> = table.split('.').map(str::to_string).collect();
+            path.push(entry);
+            path
+        }
+        None => key.split('.').map(str::to_string).collect(),
+    }
+}
+
+fn remove(dict: &mut Dict, path: &[String]) {
+    match path {
+        [] => {}
+        [last] => {
+            dict.remove(last);
+        }
+        [first, rest @ ..] => {
+            if let Some(Value::Dict(_, inner)) = dict.get_mut(first) {
+                remove(inner, rest);
+            }
+        }
+    }
+}
+
 /// The environment layer, and which variable set which dotted key.
 #[derive(Debug, Clone)]
 pub(crate) struct EnvLayer {
@@ -144,7 +265,9 @@ impl EnvLayer {
     /// entry name (`REVEILLE_EVENTS__ASSIGNEES__bob`) taken verbatim.
     /// Variables with the prefix but no `__` (e.g. `REVEILLE_KEEP_TMP`) are
     /// not configuration and are ignored.
-    pub fn from_env(env: &BTreeMap<String, String>) -> Result<EnvLayer, ConfigError> {
+    /// A variable that cannot be read is a problem and is left out.
+    pub fn from_env(env: &BTreeMap<String, String>) -> (EnvLayer, Vec<ConfigError>) {
+        let mut problems = Vec::new();
         let mut data = Dict::new();
         let mut vars = BTreeMap::new();
         for (var, raw) in env {
@@ -173,7 +296,8 @@ impl EnvLayer {
                 })
                 .collect();
             if path.iter().any(String::is_empty) {
-                return Err(fail("empty key segment in the variable name".into()));
+                problems.push(fail("empty key segment in the variable name".into()));
+                continue;
             }
             let dotted = path.join(".");
             let value = if STRUCTURED_KEYS.contains(&dotted.as_str()) {
@@ -181,9 +305,10 @@ impl EnvLayer {
                 match raw.parse::<Value>() {
                     Ok(v @ (Value::Array(..) | Value::Dict(..))) => v,
                     _ => {
-                        return Err(fail(
+                        problems.push(fail(
                             "expected an inline array `[a, b]` or table `{ \"k\" = \"v\" }`".into(),
-                        ))
+                        ));
+                        continue;
                     }
                 }
             } else {
@@ -192,13 +317,22 @@ impl EnvLayer {
             insert(&mut data, &path, value);
             vars.insert(dotted, var.clone());
         }
-        Ok(EnvLayer {
+        let layer = EnvLayer {
             layer: Layer {
                 metadata: Metadata::named(ENV_NAME),
                 data,
             },
             vars,
-        })
+        };
+        (layer, problems)
+    }
+
+    /// This layer without `keys`.
+    pub fn without(&self, keys: &BTreeSet<String>) -> EnvLayer {
+        EnvLayer {
+            layer: self.layer.without(keys),
+            vars: self.vars.clone(),
+        }
     }
 
     /// The variable that set `key` (or the table containing it).
@@ -344,12 +478,14 @@ fn split_entry(key: &str) -> Option<(&'static str, String)> {
     })
 }
 
-/// The configuration file used when `--config` is not given:
-/// `$XDG_CONFIG_HOME/reveille/<project>.toml`, if it exists.
+/// Where the configuration file is looked for when `--config` is not
+/// given: `$XDG_CONFIG_HOME/reveille/<project>.toml` (none when neither
+/// `XDG_CONFIG_HOME` nor `HOME` can say where that is).
 pub(crate) fn default_file(project: &str, env: &BTreeMap<String, String>) -> Option<PathBuf> {
     let base = super::expand::var(env, "XDG_CONFIG_HOME").ok()?;
-    let path = PathBuf::from(base)
-        .join("reveille")
-        .join(format!("{project}.toml"));
-    path.is_file().then_some(path)
+    Some(
+        PathBuf::from(base)
+            .join("reveille")
+            .join(format!("{project}.toml")),
+    )
 }

@@ -9,7 +9,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use super::expand::{expand_path, EnvSnapshot};
-use super::raw::{RawConfig, RawEvents};
+use super::raw::{RawConfig, RawEvents, RawProject, RawSessions};
 
 use crate::core::session::check_name;
 pub use crate::core::session::MAX_NAME_BYTES;
@@ -43,6 +43,13 @@ macro_rules! config_enum {
             }
         }
 
+        /// The first spelling is the default.
+        impl Default for $name {
+            fn default() -> Self {
+                Self::NAMES[0].parse().expect("the first name parses")
+            }
+        }
+
         impl FromStr for $name {
             type Err = String;
             fn from_str(s: &str) -> Result<Self, String> {
@@ -62,7 +69,7 @@ macro_rules! config_enum {
 }
 
 config_enum! {
-    /// `project.mode`: how steps are announced (SPEC §3).
+    /// `project.mode`: how steps are announced.
     Mode {
         /// Announce each step when it becomes ready.
         Reactive = "reactive",
@@ -72,7 +79,7 @@ config_enum! {
 }
 
 config_enum! {
-    /// `sessions.framing`: how prompts are separated in the enqueue file (SPEC §4).
+    /// `sessions.framing`: how prompts are separated in the enqueue file.
     Framing {
         /// `message` for regular and FUSE/9P files, `nul` for named pipes.
         Auto = "auto",
@@ -135,7 +142,7 @@ pub struct Settings {
 pub struct ProjectSettings {
     /// The project name: state directory, default mount, unit instance.
     pub name: String,
-    /// The plan directory (SPEC §2); may not exist yet.
+    /// The plan directory (doc/PLANS.md); may not exist yet.
     pub plan_dir: PathBuf,
     /// Session for plans and tasks with no other route; `None` = nobody.
     pub default_session: Option<String>,
@@ -178,6 +185,10 @@ pub struct SessionSettings {
 pub struct EventSettings {
     /// The tracker's event log; `None` = disabled.
     pub path: Option<PathBuf>,
+    /// Whether `path` names something other than the built-in default. The
+    /// default place not existing is a tracker that was never set up: worth
+    /// one info line, not warnings.
+    pub path_set: bool,
     /// Holds `<mount>/ready` and `<mount>/<id>`.
     pub beads_root: PathBuf,
     /// Mounts of this project; never empty (defaults to `[project.name]`).
@@ -188,6 +199,14 @@ pub struct EventSettings {
     pub notify_completed: bool,
     /// Tracker assignee → session id.
     pub assignees: BTreeMap<String, String>,
+}
+
+impl EventSettings {
+    /// Whether `path` is the event log at its built-in default place,
+    /// which nobody chose: its absence is no news.
+    pub fn is_unchosen_log(&self, path: &std::path::Path) -> bool {
+        !self.path_set && self.path.as_deref() == Some(path)
+    }
 }
 
 /// `[beads]`.
@@ -312,99 +331,38 @@ fn log_level(raw: &str) -> Result<String, Invalid> {
     ))
 }
 
-/// The `[events]` section: mounts (the project name when none is given)
-/// and the assignee → session map, validated.
-fn event_settings(
-    e: &RawEvents,
-    project: &str,
-    env: &EnvSnapshot,
-) -> Result<EventSettings, Invalid> {
-    let mut mounts = Vec::new();
-    for (i, m) in e.mounts.iter().enumerate() {
-        mounts.push(name(&format!("events.mounts[{i}]"), "mount", m)?);
+/// Collects stage-two failures instead of stopping at the first, so a
+/// configuration with three bad values reports all three at once.
+#[derive(Default)]
+struct Problems(Vec<Invalid>);
+
+impl Problems {
+    /// The value of `r`, or a placeholder (never used: any problem makes
+    /// the whole stage fail) after recording the failure.
+    fn keep<T: Default>(&mut self, r: Result<T, Invalid>) -> T {
+        r.unwrap_or_else(|i| {
+            self.0.push(i);
+            T::default()
+        })
     }
-    if mounts.is_empty() {
-        mounts.push(project.to_string());
-    }
-    let mut assignees = BTreeMap::new();
-    for (who, session) in &e.assignees {
-        let key = super::layers::entry_key("events.assignees", who);
-        if who.is_empty() {
-            return Err(invalid(&key, "\"\"", "assignee name is empty"));
-        }
-        assignees.insert(who.clone(), name(&key, "session id", session)?);
-    }
-    Ok(EventSettings {
-        path: optional_path("events.path", &e.path, env)?,
-        beads_root: path("events.beads_root", &e.beads_root, env)?,
-        mounts,
-        poll_interval: millis("events.poll_interval_ms", e.poll_interval_ms, 10, 3_600_000)?,
-        notify_completed: e.notify_completed,
-        assignees,
-    })
 }
 
 impl Settings {
     /// Stage two: validates `raw` and derives the settings, resolving
-    /// paths against `env`.
-    pub(crate) fn from_raw(raw: &RawConfig, env: &EnvSnapshot) -> Result<Settings, Invalid> {
-        let p = &raw.project;
-        let project_name = name("project.name", "project name", &p.name)?;
-        let default_session = if p.default_session.is_empty() {
-            None
-        } else {
-            Some(name(
-                "project.default_session",
-                "session id",
-                &p.default_session,
-            )?)
-        };
-        let project = ProjectSettings {
-            plan_dir: path("project.plan_dir", &p.plan_dir, env)?,
-            default_session,
-            mode: parse_enum("project.mode", &p.mode)?,
-            nudge_done: p.nudge_done,
-            max_plan_bytes: range("project.max_plan_bytes", p.max_plan_bytes, 1024, 1 << 30)?,
-            settle: millis("project.settle_ms", p.settle_ms, 0, 60_000)?,
-            name: project_name,
-        };
-
-        let s = &raw.sessions;
-        let retry_initial = millis(
-            "sessions.retry_initial_ms",
-            s.retry_initial_ms,
-            1,
-            3_600_000,
-        )?;
-        let retry_max = millis("sessions.retry_max_ms", s.retry_max_ms, 1, 3_600_000)?;
-        if retry_max < retry_initial {
-            return Err(invalid(
-                "sessions.retry_max_ms",
-                s.retry_max_ms,
-                format!(
-                    "must be at least sessions.retry_initial_ms ({})",
-                    s.retry_initial_ms
-                ),
-            ));
-        }
-        let sessions = SessionSettings {
-            dir: path("sessions.dir", &s.dir, env)?,
-            enqueue: name("sessions.enqueue", "enqueue file name", &s.enqueue)?,
-            framing: parse_enum("sessions.framing", &s.framing)?,
-            outbox_cap: range("sessions.outbox_cap", s.outbox_cap, 1, 1_000_000)? as usize,
-            session_plans: s.session_plans,
-            retry_initial,
-            retry_max,
-            delivery: parse_enum("sessions.delivery", &s.delivery)?,
-            state_poll: millis("sessions.state_poll_ms", s.state_poll_ms, 10, 600_000)?,
-        };
-
-        let events = event_settings(&raw.events, &project.name, env)?;
-
+    /// paths against `env`. Every invalid value is reported, not only the
+    /// first.
+    pub(crate) fn from_raw(raw: &RawConfig, env: &EnvSnapshot) -> Result<Settings, Vec<Invalid>> {
+        let mut bad = Problems::default();
+        let project = project(&raw.project, env, &mut bad);
+        let sessions = sessions(&raw.sessions, env, &mut bad);
+        let events = events(&raw.events, &project.name, env, &mut bad);
         let beads = BeadsSettings {
-            issues_jsonl: optional_path("beads.issues_jsonl", &raw.beads.issues_jsonl, env)?,
+            issues_jsonl: bad.keep(optional_path(
+                "beads.issues_jsonl",
+                &raw.beads.issues_jsonl,
+                env,
+            )),
         };
-
         let t = &raw.prompt;
         let prompt = PromptSettings {
             template: template(&t.template),
@@ -412,19 +370,29 @@ impl Settings {
             claim_template: template(&t.claim_template),
             completed_template: template(&t.completed_template),
         };
-
         let st = &raw.state;
         let state = StateSettings {
-            dir: path("state.dir", &st.dir, env)?,
-            sync_interval: millis("state.sync_interval_ms", st.sync_interval_ms, 1, 60_000)?,
-            compact_bytes: range("state.compact_bytes", st.compact_bytes, 4096, 1 << 40)?,
+            dir: bad.keep(path("state.dir", &st.dir, env)),
+            sync_interval: bad.keep(millis(
+                "state.sync_interval_ms",
+                st.sync_interval_ms,
+                1,
+                60_000,
+            )),
+            compact_bytes: bad.keep(range(
+                "state.compact_bytes",
+                st.compact_bytes,
+                4096,
+                1 << 40,
+            )),
         };
-
         let log = LogSettings {
-            target: parse_enum("log.target", &raw.log.target)?,
-            level: log_level(&raw.log.level)?,
+            target: bad.keep(parse_enum("log.target", &raw.log.target)),
+            level: bad.keep(log_level(&raw.log.level)),
         };
-
+        if !bad.0.is_empty() {
+            return Err(bad.0);
+        }
         Ok(Settings {
             project,
             sessions,
@@ -434,6 +402,102 @@ impl Settings {
             state,
             log,
         })
+    }
+}
+
+fn project(p: &RawProject, env: &EnvSnapshot, bad: &mut Problems) -> ProjectSettings {
+    let default_session = if p.default_session.is_empty() {
+        None
+    } else {
+        Some(bad.keep(name(
+            "project.default_session",
+            "session id",
+            &p.default_session,
+        )))
+    };
+    ProjectSettings {
+        name: bad.keep(name("project.name", "project name", &p.name)),
+        plan_dir: bad.keep(path("project.plan_dir", &p.plan_dir, env)),
+        default_session,
+        mode: bad.keep(parse_enum("project.mode", &p.mode)),
+        nudge_done: p.nudge_done,
+        max_plan_bytes: bad.keep(range(
+            "project.max_plan_bytes",
+            p.max_plan_bytes,
+            1024,
+            1 << 30,
+        )),
+        settle: bad.keep(millis("project.settle_ms", p.settle_ms, 0, 60_000)),
+    }
+}
+
+fn sessions(s: &RawSessions, env: &EnvSnapshot, bad: &mut Problems) -> SessionSettings {
+    let retry_initial = bad.keep(millis(
+        "sessions.retry_initial_ms",
+        s.retry_initial_ms,
+        1,
+        3_600_000,
+    ));
+    let mut retry_max = millis("sessions.retry_max_ms", s.retry_max_ms, 1, 3_600_000);
+    if matches!(retry_max, Ok(max) if max < retry_initial) {
+        retry_max = Err(invalid(
+            "sessions.retry_max_ms",
+            s.retry_max_ms,
+            format!(
+                "must be at least sessions.retry_initial_ms ({})",
+                s.retry_initial_ms
+            ),
+        ));
+    }
+    SessionSettings {
+        dir: bad.keep(path("sessions.dir", &s.dir, env)),
+        enqueue: bad.keep(name("sessions.enqueue", "enqueue file name", &s.enqueue)),
+        framing: bad.keep(parse_enum("sessions.framing", &s.framing)),
+        outbox_cap: bad.keep(range("sessions.outbox_cap", s.outbox_cap, 1, 1_000_000)) as usize,
+        session_plans: s.session_plans,
+        retry_initial,
+        retry_max: bad.keep(retry_max),
+        delivery: bad.keep(parse_enum("sessions.delivery", &s.delivery)),
+        state_poll: bad.keep(millis(
+            "sessions.state_poll_ms",
+            s.state_poll_ms,
+            10,
+            600_000,
+        )),
+    }
+}
+
+fn events(e: &RawEvents, project: &str, env: &EnvSnapshot, bad: &mut Problems) -> EventSettings {
+    let mut mounts = Vec::new();
+    for (i, m) in e.mounts.iter().enumerate() {
+        mounts.push(bad.keep(name(&format!("events.mounts[{i}]"), "mount", m)));
+    }
+    if mounts.is_empty() {
+        mounts.push(project.to_string());
+    }
+    let mut assignees = BTreeMap::new();
+    for (who, session) in &e.assignees {
+        let key = super::layers::entry_key("events.assignees", who);
+        if who.is_empty() {
+            bad.0.push(invalid(&key, "\"\"", "assignee name is empty"));
+            continue;
+        }
+        assignees.insert(who.clone(), bad.keep(name(&key, "session id", session)));
+    }
+    EventSettings {
+        path: bad.keep(optional_path("events.path", &e.path, env)),
+        // Known only to the layers; `load` sets it.
+        path_set: false,
+        beads_root: bad.keep(path("events.beads_root", &e.beads_root, env)),
+        mounts,
+        poll_interval: bad.keep(millis(
+            "events.poll_interval_ms",
+            e.poll_interval_ms,
+            10,
+            3_600_000,
+        )),
+        notify_completed: e.notify_completed,
+        assignees,
     }
 }
 

@@ -28,7 +28,7 @@ fn write_config(dir: &Path, text: &str) -> PathBuf {
 fn with_file(
     text: &str,
     pairs: &[(&str, &str)],
-) -> (tempfile::TempDir, Result<Loaded, ConfigError>) {
+) -> (tempfile::TempDir, Result<Loaded, ConfigErrors>) {
     let dir = tempfile::tempdir().unwrap();
     let path = write_config(dir.path(), text);
     let loaded = load(&LoadOptions {
@@ -195,7 +195,7 @@ fn project_flag_picks_the_default_file() {
 #[test]
 fn unknown_key_names_key_and_file() {
     let (dir, loaded) = with_file("[project]\nname = \"p\"\nplan_dri = \"/x\"\n", &[]);
-    let err = loaded.unwrap_err();
+    let err = loaded.unwrap_err().into_first();
     let file = dir.path().join("x.toml");
     assert_eq!(err.key.as_deref(), Some("project.plan_dri"));
     assert_eq!(err.origin, Some(format!("file {}", file.display())));
@@ -205,7 +205,10 @@ fn unknown_key_names_key_and_file() {
     assert!(text.contains("plan_dir"), "expected keys listed: {text}");
 
     let (_dir, loaded) = with_file("[bogus]\nx = 1\n", &[]);
-    assert_eq!(loaded.unwrap_err().key.as_deref(), Some("bogus"));
+    assert_eq!(
+        loaded.unwrap_err().into_first().key.as_deref(),
+        Some("bogus")
+    );
 }
 
 #[test]
@@ -214,7 +217,7 @@ fn unknown_env_key_names_the_variable() {
         env: env(&[("REVEILLE_PROJECT__PLANDIR", "/x")]),
         ..LoadOptions::default()
     });
-    let err = loaded.unwrap_err();
+    let err = loaded.unwrap_err().into_first();
     assert_eq!(err.key.as_deref(), Some("project.plandir"));
     assert_eq!(err.origin.as_deref(), Some("env REVEILLE_PROJECT__PLANDIR"));
 }
@@ -222,14 +225,14 @@ fn unknown_env_key_names_the_variable() {
 #[test]
 fn wrong_type_is_an_error() {
     let (_dir, loaded) = with_file("[events]\npoll_interval_ms = \"fast\"\n", &[]);
-    let err = loaded.unwrap_err();
+    let err = loaded.unwrap_err().into_first();
     assert_eq!(err.key.as_deref(), Some("events.poll_interval_ms"));
     assert_eq!(err.value.as_deref(), Some("\"fast\""));
     assert!(err.message.contains("invalid type"), "{err}");
 
     let (_dir, loaded) = with_file("[project]\nnudge_done = \"maybe\"\n", &[]);
     assert_eq!(
-        loaded.unwrap_err().key.as_deref(),
+        loaded.unwrap_err().into_first().key.as_deref(),
         Some("project.nudge_done")
     );
 }
@@ -237,7 +240,7 @@ fn wrong_type_is_an_error() {
 #[test]
 fn bad_enum_value_lists_the_choices() {
     let (dir, loaded) = with_file("[sessions]\nframing = \"lines\"\n", &[]);
-    let err = loaded.unwrap_err();
+    let err = loaded.unwrap_err().into_first();
     assert_eq!(err.key.as_deref(), Some("sessions.framing"));
     assert_eq!(
         err.to_string(),
@@ -267,7 +270,11 @@ fn out_of_range_numbers_are_refused() {
         ("[sessions]\noutbox_cap = -1\n", "sessions.outbox_cap"),
     ] {
         let (_dir, loaded) = with_file(text, &[]);
-        assert_eq!(loaded.unwrap_err().key.as_deref(), Some(key), "{text}");
+        assert_eq!(
+            loaded.unwrap_err().into_first().key.as_deref(),
+            Some(key),
+            "{text}"
+        );
     }
 }
 
@@ -292,7 +299,7 @@ fn undefined_variable_names_the_key() {
         "[beads]\nissues_jsonl = \"$REPO/.beads/issues.jsonl\"\n",
         &[],
     );
-    let err = loaded.unwrap_err();
+    let err = loaded.unwrap_err().into_first();
     assert_eq!(err.key.as_deref(), Some("beads.issues_jsonl"));
     assert!(err.message.contains("$REPO"), "{err}");
 }
@@ -336,11 +343,11 @@ fn assignees_map_from_file_and_env() {
 #[test]
 fn assignee_session_ids_are_validated() {
     let (_dir, loaded) = with_file("[events.assignees]\nmallory = \"../../etc\"\n", &[]);
-    let err = loaded.unwrap_err();
+    let err = loaded.unwrap_err().into_first();
     assert_eq!(err.key.as_deref(), Some("events.assignees.mallory"));
     let (_dir, loaded) = with_file("[project]\ndefault_session = \"a/b\"\n", &[]);
     assert_eq!(
-        loaded.unwrap_err().key.as_deref(),
+        loaded.unwrap_err().into_first().key.as_deref(),
         Some("project.default_session")
     );
 }
@@ -384,7 +391,8 @@ fn missing_config_file_is_named() {
         project: None,
         env: env(&[]),
     })
-    .unwrap_err();
+    .unwrap_err()
+    .into_first();
     assert_eq!(
         err.origin.as_deref(),
         Some("file /nonexistent/reveille.toml")
@@ -411,7 +419,8 @@ fn a_config_path_that_is_not_a_regular_file_is_refused_at_once() {
             project: None,
             env: env(&[]),
         })
-        .unwrap_err();
+        .unwrap_err()
+        .into_first();
         assert_eq!(err.origin, Some(format!("file {}", path.display())));
         assert!(err.to_string().contains(why), "{err}");
     }
@@ -422,7 +431,7 @@ fn a_config_path_that_is_not_a_regular_file_is_refused_at_once() {
 #[test]
 fn a_bad_array_element_names_the_file_it_came_from() {
     let (dir, loaded) = with_file("[events]\nmounts = [\"ok\", \"..\"]\n", &[]);
-    let err = loaded.unwrap_err();
+    let err = loaded.unwrap_err().into_first();
     assert_eq!(err.key.as_deref(), Some("events.mounts[1]"));
     let path = dir.path().join("x.toml");
     assert_eq!(err.origin, Some(format!("file {}", path.display())));
@@ -431,7 +440,7 @@ fn a_bad_array_element_names_the_file_it_came_from() {
 #[test]
 fn syntax_error_names_file_and_line() {
     let (dir, loaded) = with_file("[project]\nname = \"p\"\nmode = \n", &[]);
-    let err = loaded.unwrap_err();
+    let err = loaded.unwrap_err().into_first();
     let text = err.to_string();
     assert!(
         text.contains(&dir.path().join("x.toml").display().to_string()),
@@ -447,7 +456,8 @@ fn bad_project_names_are_refused() {
         env: env(&[]),
         ..LoadOptions::default()
     })
-    .unwrap_err();
+    .unwrap_err()
+    .into_first();
     assert_eq!(err.key.as_deref(), Some("project.name"));
     assert_eq!(err.origin.as_deref(), Some("flag --project"));
 }
@@ -495,10 +505,90 @@ fn malformed_env_array_names_the_variable() {
         env: env(&[("REVEILLE_EVENTS__MOUNTS", "[a,")]),
         ..LoadOptions::default()
     })
-    .unwrap_err();
+    .unwrap_err()
+    .into_first();
     assert_eq!(err.origin.as_deref(), Some("env REVEILLE_EVENTS__MOUNTS"));
     assert!(
         err.to_string().starts_with("env REVEILLE_EVENTS__MOUNTS: "),
         "{err}"
+    );
+}
+
+#[test]
+fn every_problem_is_reported_at_once_with_suggestions() {
+    let (dir, loaded) = with_file(
+        "[project]\nplan_dri = \"/x\"\nmode = \"fast\"\n[sessions]\nframing = 3\noutbox_cap = 0\n[state]\nenqueue = \"x\"\n[colours]\nred = 1\n",
+        &[("REVEILLE_LOG__LEVL", "debug")],
+    );
+    let errors = loaded.unwrap_err().0;
+    let keys: Vec<&str> = errors.iter().filter_map(|e| e.key.as_deref()).collect();
+    for key in [
+        "project.plan_dri",
+        "project.mode",
+        "sessions.framing",
+        "sessions.outbox_cap",
+        "state.enqueue",
+        "colours",
+        "log.levl",
+    ] {
+        assert!(keys.contains(&key), "{key} not in {keys:?}");
+    }
+    assert_eq!(errors.len(), 7, "{errors:?}");
+    let text = |key: &str| {
+        errors
+            .iter()
+            .find(|e| e.key.as_deref() == Some(key))
+            .unwrap()
+            .to_string()
+    };
+    assert!(text("project.plan_dri").contains("did you mean plan_dir?"));
+    assert!(text("state.enqueue").contains("did you mean sessions.enqueue?"));
+    assert!(text("log.levl").contains("did you mean level?"));
+    assert!(text("log.levl").contains("env REVEILLE_LOG__LEVL"));
+    let file = format!("file {}", dir.path().join("x.toml").display());
+    assert!(text("sessions.outbox_cap").ends_with(&format!("(from {file})")));
+}
+
+#[test]
+fn a_syntax_error_does_not_hide_the_other_problems_or_the_good_keys() {
+    let text = "[project]\nname = \"p\"\nmode = \n[state]\ndir = \"/st\"\n[log]\nlevl = \"x\"\n";
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(dir.path(), text);
+    let opts = LoadOptions {
+        config: Some(path),
+        project: None,
+        env: env(&[]),
+    };
+    let (loaded, errors) = load_salvaged(&opts);
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors[0].to_string().contains("line 3"), "{errors:?}");
+    // One line: the source snippet is left out, the explanation kept.
+    assert!(!errors[0].to_string().contains('\n'), "{}", errors[0]);
+    assert!(errors[0].to_string().contains("expected"), "{}", errors[0]);
+    assert_eq!(errors[1].key.as_deref(), Some("log.levl"));
+    let s = loaded.expect("salvaged").settings;
+    assert_eq!(s.project.name, "p");
+    assert_eq!(s.state.dir, PathBuf::from("/st"));
+    assert_eq!(s.project.mode, Mode::Reactive);
+    assert_eq!(load(&opts).unwrap_err().0, errors);
+}
+
+#[test]
+fn check_names_where_it_looked_for_the_file() {
+    let loaded = load(&LoadOptions {
+        project: Some("nosuch".into()),
+        env: env(&[]),
+        ..LoadOptions::default()
+    })
+    .unwrap();
+    let want = PathBuf::from(format!("{HOME}/.config/reveille/nosuch.toml"));
+    assert_eq!(loaded.looked_at, vec![want.clone()]);
+    let report = render_check(&loaded);
+    assert!(
+        report.starts_with(&format!(
+            "# configuration file: none (looked for {}",
+            want.display()
+        )),
+        "{report}"
     );
 }

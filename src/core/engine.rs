@@ -163,7 +163,7 @@ impl Engine {
                     cx.ledger.record(Record::Baselined, cx.fx);
                     cx.fx.push(Effect::Log(Log::new(
                         Level::Info,
-                        format!("first start: {n} already-ready steps and tasks recorded as the baseline, not announced"),
+                        format!("first start: {n} already-ready {} recorded as the baseline, not announced", if n == 1 { "step or task" } else { "steps and tasks" }),
                     )));
                 }
                 false

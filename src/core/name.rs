@@ -157,6 +157,95 @@ fn parse_markdown_name(name: &str) -> Option<PlanName> {
     })
 }
 
+/// Which part of the plan-name rule a file name breaks, for a name that
+/// looks like a plan but is not one — so the daemon, `status` and `ready`
+/// can say why the file is ignored instead of ignoring it silently.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NameRule {
+    /// The name does not start with `YYYYMMDDTHHMMSS`.
+    Stamp,
+    /// The stamp is not followed by `_` and eight lowercase hex digits;
+    /// holds what stands where the uid should be.
+    Uid(String),
+    /// No `--` between the uid and the slug.
+    SlugSeparator,
+    /// A character outside `[a-z0-9-]` in the slug.
+    SlugChar(char),
+    /// No `__<state>` before `.md`.
+    NoState,
+    /// A state other than todo, wip, done, abandoned.
+    State(String),
+}
+
+impl std::fmt::Display for NameRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NameRule::Stamp => f.write_str("it does not start with a YYYYMMDDTHHMMSS stamp"),
+            NameRule::Uid(u) if u.len() == 8 && u.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                write!(f, "uid {u:?} must be lowercase hex")
+            }
+            NameRule::Uid(u) => write!(
+                f,
+                "the stamp must be followed by _ and an 8-digit lowercase hex uid, not {u:?}"
+            ),
+            NameRule::SlugSeparator => f.write_str("the uid must be followed by -- and the slug"),
+            NameRule::SlugChar(c) => {
+                write!(f, "the slug may hold only a-z, 0-9 and -, not {c:?}")
+            }
+            NameRule::NoState => {
+                f.write_str("it does not end in __todo.md, __wip.md, __done.md or __abandoned.md")
+            }
+            NameRule::State(s) => write!(f, "state {s:?} is not one of todo, wip, done, abandoned"),
+        }
+    }
+}
+
+/// The rule a plan-like file name breaks: `None` for a plan, and for a name
+/// that does not look like one at all (`README.md`, `debug.log`, swap
+/// files). Plan-like: a `.md` name with a `--` or `__` in it, or starting
+/// with a digit.
+pub fn diagnose(file_name: &str) -> Option<NameRule> {
+    if classify(file_name).is_some() || is_scratch(file_name) {
+        return None;
+    }
+    let stem = file_name.strip_suffix(".md")?;
+    let plan_like = stem.contains("--")
+        || stem.contains("__")
+        || stem.starts_with(|c: char| c.is_ascii_digit());
+    if !plan_like {
+        return None;
+    }
+    Some(first_broken_rule(stem))
+}
+
+fn first_broken_rule(stem: &str) -> NameRule {
+    if !stem.get(..15).is_some_and(is_stamp) {
+        return NameRule::Stamp;
+    }
+    let after_stamp = &stem[15..];
+    let uid = after_stamp.strip_prefix('_').and_then(|r| r.get(..8));
+    match uid {
+        Some(u) if u.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) => {}
+        _ => {
+            let shown: String = after_stamp.chars().take(9).collect();
+            return NameRule::Uid(shown.trim_start_matches('_').to_string());
+        }
+    }
+    let Some(rest) = stem[24..].strip_prefix("--") else {
+        return NameRule::SlugSeparator;
+    };
+    let Some((slug, state)) = rest.rsplit_once("__") else {
+        return NameRule::NoState;
+    };
+    if let Some(c) = slug
+        .chars()
+        .find(|c| !matches!(c, 'a'..='z' | '0'..='9' | '-'))
+    {
+        return NameRule::SlugChar(c);
+    }
+    NameRule::State(state.to_string())
+}
+
 fn is_stamp(s: &str) -> bool {
     let b = s.as_bytes();
     b.len() == 15
@@ -275,6 +364,38 @@ mod tests {
         assert_eq!(f.format(), PlanFormat::Json);
         assert_eq!(f.identity(), "a.b.plan.json");
         assert_eq!(classify("x.json"), None);
+    }
+
+    #[test]
+    fn diagnose_names_the_rule_a_plan_like_name_breaks() {
+        let cases = [
+            ("20260101T093000_0A1B2C3D--ship__todo.md", "lowercase hex"),
+            (
+                "20260101T093000_0a1b2c3d--ship__doing.md",
+                "\"doing\" is not one of",
+            ),
+            ("20260101T093000_0a1b2c3d--ship_it__todo.md", "not '_'"),
+            ("20260101T093000_0a1b2c3d--Ship__todo.md", "not 'S'"),
+            ("ship-it__todo.md", "YYYYMMDDTHHMMSS"),
+            ("20260101T093000_0a1b2c3d--ship.md", "__todo.md"),
+            ("20260101T093000_0a1b2c3d-ship__todo.md", "followed by --"),
+            ("20260101T093000_0a1b2c3--ship__todo.md", "8-digit"),
+            ("20260101T093000-0a1b2c3d--ship__todo.md", "8-digit"),
+        ];
+        for (name, needle) in cases {
+            let rule = diagnose(name).unwrap_or_else(|| panic!("{name}: no rule"));
+            assert!(rule.to_string().contains(needle), "{name}: {rule}");
+        }
+        for fine in [
+            "20260101T093000_0a1b2c3d--ship__todo.md",
+            "x.plan.json",
+            "README.md",
+            "notes.md",
+            "debug.log",
+            ".20260101T093000_0a1b2c3d--ship__todo.md.swp",
+        ] {
+            assert_eq!(diagnose(fine), None, "{fine}");
+        }
     }
 
     #[test]

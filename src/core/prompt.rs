@@ -27,11 +27,13 @@ pub const DONE_VARS: &[&str] = &["goal", "file", "path", "plan", "session", "don
 
 /// The default step prompt: the goal, the step's id, title, description and
 /// dependencies, and the plan file so the agent can call `task_complete`.
+/// The file is named by its whole path: a session checklist's bare name is
+/// just `plan`, which says nothing about where it is.
 pub const DEFAULT_STEP: &str = "\
 [reveille] Step {id} of \"{goal}\" is ready: {title}
 {description}
-Its dependencies are complete: {deps}.
-Plan file: {file}
+Completed dependencies: {deps}.
+Plan file: {path}
 When it is finished, call task_complete(\"{file}\", \"{title}\").
 ";
 

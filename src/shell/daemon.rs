@@ -167,7 +167,7 @@ fn emit(project: &str, l: &Log) {
         ($lvl:expr) => {
             tracing::event!(
                 $lvl,
-                project = project,
+                project = %project,
                 plan = l
                     .plan
                     .as_deref()
@@ -345,6 +345,11 @@ impl Daemon {
 
     /// Feed one input and carry out everything that follows from it.
     fn feed(&mut self, input: Input) {
+        crate::shell::ignored::report(
+            &self.settings.project.plan_dir,
+            &self.settings.project.name,
+            &input,
+        );
         let now = self.now();
         let mut world = Carry {
             settings: &self.settings,
@@ -382,7 +387,7 @@ impl Daemon {
                     }
                 }
                 Ok(None) => {
-                    if tail.first_missing() {
+                    if tail.first_missing() && self.settings.events.path_set {
                         tracing::warn!(project = %self.settings.project.name, "tracker event log {} does not exist (yet); waiting for it", tail.path().display());
                     }
                     return;
@@ -655,6 +660,9 @@ impl Daemon {
             RootMode::Polled(why) => {
                 tracing::warn!(project = %project, "polling {} every {:?}: {why}", path.display(), self.settings.events.poll_interval)
             }
+            RootMode::Missing(_) if self.settings.events.is_unchosen_log(path) => {
+                tracing::info!(project = %project, "no tracker yet: {} (the default [events] path) does not exist; it is read if it appears", path.display())
+            }
             RootMode::Missing(a) => {
                 tracing::warn!(project = %project, "{} does not exist yet; watching {} for it", path.display(), a.display())
             }
@@ -673,7 +681,12 @@ impl Daemon {
             paths,
             read_all: true,
         });
-        if self.settings.events.path.is_some() {
+        let events = &self.settings.events;
+        if events
+            .path
+            .as_ref()
+            .is_some_and(|p| !events.is_unchosen_log(p) || p.exists())
+        {
             for mount in self.settings.events.mounts.clone() {
                 let (read, fresh) = mount_read(&self.settings, &mount);
                 self.feed(Input::MountRead { mount, read, fresh });
@@ -706,6 +719,8 @@ impl Daemon {
                 RootMode::Polled(why) => {
                     s.push_str(&format!("; polling {} ({why})", path.display()))
                 }
+                // A tracker never configured is no news (said once at start).
+                RootMode::Missing(_) if self.settings.events.is_unchosen_log(&path) => {}
                 RootMode::Missing(_) => s.push_str(&format!("; waiting for {}", path.display())),
                 RootMode::Inotify => {}
             }

@@ -10,10 +10,13 @@
 //! - `tail`: the tracker's event log, by byte offset;
 //! - `store`: the journal, the snapshot and the one-instance lock;
 //! - `status`: `reveille status`, offline from the state directory;
+//! - `why`: `reveille why`, what each step of one plan waits for;
+//! - `ignored`: plan-like files whose names break the rule, reported once;
 //! - `systemd`: sd_notify; `logging`: journald or stderr.
 
 pub mod daemon;
 pub mod deliver;
+pub mod ignored;
 pub mod logging;
 pub mod ollie;
 pub mod read;
@@ -23,3 +26,4 @@ pub mod store;
 pub mod systemd;
 pub mod tail;
 pub mod watch;
+pub mod why;

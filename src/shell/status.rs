@@ -12,84 +12,86 @@ use crate::core::driver::{drive, World};
 use crate::core::effect::{Delivery, Log};
 use crate::core::engine::{Engine, EngineConfig, PlanView};
 use crate::core::input::{FileRead, Input, Undeliverable};
+use crate::core::lifecycle::Lifecycle;
+use crate::core::name::{classify, diagnose};
+use crate::core::plan::{parse_plan, Plan, PlanFormat};
+use crate::core::ready_report::{one_line, StepRef};
 use crate::core::record::{Announced, Cursor, Item, Memory, Record};
 use crate::shell::daemon::engine_config;
 use crate::shell::read::read_capped;
 use crate::shell::store::read_memory;
 use crate::shell::watch::list_plans;
 
-/// One pending prompt.
-#[derive(Debug, Serialize)]
-pub struct PendingView {
-    pub seq: u64,
-    pub step: String,
-    pub plan: String,
-}
-
-/// Everything `status` shows.
-#[derive(Debug, Serialize)]
-pub struct Status {
-    pub project: String,
-    /// The pid of the running daemon, if one is running.
-    pub running: Option<u32>,
-    pub state_dir: String,
+/// What the daemon knows, re-derived offline: its memory, and every plan
+/// as it would read them now.
+pub struct Known {
+    /// The durable memory (empty before the first start).
+    pub memory: Memory,
     /// Whether the first-start baseline was taken (false: never started).
     pub started_before: bool,
-    pub plans: Vec<PlanStatus>,
-    /// Per session, prompts waiting to be delivered, in order.
-    pub outbox: BTreeMap<String, Vec<PendingView>>,
-    /// `sessions.outbox_cap`: a session with this many pending prompts is
-    /// full, and new wake-ups for it wait, unannounced, until it drains.
-    pub outbox_cap: usize,
-    /// Sessions whose outbox is full.
-    pub outbox_full: Vec<String>,
-    /// Tracker sources (mounts, beads): announced task ids.
-    pub tasks: BTreeMap<String, Vec<String>>,
-    /// The tracker event log position.
-    pub events: Option<Cursor>,
+    /// Every plan, as the engine sees it.
+    pub plans: Vec<PlanView>,
+    /// The parsed content of each plan file read, to name announced steps
+    /// by id and title (the memory keeps only their identity).
+    pub parsed: BTreeMap<PathBuf, Plan>,
 }
 
-/// One plan.
-#[derive(Debug, Serialize)]
-pub struct PlanStatus {
-    #[serde(flatten)]
-    pub plan: PlanView,
-    /// Announced steps still unchecked (baseline entries marked).
-    pub announced: Vec<String>,
-}
-
-fn running_pid(dir: &Path) -> Option<u32> {
-    let pid: u32 = std::fs::read_to_string(dir.join("lock"))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-    String::from_utf8_lossy(&cmdline)
-        .contains("reveille")
-        .then_some(pid)
-}
-
-fn item_name(item: &Item, a: &Announced) -> String {
-    let mut s = item.label().to_string();
-    if a.baseline {
-        s.push_str(" (baseline)");
-    }
-    s
+/// Reads the state directory and re-derives plans and ready steps exactly
+/// as the daemon would, on a throw-away engine (nothing it decides is
+/// written anywhere).
+pub fn known(settings: &Settings) -> Result<Known, String> {
+    let (memory, _) = read_memory(&settings.state.dir).map_err(|e| e.to_string())?;
+    let started_before = memory.as_ref().is_some_and(|m| m.baselined);
+    let memory = memory.unwrap_or_default();
+    let mut engine = Engine::new(
+        engine_config(settings),
+        Some(Memory {
+            baselined: true,
+            ..memory.clone()
+        }),
+    );
+    let mut look = Look {
+        settings,
+        parsed: BTreeMap::new(),
+    };
+    let paths = look.list();
+    drive(
+        &mut engine,
+        &mut look,
+        Default::default(),
+        Input::Listed {
+            paths,
+            read_all: true,
+        },
+    );
+    let parsed = look.parsed;
+    Ok(Known {
+        memory,
+        started_before,
+        plans: engine.plans(),
+        parsed,
+    })
 }
 
 /// The world of `status`: it reads plan files and changes nothing — no
 /// record is written, no prompt delivered (a delivery is left "in the
-/// background" forever), no log emitted.
+/// background" forever), no log emitted. It keeps each plan it read,
+/// parsed, to name announced steps by id and title.
 struct Look<'a> {
     settings: &'a Settings,
+    parsed: BTreeMap<PathBuf, Plan>,
 }
 
 impl World for Look<'_> {
     fn record(&mut self, _: &Record) {}
     fn log(&mut self, _: Log) {}
     fn read_plan(&mut self, path: &Path, config: &EngineConfig) -> (FileRead, bool) {
-        (read_capped(path, config.max_plan_bytes), false)
+        let cap = config.max_plan_bytes;
+        let read = read_capped(path, cap);
+        if let Some(plan) = parse_read(path, &read, cap) {
+            self.parsed.insert(path.to_path_buf(), plan);
+        }
+        (read, false)
     }
     fn list(&mut self) -> Vec<PathBuf> {
         list_plans(
@@ -109,44 +111,175 @@ impl World for Look<'_> {
     }
 }
 
+/// A plan file's content, parsed as its name calls for (session plans,
+/// named `plan`, are markdown).
+fn parse_read(path: &Path, read: &FileRead, cap: usize) -> Option<Plan> {
+    let FileRead::Bytes(bytes) = read else {
+        return None;
+    };
+    let name = path.file_name()?.to_string_lossy();
+    let format = classify(&name).map_or(PlanFormat::Markdown, |f| f.format());
+    parse_plan(format, bytes, cap).ok()
+}
+
+/// One pending prompt.
+#[derive(Debug, Serialize)]
+pub struct PendingView {
+    pub seq: u64,
+    pub step: String,
+    pub plan: String,
+}
+
+/// A step or task the daemon announced and that is still open.
+#[derive(Debug, Serialize)]
+pub struct AnnouncedView {
+    /// `sN` / `tN` for plan steps, the task id for tracker tasks; for a
+    /// step no longer in the file, its remembered title.
+    pub id: String,
+    /// The title, when the file still has the step.
+    pub title: Option<String>,
+    /// The session it was announced to.
+    pub session: Option<String>,
+    /// Recorded at the first start as already ready, never prompted.
+    pub baseline: bool,
+}
+
+/// A file in the plan directory the daemon ignores because of its name.
+#[derive(Debug, Serialize)]
+pub struct IgnoredView {
+    pub file: String,
+    /// The naming rule it breaks.
+    pub rule: String,
+}
+
+/// Everything `status` shows.
+#[derive(Debug, Serialize)]
+pub struct Status {
+    pub project: String,
+    /// The pid of the running daemon, if one is running.
+    pub running: Option<u32>,
+    pub state_dir: String,
+    /// Whether the first-start baseline was taken (false: never started).
+    pub started_before: bool,
+    pub plans: Vec<PlanStatus>,
+    /// Plan-like files in the plan directory whose names break the rule.
+    pub ignored: Vec<IgnoredView>,
+    /// Per session, prompts waiting to be delivered, in order.
+    pub outbox: BTreeMap<String, Vec<PendingView>>,
+    /// `sessions.outbox_cap`: a session with this many pending prompts is
+    /// full, and new wake-ups for it wait, unannounced, until it drains.
+    pub outbox_cap: usize,
+    /// Sessions whose outbox is full.
+    pub outbox_full: Vec<String>,
+    /// Tracker sources (mounts, beads): announced tasks.
+    pub tasks: BTreeMap<String, Vec<AnnouncedView>>,
+    /// The tracker event log position.
+    pub events: Option<Cursor>,
+}
+
+/// One plan.
+#[derive(Debug, Serialize)]
+pub struct PlanStatus {
+    pub source: String,
+    pub path: PathBuf,
+    pub lifecycle: Lifecycle,
+    pub goal: String,
+    pub session: Option<String>,
+    /// Why the plan is invalid, if it is.
+    pub error: Option<String>,
+    pub steps: usize,
+    pub checked: usize,
+    /// Ready steps, in file order.
+    pub ready: Vec<StepRef>,
+    /// Announced steps still unchecked.
+    pub announced: Vec<AnnouncedView>,
+}
+
+fn running_pid(dir: &Path) -> Option<u32> {
+    let pid: u32 = std::fs::read_to_string(dir.join("lock"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    String::from_utf8_lossy(&cmdline)
+        .contains("reveille")
+        .then_some(pid)
+}
+
+/// An announced item, named by the plan's step when `plan` has it.
+fn announced_view(item: &Item, a: &Announced, plan: Option<&Plan>) -> AnnouncedView {
+    let step = match item {
+        Item::Step(key) => plan.and_then(|p| p.steps.iter().find(|s| &s.key == key)),
+        _ => None,
+    };
+    AnnouncedView {
+        id: step.map_or_else(|| item.label().to_string(), |s| s.label.clone()),
+        title: step.map(|s| s.title.clone()),
+        session: a.session.clone(),
+        baseline: a.baseline,
+    }
+}
+
+/// The plan-like files of `plan_dir` whose names break the rule.
+pub fn ignored_names(plan_dir: &Path) -> Vec<IgnoredView> {
+    let Ok(entries) = std::fs::read_dir(plan_dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<IgnoredView> = entries
+        .flatten()
+        .filter_map(|e| {
+            let file = e.file_name().to_string_lossy().into_owned();
+            let rule = diagnose(&file)?;
+            Some(IgnoredView {
+                file,
+                rule: rule.to_string(),
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.file.cmp(&b.file));
+    out
+}
+
+fn plan_status(plan: PlanView, k: &Known) -> PlanStatus {
+    let parsed = k.parsed.get(&plan.path);
+    let announced = k
+        .memory
+        .announced
+        .get(&plan.source)
+        .map(|items| {
+            items
+                .iter()
+                .map(|(i, a)| announced_view(i, a, parsed))
+                .collect()
+        })
+        .unwrap_or_default();
+    PlanStatus {
+        ready: plan
+            .ready
+            .iter()
+            .map(|(id, title)| StepRef {
+                id: id.clone(),
+                title: title.clone(),
+            })
+            .collect(),
+        source: plan.source.to_string(),
+        path: plan.path,
+        lifecycle: plan.lifecycle,
+        goal: plan.goal,
+        session: plan.session,
+        error: plan.error,
+        steps: plan.steps,
+        checked: plan.checked,
+        announced,
+    }
+}
+
 /// Gather the status of the project `settings` describe.
 pub fn gather(settings: &Settings) -> Result<Status, String> {
     let dir = &settings.state.dir;
-    let (memory, _) = read_memory(dir).map_err(|e| e.to_string())?;
-    let started_before = memory.as_ref().is_some_and(|m| m.baselined);
-    let memory = memory.unwrap_or_default();
-    // Re-derive plans and ready steps exactly as the daemon would, on a
-    // throw-away engine (nothing it decides is written anywhere).
-    let mut engine = Engine::new(
-        engine_config(settings),
-        Some(Memory {
-            baselined: true,
-            ..memory.clone()
-        }),
-    );
-    let mut look = Look { settings };
-    let paths = look.list();
-    drive(
-        &mut engine,
-        &mut look,
-        Default::default(),
-        Input::Listed {
-            paths,
-            read_all: true,
-        },
-    );
-    let plans = engine
-        .plans()
-        .into_iter()
-        .map(|plan| {
-            let announced = memory
-                .announced
-                .get(&plan.source)
-                .map(|items| items.iter().map(|(i, a)| item_name(i, a)).collect())
-                .unwrap_or_default();
-            PlanStatus { plan, announced }
-        })
-        .collect();
+    let k = known(settings)?;
+    let memory = &k.memory;
     let outbox = memory
         .outbox
         .iter()
@@ -167,10 +300,11 @@ pub fn gather(settings: &Settings) -> Result<Status, String> {
         .iter()
         .filter(|(source, _)| !source.is_plan())
         .map(|(source, items)| {
-            (
-                source.to_string(),
-                items.iter().map(|(i, a)| item_name(i, a)).collect(),
-            )
+            let views = items
+                .iter()
+                .map(|(i, a)| announced_view(i, a, None))
+                .collect();
+            (source.to_string(), views)
         })
         .collect();
     let cap = settings.sessions.outbox_cap;
@@ -186,12 +320,84 @@ pub fn gather(settings: &Settings) -> Result<Status, String> {
         outbox_full,
         running: running_pid(dir),
         state_dir: dir.display().to_string(),
-        started_before,
-        plans,
+        started_before: k.started_before,
+        plans: k
+            .plans
+            .clone()
+            .into_iter()
+            .map(|p| plan_status(p, &k))
+            .collect(),
+        ignored: ignored_names(&settings.project.plan_dir),
         outbox,
         tasks,
         events: memory.cursor,
     })
+}
+
+/// `s2<TAB>title`, or the bare id when the title is unknown, with the
+/// baseline mark.
+fn announced_line(a: &AnnouncedView) -> String {
+    let mut s = match &a.title {
+        Some(t) => format!("{}\t{}", a.id, one_line(t)),
+        None => a.id.clone(),
+    };
+    if a.baseline {
+        s.push_str(" (baseline)");
+    }
+    s
+}
+
+fn render_plan(out: &mut String, p: &PlanStatus) {
+    let file = p
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    out.push_str(&format!(
+        "  {} [{:?}] {}/{} checked, session {}: {}\n",
+        file,
+        p.lifecycle,
+        p.checked,
+        p.steps,
+        p.session.as_deref().unwrap_or("-"),
+        p.goal
+    ));
+    if let Some(e) = &p.error {
+        out.push_str(&format!("    INVALID: {e}\n"));
+    }
+    for r in &p.ready {
+        out.push_str(&format!("    ready     {}\t{}\n", r.id, one_line(&r.title)));
+    }
+    for a in &p.announced {
+        out.push_str(&format!("    announced {}\n", announced_line(a)));
+    }
+}
+
+fn render_outbox(out: &mut String, s: &Status) {
+    if s.outbox.is_empty() {
+        out.push_str("outbox  empty\n");
+    }
+    for (session, items) in &s.outbox {
+        let full = if items.len() >= s.outbox_cap {
+            format!(
+                " FULL (outbox_cap = {}): new wake-ups for it wait, unannounced, until it drains",
+                s.outbox_cap
+            )
+        } else {
+            String::new()
+        };
+        let shown: Vec<&str> = items.iter().take(20).map(|p| p.step.as_str()).collect();
+        let more = if items.len() > shown.len() {
+            ", …"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "outbox  {session}: {} pending ({}{more}){full}\n",
+            items.len(),
+            shown.join(", ")
+        ));
+    }
 }
 
 /// The human-readable form.
@@ -209,59 +415,19 @@ pub fn render(s: &Status) -> String {
     out.push('\n');
     out.push_str(&format!("plans   {}\n", s.plans.len()));
     for p in &s.plans {
-        let file = p
-            .plan
-            .path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        render_plan(&mut out, p);
+    }
+    for i in &s.ignored {
         out.push_str(&format!(
-            "  {} [{:?}] {}/{} checked, session {}: {}\n",
-            file,
-            p.plan.lifecycle,
-            p.plan.checked,
-            p.plan.steps,
-            p.plan.session.as_deref().unwrap_or("-"),
-            p.plan.goal
+            "ignored {}: not a plan name: {}\n",
+            i.file, i.rule
         ));
-        if let Some(e) = &p.plan.error {
-            out.push_str(&format!("    INVALID: {e}\n"));
-        }
-        for (label, title) in &p.plan.ready {
-            out.push_str(&format!("    ready     {label}\t{title}\n"));
-        }
-        for a in &p.announced {
-            out.push_str(&format!("    announced {a}\n"));
-        }
     }
     for (source, items) in &s.tasks {
-        out.push_str(&format!("tasks   {source}: {}\n", items.join(", ")));
+        let ids: Vec<String> = items.iter().map(announced_line).collect();
+        out.push_str(&format!("tasks   {source}: {}\n", ids.join(", ")));
     }
-    if s.outbox.is_empty() {
-        out.push_str("outbox  empty\n");
-    }
-    for (session, items) in &s.outbox {
-        let steps: Vec<&str> = items.iter().map(|p| p.step.as_str()).collect();
-        let full = if items.len() >= s.outbox_cap {
-            format!(
-                " FULL (outbox_cap = {}): new wake-ups for it wait, unannounced, until it drains",
-                s.outbox_cap
-            )
-        } else {
-            String::new()
-        };
-        let shown: Vec<&str> = steps.iter().take(20).copied().collect();
-        let more = if steps.len() > shown.len() {
-            ", …"
-        } else {
-            ""
-        };
-        out.push_str(&format!(
-            "outbox  {session}: {} pending ({}{more}){full}\n",
-            items.len(),
-            shown.join(", ")
-        ));
-    }
+    render_outbox(&mut out, s);
     if let Some(c) = &s.events {
         out.push_str(&format!(
             "events  offset {} (dev {}, inode {})\n",

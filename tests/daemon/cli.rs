@@ -1,5 +1,4 @@
-//! The offline commands: `reveille ready FILE [--json]` and `reveille check`
-//! (SPEC §6).
+//! The offline commands: `reveille ready FILE [--json]` and `reveille check`.
 
 use std::fs;
 use std::path::Path;
@@ -39,8 +38,8 @@ fn ready_lists_the_ready_steps_of_stock_annotated_and_json_plans() {
     let json: serde_json::Value = serde_json::from_str(&ok_stdout(&ready(&stock, true))).unwrap();
     assert_eq!(
         json,
-        serde_json::json!([{"id": "s2", "num": 2, "title": "Two",
-            "description": "the next one", "deps": ["s1"]}])
+        serde_json::json!([{"id": "s2", "title": "Two",
+            "description": "the next one", "deps": ["s1"], "line": 5}])
     );
 
     let dag = p.plan_dir.join("20250101T120000_0a1b2c3e--dag__todo.md");

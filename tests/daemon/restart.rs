@@ -187,15 +187,23 @@ fn plans_present_at_the_very_first_start_are_the_baseline() {
     };
     let old_status = find(&old);
     assert_eq!(old_status["goal"], "Old work");
-    // Announced items are named by their step key (the normalised title).
-    assert_eq!(
-        old_status["announced"],
-        serde_json::json!(["Old one (baseline)"])
-    );
+    // Announced items are named by their step id and title.
+    let announced = |plan: &serde_json::Value| -> Vec<String> {
+        plan["announced"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| format!("{} {} baseline={}", a["id"], a["title"], a["baseline"]))
+            .collect()
+    };
+    assert_eq!(announced(old_status), [r#""s1" "Old one" baseline=true"#]);
     let dag_status = find(&dag);
     assert_eq!(
-        dag_status["announced"],
-        serde_json::json!(["Left (baseline)", "Right (baseline)"])
+        announced(dag_status),
+        [
+            r#""s1" "Left" baseline=true"#,
+            r#""s2" "Right" baseline=true"#
+        ]
     );
     // Nothing of the old plans waits in an outbox either. (The barrier's
     // own prompt may still show until its delivery is recorded.)

@@ -272,7 +272,7 @@ fn the_default_prompt_carries_goal_id_title_description_deps_and_file() {
     assert!(text.contains("s2"), "{text}");
     assert!(text.contains("Step 2"), "{text}");
     assert!(text.contains("do thing 2"), "{text}");
-    assert!(text.contains("dependencies are complete: s1"), "{text}");
+    assert!(text.contains("Completed dependencies: s1."), "{text}");
     assert!(
         text.contains(&format!("task_complete(\"{NAME}\", \"Step 2\")")),
         "{text}"

@@ -1,0 +1,9 @@
+//! The command line of the `reveille` binary: the flags (one clap
+//! definition, from which `--help`, the completions and the man page are
+//! all made), writing output like a well-behaved Unix tool, and the
+//! offline commands that read one file.
+
+pub mod args;
+pub mod demo;
+pub mod offline;
+pub mod output;

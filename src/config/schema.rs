@@ -1,0 +1,169 @@
+//! The shape every layer must fit: which sections and keys exist and what
+//! type each holds, checked key by key so that every unknown key and every
+//! wrong type is reported in one go — each with its key, its origin, and
+//! for a near miss the key that was probably meant.
+
+use figment::value::{Dict, Value};
+
+use super::layers::{entry_key, Layers, MAP_TABLES};
+use super::{from_figment, ConfigError};
+
+/// Every unknown key and every value of the wrong type in `layers`, in key
+/// order. `defaults` is the built-in layer, which has every key.
+pub(crate) fn problems(layers: &Layers, defaults: &Dict) -> Vec<ConfigError> {
+    let merged: Dict = match layers.figment.extract() {
+        Ok(d) => d,
+        Err(e) => return vec![from_figment(e, layers)],
+    };
+    let mut out = Vec::new();
+    for (section, value) in &merged {
+        let Some(Value::Dict(_, known)) = defaults.get(section) else {
+            out.push(unknown(layers, section, section, defaults, defaults));
+            continue;
+        };
+        let Value::Dict(_, keys) = value else {
+            out.push(wrong_type(layers, section, "a table"));
+            continue;
+        };
+        for (key, value) in keys {
+            let dotted = format!("{section}.{key}");
+            match known.get(key) {
+                None => out.push(unknown(layers, &dotted, key, known, defaults)),
+                Some(_) if MAP_TABLES.contains(&dotted.as_str()) => {
+                    map_entries(layers, &dotted, value, &mut out)
+                }
+                Some(default) => out.extend(check_type(layers, &dotted, default)),
+            }
+        }
+    }
+    out
+}
+
+/// A table of user-chosen names (`events.assignees`): every entry a string.
+fn map_entries(layers: &Layers, table: &str, value: &Value, out: &mut Vec<ConfigError>) {
+    let Value::Dict(_, entries) = value else {
+        out.push(wrong_type(layers, table, "a table"));
+        return;
+    };
+    for (name, v) in entries {
+        if !matches!(v, Value::String(..)) {
+            let mut e = wrong_type(layers, &entry_key(table, name), "a string");
+            e.value = serde_json::to_string(v).ok();
+            out.push(e);
+        }
+    }
+}
+
+/// Extracts `key` as the type its default has, with the same lossy
+/// conversions the full extraction applies (`"500"` is a number).
+fn check_type(layers: &Layers, key: &str, default: &Value) -> Option<ConfigError> {
+    let f = &layers.figment;
+    let result = match default {
+        Value::String(..) => f.extract_inner_lossy::<String>(key).map(drop),
+        Value::Bool(..) => f.extract_inner_lossy::<bool>(key).map(drop),
+        Value::Num(..) => f.extract_inner_lossy::<u64>(key).map(drop),
+        Value::Array(..) => f.extract_inner_lossy::<Vec<String>>(key).map(drop),
+        _ => Ok(()),
+    };
+    result.err().map(|e| {
+        let mut e = from_figment(e, layers);
+        // figment names the key relative to the extraction; name it whole.
+        if e.key.as_deref().is_none_or(|k| !k.starts_with(key)) {
+            e.key = Some(key.to_string());
+            e.value = layers.shown_value(key);
+            e.origin = Some(layers.origin(key));
+        }
+        e
+    })
+}
+
+fn wrong_type(layers: &Layers, key: &str, expected: &str) -> ConfigError {
+    ConfigError {
+        key: Some(key.to_string()),
+        value: layers.shown_value(key),
+        origin: Some(layers.origin(key)),
+        message: format!("invalid type: expected {expected}"),
+    }
+}
+
+/// An unknown `key` (dotted) whose last part is `name`, among the `known`
+/// keys of its section.
+fn unknown(layers: &Layers, key: &str, name: &str, known: &Dict, all: &Dict) -> ConfigError {
+    let names: Vec<&str> = known.keys().map(String::as_str).collect();
+    let hint = match suggest(name, &names) {
+        Some(near) => format!(" (did you mean {near}?)"),
+        None => elsewhere(name, all)
+            .map(|k| format!(" (did you mean {k}?)"))
+            .unwrap_or_default(),
+    };
+    // A whole unknown section is named without its contents.
+    let value = key.contains('.').then(|| layers.shown_value(key)).flatten();
+    ConfigError {
+        key: Some(key.to_string()),
+        value,
+        origin: Some(layers.origin(key)),
+        message: format!("unknown key{hint}; expected one of {}", names.join(", ")),
+    }
+}
+
+/// `name` as a key of another section (`[project] enqueue` meant
+/// `sessions.enqueue`).
+fn elsewhere(name: &str, all: &Dict) -> Option<String> {
+    all.iter().find_map(|(section, v)| match v {
+        Value::Dict(_, keys) if keys.contains_key(name) => Some(format!("{section}.{name}")),
+        _ => None,
+    })
+}
+
+/// The candidate closest to `word` if it is a near miss: at most two edits
+/// away, and fewer than a third of the word changed.
+pub(crate) fn suggest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| (edit_distance(word, c), *c))
+        .filter(|&(d, c)| d <= 2 && d * 3 <= word.len().max(c.len()))
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance, counting an adjacent transposition as one edit
+/// (`plna_dir` is one slip from `plan_dir`).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn near_misses_are_suggested_and_far_ones_are_not() {
+        let keys = ["plan_dir", "default_session", "mode", "name"];
+        assert_eq!(suggest("plan_dri", &keys), Some("plan_dir"));
+        assert_eq!(suggest("plandir", &keys), Some("plan_dir"));
+        assert_eq!(suggest("default_sesion", &keys), Some("default_session"));
+        assert_eq!(suggest("mdoe", &keys), Some("mode"));
+        assert_eq!(suggest("colour", &keys), None);
+        assert_eq!(suggest("x", &keys), None);
+    }
+}

@@ -1,0 +1,166 @@
+//! `reveille why FILE [STEP]`: every unchecked step of one plan and what it
+//! still waits for, and — when the daemon knows the plan (its state
+//! directory, read as `status` reads it) — whether each step was
+//! announced, is pending in an outbox, or was delivered.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::core::plan::{Plan, StepStatus};
+use crate::core::ready_report::{explain, one_line, Standing, StepRef, StepWhy};
+use crate::core::record::Item;
+use crate::core::source::Source;
+use crate::shell::status::Known;
+
+/// What the daemon did with one step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Delivery {
+    /// Not in the announced set: not ready yet, or no session to route it to.
+    NotAnnounced,
+    /// Ready at the very first start: recorded, never prompted.
+    Baseline,
+    /// Announced; the prompt waits in the session's outbox.
+    Pending { session: String, seq: u64 },
+    /// Announced and written to the session.
+    Delivered { session: Option<String> },
+}
+
+/// One step of the answer.
+#[derive(Debug, Serialize)]
+pub struct StepAnswer {
+    #[serde(flatten)]
+    pub step: StepWhy,
+    /// `None` when the daemon does not know the plan.
+    pub daemon: Option<Delivery>,
+}
+
+/// The answer for one plan file.
+#[derive(Debug, Serialize)]
+pub struct Why {
+    pub file: String,
+    pub goal: String,
+    /// Whether the daemon's state knows this plan.
+    pub known_to_daemon: bool,
+    /// The unchecked steps (or the one asked about), in file order.
+    pub steps: Vec<StepAnswer>,
+    /// The step asked about, when it is already checked.
+    pub checked: Option<StepRef>,
+}
+
+/// The engine's source id of the plan at `path`, if the daemon lists it.
+fn source_of<'a>(known: &'a Known, path: &Path) -> Option<&'a Source> {
+    let want = std::fs::canonicalize(path).ok()?;
+    known
+        .plans
+        .iter()
+        .find(|p| std::fs::canonicalize(&p.path).is_ok_and(|c| c == want))
+        .map(|p| &p.source)
+}
+
+fn delivery(known: &Known, source: &Source, key: &str) -> Delivery {
+    let item = Item::Step(key.to_string());
+    let Some(a) = known
+        .memory
+        .announced
+        .get(source)
+        .and_then(|m| m.get(&item))
+    else {
+        return Delivery::NotAnnounced;
+    };
+    if a.baseline {
+        return Delivery::Baseline;
+    }
+    let pending = known.memory.outbox.iter().find_map(|(session, queue)| {
+        queue
+            .iter()
+            .find(|p| &p.source == source && p.item == item)
+            .map(|p| (session.clone(), p.seq))
+    });
+    match pending {
+        Some((session, seq)) => Delivery::Pending { session, seq },
+        None => Delivery::Delivered {
+            session: a.session.clone(),
+        },
+    }
+}
+
+/// Answers `why` for `plan`, read from `path`; `only` restricts it to one
+/// step (which may be checked). `known` is the daemon's state, if any.
+pub fn answer(plan: &Plan, path: &Path, only: Option<usize>, known: Option<&Known>) -> Why {
+    let source = known.and_then(|k| Some((k, source_of(k, path)?)));
+    let mut steps = explain(plan);
+    if let Some(num) = only {
+        steps.retain(|s| plan.steps.iter().any(|p| p.num == num && p.label == s.id));
+    }
+    let steps = steps
+        .into_iter()
+        .map(|step| StepAnswer {
+            daemon: source.map(|(k, src)| delivery(k, src, &step.key)),
+            step,
+        })
+        .collect();
+    Why {
+        file: path.display().to_string(),
+        goal: plan.goal.clone(),
+        known_to_daemon: source.is_some(),
+        steps,
+        checked: only.and_then(|num| {
+            plan.steps
+                .iter()
+                .find(|s| s.num == num && s.status == StepStatus::Checked)
+                .map(|s| StepRef {
+                    id: s.label.clone(),
+                    title: s.title.clone(),
+                })
+        }),
+    }
+}
+
+fn delivery_text(d: &Delivery) -> String {
+    match d {
+        Delivery::NotAnnounced => "not announced".into(),
+        Delivery::Baseline => {
+            "recorded as the baseline at the first start (never announced)".into()
+        }
+        Delivery::Pending { session, seq } => {
+            format!("announced; pending in the outbox of session {session} (prompt {seq})")
+        }
+        Delivery::Delivered { session: Some(s) } => {
+            format!("announced; delivered to session {s}")
+        }
+        Delivery::Delivered { session: None } => "announced; delivered".into(),
+    }
+}
+
+/// The human-readable form: one `id<TAB>title` line per step, then
+/// indented lines saying where it stands.
+pub fn render(w: &Why) -> String {
+    let mut out = format!("plan    {}: {}\n", w.file, w.goal);
+    if !w.known_to_daemon {
+        out.push_str("daemon  does not know this plan (not in its plan directory, or no state)\n");
+    }
+    if let Some(c) = &w.checked {
+        out.push_str(&format!("{}\t{}\n  checked\n", c.id, one_line(&c.title)));
+    }
+    if w.steps.is_empty() && w.checked.is_none() {
+        out.push_str("every step is checked\n");
+    }
+    for s in &w.steps {
+        out.push_str(&format!("{}\t{}\n", s.step.id, one_line(&s.step.title)));
+        match s.step.standing {
+            Standing::Ready => out.push_str("  ready\n"),
+            Standing::Doing => out.push_str("  doing (started; never announced)\n"),
+            Standing::Waiting => {
+                for r in &s.step.waits_for {
+                    out.push_str(&format!("  waits for {}\t{}\n", r.id, one_line(&r.title)));
+                }
+            }
+        }
+        if let Some(d) = &s.daemon {
+            out.push_str(&format!("  {}\n", delivery_text(d)));
+        }
+    }
+    out
+}
