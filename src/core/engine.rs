@@ -94,6 +94,10 @@ pub struct EngineConfig {
     pub assignees: BTreeMap<String, String>,
     /// Tell a session when a task announced to it was completed elsewhere.
     pub notify_completed: bool,
+    /// Read every mount's ready list this often even with no event
+    /// (`events.resync_ms`): catches the changes 9beads writes no event
+    /// for in a quiet project. `None` (the default) never wakes for it.
+    pub resync: Option<Duration>,
     /// The beads `issues.jsonl` file name, for prompts (`None`: not watched).
     pub beads_file: Option<String>,
 }
@@ -118,6 +122,7 @@ impl EngineConfig {
             mounts: Vec::new(),
             assignees: BTreeMap::new(),
             notify_completed: false,
+            resync: None,
             beads_file: None,
         }
     }
@@ -179,6 +184,13 @@ pub struct Engine {
     invalid: usize,
     /// Tracker task titles by source and id, for claim/completed prompts.
     task_titles: BTreeMap<(String, String), String>,
+    /// Per mount, beads claimed by a current-shape `claimed` event (which
+    /// names no assignee) whose claimer is still to be read from the
+    /// mount's `list` file (see `tasks.rs`).
+    unresolved_claims: BTreeMap<String, BTreeSet<String>>,
+    /// When every mount's ready list is next read with no event asking
+    /// (`events.resync`; `None` while off or not armed yet).
+    resync_at: Option<Now>,
 }
 
 impl Engine {
@@ -209,6 +221,8 @@ impl Engine {
             rechecks: BTreeMap::new(),
             mount_rechecks: BTreeMap::new(),
             invalid: 0,
+            unresolved_claims: BTreeMap::new(),
+            resync_at: None,
         }
     }
 
@@ -242,11 +256,19 @@ impl Engine {
         let recheck = self.rechecks.values().map(|(at, _)| *at).min();
         let mount = self.mount_rechecks.values().map(|(at, _)| *at).min();
         // `Duration::MAX` marks a re-read already asked for: not a deadline.
-        [settle, vanish, retry, recheck, mount, self.beads_due]
-            .into_iter()
-            .flatten()
-            .filter(|at| *at != Duration::MAX)
-            .min()
+        [
+            settle,
+            vanish,
+            retry,
+            recheck,
+            mount,
+            self.beads_due,
+            self.resync_at,
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|at| *at != Duration::MAX)
+        .min()
     }
 
     /// Handle one input; the returned effects are to be carried out in order.
@@ -319,6 +341,7 @@ impl Engine {
             Input::MountRead { mount, read, fresh } => {
                 self.on_mount_read(now, &mount, read, fresh, &mut fx)
             }
+            Input::MountListRead { mount, read } => self.on_mount_list_read(&mount, read, &mut fx),
             Input::BeadsRead { read, now_unix } => self.on_beads_read(now, read, now_unix, &mut fx),
         }
         self.run_timers(now, &mut fx);
@@ -360,6 +383,7 @@ impl Engine {
                 });
             }
         }
+        self.run_resync(now, fx);
         if self.beads_due.is_some_and(|at| at <= now) {
             self.beads_due = None;
             fx.push(Effect::ReadBeads);

@@ -68,6 +68,7 @@ pub fn engine_config(s: &Settings) -> EngineConfig {
     c.mounts = s.events.mounts.clone();
     c.assignees = s.events.assignees.clone();
     c.notify_completed = s.events.notify_completed;
+    c.resync = s.events.resync;
     c.beads_file = s
         .beads
         .issues_jsonl
@@ -257,6 +258,7 @@ impl Daemon {
                     read_all,
                 }),
                 Effect::ReadMount { mount } => Some(self.read_mount(mount)),
+                Effect::ReadMountList { mount } => Some(self.read_mount_list(mount)),
                 Effect::ReadBeads => self.read_beads(),
             };
             if let Some(input) = follow {
@@ -306,6 +308,20 @@ impl Daemon {
             Err(why) => (FileRead::Failed(format!("mount name {why}")), false),
         };
         Input::MountRead { mount, read, fresh }
+    }
+
+    /// `<beads_root>/<mount>/list`, where 9beads keeps a claimed bead's
+    /// assignee. Read whole at once: a synthetic file has no half-written
+    /// state, and a claim is told from it at most once.
+    fn read_mount_list(&self, mount: String) -> Input {
+        let read = match check_name(&mount) {
+            Ok(()) => read_capped(
+                &self.settings.events.beads_root.join(&mount).join("list"),
+                TRACKER_FILE_CAP,
+            ),
+            Err(why) => FileRead::Failed(format!("mount name {why}")),
+        };
+        Input::MountListRead { mount, read }
     }
 
     fn read_beads(&self) -> Option<Input> {

@@ -88,6 +88,15 @@ impl Engine {
             }
         }
         for mount in std::mem::take(&mut self.dirty_mounts) {
+            // A current-shape `claimed` names no assignee; 9beads keeps it
+            // only in the mount's `list` (the bead is `in_progress` now, out
+            // of `ready`). The list is read first, so the claim is told
+            // while the task is still announced to the session it went to.
+            if self.unresolved_claims.contains_key(&mount) {
+                fx.push(Effect::ReadMountList {
+                    mount: mount.clone(),
+                });
+            }
             fx.push(Effect::ReadMount { mount });
         }
         // After the reads it causes: a crash before this record re-reads the
@@ -101,16 +110,28 @@ impl Engine {
 
     fn on_event(&mut self, event: TrackerEvent, fx: &mut Vec<Effect>) {
         match event {
-            TrackerEvent::Created { mount, .. }
-            | TrackerEvent::Failed { mount, .. }
-            | TrackerEvent::Updated { mount, .. } => {
+            TrackerEvent::Created { mount, .. } | TrackerEvent::Updated { mount, .. } => {
                 if self.ours(&mount) {
+                    self.dirty_mounts.insert(mount);
+                }
+            }
+            // A closed or deleted bead leaves at once (9beads appends the
+            // event after the change, so its lists already agree): a prompt
+            // still pending for it is withdrawn, and it is not mistaken for
+            // a task someone still holds when the ready list shows it gone.
+            TrackerEvent::Failed { id, mount } => {
+                if self.ours(&mount) {
+                    let source = mount_source(&mount);
+                    self.forget_held(&source, &id, fx);
+                    self.unannounce(&source, Item::Task(id), "it failed", fx);
                     self.dirty_mounts.insert(mount);
                 }
             }
             TrackerEvent::Deleted { id, mount } => {
                 if self.ours(&mount) {
-                    self.forget_notes(&mount_source(&mount), &id, fx);
+                    let source = mount_source(&mount);
+                    self.forget_notes(&source, &id, fx);
+                    self.unannounce(&source, Item::Task(id), "it was deleted", fx);
                     self.dirty_mounts.insert(mount);
                 }
             }
@@ -120,9 +141,8 @@ impl Engine {
                 }
                 let source = mount_source(&mount);
                 self.tell_completed(&source, &id, fx);
-                if self.events_only(&mount) {
-                    self.unannounce(&source, Item::Task(id), "it was completed", fx);
-                }
+                self.forget_held(&source, &id, fx);
+                self.unannounce(&source, Item::Task(id), "it was completed", fx);
                 self.dirty_mounts.insert(mount);
             }
             TrackerEvent::Claimed {
@@ -134,33 +154,13 @@ impl Engine {
                     return;
                 }
                 self.dirty_mounts.insert(mount.clone());
-                let Some(assignee) = assignee else {
-                    return;
-                };
-                let source = mount_source(&mount);
-                let item = Item::Claim(id.clone(), assignee.clone());
-                if self.memory.is_announced(&source, &item) {
-                    return;
+                match assignee {
+                    // The older `BeadClaimed` carries it in `data`.
+                    Some(assignee) => self.announce_claim(&mount, &id, &assignee, None, fx),
+                    None => {
+                        self.unresolved_claims.entry(mount).or_default().insert(id);
+                    }
                 }
-                let Some(session) = self.config.assignees.get(&assignee).cloned() else {
-                    self.say_once(
-                        format!("claim-route:{assignee}"),
-                        Log::new(
-                            Level::Info,
-                            format!("claims by {assignee:?} are not announced: no [events.assignees] entry maps it to a session"),
-                        )
-                        .mount(&mount),
-                        fx,
-                    );
-                    return;
-                };
-                let title = self.title_of(&source, &id);
-                let text = prompt::render(
-                    &self.config.templates.claim,
-                    &task_vars(&id, &title, &mount, Some(&assignee), &session, &source),
-                );
-                self.prune_notes(&source, fx);
-                self.announce(&source, item, &session, id, source.clone(), text, fx);
             }
             TrackerEvent::Ready {
                 id,
@@ -217,6 +217,155 @@ impl Engine {
         }
     }
 
+    /// Announce that `assignee` claimed bead `id` to the session the
+    /// assignee maps to, once per (bead, assignee); that session holds the
+    /// task from now on (a later `completed` is told there). An assignee
+    /// with no `[events.assignees]` entry — 9beads' default claimer, the
+    /// literal `9beads`, included — is said once and wakes nobody.
+    fn announce_claim(
+        &mut self,
+        mount: &str,
+        id: &str,
+        assignee: &str,
+        title: Option<&str>,
+        fx: &mut Vec<Effect>,
+    ) {
+        let source = mount_source(mount);
+        let item = Item::Claim(id.to_string(), assignee.to_string());
+        if self.memory.is_announced(&source, &item) {
+            return;
+        }
+        let Some(session) = self.config.assignees.get(assignee).cloned() else {
+            self.say_once(
+                format!("claim-route:{assignee}"),
+                Log::new(
+                    Level::Info,
+                    format!("claims by {assignee:?} are not announced: no [events.assignees] entry maps it to a session"),
+                )
+                .mount(mount),
+                fx,
+            );
+            return;
+        };
+        let title = title.map_or_else(|| self.title_of(&source, id), str::to_string);
+        let text = prompt::render(
+            &self.config.templates.claim,
+            &task_vars(id, &title, mount, Some(assignee), &session, &source),
+        );
+        self.prune_notes(&source, fx);
+        if self.announce(
+            &source,
+            item,
+            &session,
+            id.to_string(),
+            source.clone(),
+            text,
+            fx,
+        ) {
+            self.hold(&source, id, &title, &session, fx);
+        }
+    }
+
+    /// The answer to `ReadMountList`: the claimers of the beads claimed
+    /// with no assignee in the event, from their `list` rows.
+    pub(super) fn on_mount_list_read(&mut self, mount: &str, read: FileRead, fx: &mut Vec<Effect>) {
+        let claimed = self.unresolved_claims.remove(mount).unwrap_or_default();
+        let text = match read {
+            FileRead::Bytes(b) => String::from_utf8_lossy(&b).into_owned(),
+            FileRead::Missing | FileRead::Failed(_) => {
+                fx.push(Effect::Log(
+                    Log::new(
+                        Level::Warn,
+                        format!(
+                            "cannot read {mount}/list to learn who claimed {}: claim not announced",
+                            claimed.iter().cloned().collect::<Vec<_>>().join(", ")
+                        ),
+                    )
+                    .mount(mount),
+                ));
+                return;
+            }
+        };
+        let (rows, errors) = parse_ready(&text);
+        self.report_row_errors(mount, "list", errors, fx);
+        for row in rows.into_iter().filter(|r| claimed.contains(&r.id)) {
+            // Unclaimed again, or closed, since the event: nothing to tell.
+            if row.status != "in_progress" {
+                continue;
+            }
+            if let Some(assignee) = &row.assignee {
+                let title = (!row.title.is_empty()).then_some(row.title.as_str());
+                self.announce_claim(mount, &row.id, assignee, title, fx);
+            }
+        }
+    }
+
+    /// Record who holds task `id` now (see `Item::Held`).
+    fn hold(&mut self, source: &str, id: &str, title: &str, session: &str, fx: &mut Vec<Effect>) {
+        self.forget_held(source, id, fx);
+        self.record(
+            Record::Announce {
+                source: source.to_string(),
+                item: Item::Held(id.to_string(), title.to_string()),
+                session: Some(session.to_string()),
+                baseline: false,
+                pending: None,
+            },
+            fx,
+        );
+    }
+
+    /// Who holds task `id`: (session, title), if anyone.
+    fn holder(&self, source: &str, id: &str) -> Option<(String, String)> {
+        let items = self.memory.announced.get(source)?;
+        items.iter().find_map(|(item, a)| match item {
+            Item::Held(c, title) if c == id => Some((a.session.clone()?, title.clone())),
+            _ => None,
+        })
+    }
+
+    fn forget_held(&mut self, source: &str, id: &str, fx: &mut Vec<Effect>) {
+        let held = self
+            .memory
+            .announced_where(source, |i| matches!(i, Item::Held(c, _) if c == id));
+        for item in held {
+            self.forget_item(source, item, fx);
+        }
+    }
+
+    fn forget_item(&mut self, source: &str, item: Item, fx: &mut Vec<Effect>) {
+        if self.memory.is_announced(source, &item) {
+            self.record(
+                Record::Forget {
+                    source: source.to_string(),
+                    item,
+                },
+                fx,
+            );
+        }
+    }
+
+    /// Malformed rows of a mount's list file: one warning per row, naming
+    /// the file and the line, said once.
+    fn report_row_errors(
+        &mut self,
+        mount: &str,
+        file: &str,
+        errors: Vec<crate::core::lines::LineError>,
+        fx: &mut Vec<Effect>,
+    ) {
+        for e in errors {
+            self.say_once(
+                format!("rowerr:{mount}/{file}:{e}"),
+                Log::new(Level::Warn, format!("{mount}/{file}: {e}; row skipped"))
+                    .mount(mount)
+                    .file(&format!("{mount}/{file}"))
+                    .line(e.line),
+                fx,
+            );
+        }
+    }
+
     fn events_only(&self, mount: &str) -> bool {
         self.said.contains(&format!("noready:{mount}"))
     }
@@ -230,7 +379,14 @@ impl Engine {
             .memory
             .announced
             .get(source)
-            .map(|items| items.keys().map(Item::label).collect())
+            .map(|items| {
+                items
+                    .keys()
+                    // A held task carries its own title.
+                    .filter(|i| !matches!(i, Item::Held(..)))
+                    .map(Item::label)
+                    .collect()
+            })
             .unwrap_or_default();
         self.task_titles
             .retain(|(s, id), _| s != source || announced.contains(id.as_str()));
@@ -249,20 +405,23 @@ impl Engine {
         if !self.config.notify_completed {
             return;
         }
+        // The session that had the task: it is still announced there, or
+        // it left the ready set (claimed, blocked) and is held there.
         let announced = self
             .memory
             .announced
             .get(source)
             .and_then(|items| items.get(&Item::Task(id.to_string())))
-            .cloned();
-        let Some(session) = announced.filter(|a| !a.baseline).and_then(|a| a.session) else {
+            .filter(|a| !a.baseline)
+            .and_then(|a| a.session.clone())
+            .map(|s| (s, self.title_of(source, id)));
+        let Some((session, title)) = announced.or_else(|| self.holder(source, id)) else {
             return;
         };
         let item = Item::Completed(id.to_string());
         if self.memory.is_announced(source, &item) {
             return;
         }
-        let title = self.title_of(source, id);
         let mount = source.strip_prefix("mount:").unwrap_or(source);
         let text = prompt::render(
             &self.config.templates.completed,
@@ -283,7 +442,7 @@ impl Engine {
     /// Forget the claim and completion notes of a task.
     fn forget_notes(&mut self, source: &str, id: &str, fx: &mut Vec<Effect>) {
         let notes = self.memory.announced_where(source, |i| match i {
-            Item::Claim(c, _) | Item::Completed(c) => c == id,
+            Item::Claim(c, _) | Item::Completed(c) | Item::Held(c, _) => c == id,
             _ => false,
         });
         for item in notes {
@@ -300,7 +459,7 @@ impl Engine {
     /// Keep the notes of one source bounded.
     fn prune_notes(&mut self, source: &str, fx: &mut Vec<Effect>) {
         let notes = self.memory.announced_where(source, |i| {
-            matches!(i, Item::Claim(..) | Item::Completed(_))
+            matches!(i, Item::Claim(..) | Item::Completed(_) | Item::Held(..))
         });
         if notes.len() < MAX_NOTES {
             return;
@@ -356,21 +515,11 @@ impl Engine {
         };
         self.said.remove(&format!("noready:{mount}"));
         let (rows, errors) = parse_ready(&text);
-        for e in errors {
-            self.say_once(
-                format!("readyerr:{mount}:{e}"),
-                Log::new(
-                    Level::Warn,
-                    format!("ready file of mount {mount}: {e}; row skipped"),
-                )
-                .mount(mount)
-                .line(e.line),
-                fx,
-            );
-        }
+        self.report_row_errors(mount, "ready", errors, fx);
         let tasks: Vec<ReadyTask> = rows
             .into_iter()
-            .filter(|r| r.status != "closed")
+            // Someone has an `in_progress` bead; a closed one is done.
+            .filter(|r| r.status != "closed" && r.status != "in_progress")
             .map(|r| ReadyTask {
                 id: r.id,
                 title: r.title,
@@ -391,9 +540,11 @@ impl Engine {
                 .insert(mount.to_string(), (now + self.config.settle, rechecked + 1));
         } else {
             for item in leaving {
+                self.hold_leaving(&source, &item, fx);
                 self.unannounce(&source, item, "it left the ready set", fx);
             }
         }
+        self.arm_resync(now);
         self.prune_titles(&source);
         self.announce_tasks(&source, tasks, Some(mount), fx);
     }
@@ -430,6 +581,9 @@ impl Engine {
             let Some(session) = self.task_route(source, task.assignee.as_deref(), fx) else {
                 continue;
             };
+            // Back in the ready set (unclaimed, reopened, unblocked): the
+            // claims and completion told about its last round are history.
+            self.forget_notes(source, &task.id, fx);
             let text = prompt::render(
                 &self.config.templates.task,
                 &task_vars(
@@ -452,6 +606,60 @@ impl Engine {
             ) {
                 return;
             }
+        }
+    }
+
+    /// A task announced to a session leaves the ready set: unless a claim
+    /// already named its holder or it was told completed, the session it
+    /// was announced to keeps holding it, so a later `completed` (which
+    /// names no one) reaches the session that had the task. Only kept while
+    /// `notify_completed` is on: nothing else reads it.
+    fn hold_leaving(&mut self, source: &str, item: &Item, fx: &mut Vec<Effect>) {
+        let Item::Task(id) = item else {
+            return;
+        };
+        if !self.config.notify_completed || self.holder(source, id).is_some() {
+            return;
+        }
+        let session = self
+            .memory
+            .announced
+            .get(source)
+            .and_then(|items| items.get(item))
+            .filter(|a| !a.baseline)
+            .and_then(|a| a.session.clone());
+        if let Some(session) = session {
+            self.prune_notes(source, fx);
+            let title = self.title_of(source, id);
+            self.hold(source, id, &title, &session, fx);
+        }
+    }
+
+    /// `events.resync_ms`: the first mount read arms the timer, so a daemon
+    /// with no tracker (or with resync off) never wakes for it.
+    fn arm_resync(&mut self, now: Now) {
+        if let (Some(every), None) = (self.config.resync, self.resync_at) {
+            self.resync_at = Some(now + every);
+        }
+    }
+
+    /// Due: read every mount's ready list (9beads writes no event for
+    /// `unclaim`, `open`, `reopen`, `defer`, `dep`, `undep`, `update`).
+    pub(super) fn run_resync(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        let Some(every) = self.config.resync else {
+            // Turned off by a reload: no deadline left behind to spin on.
+            self.resync_at = None;
+            return;
+        };
+        let Some(at) = self.resync_at else {
+            return;
+        };
+        if at > now {
+            return;
+        }
+        self.resync_at = Some(now + every);
+        for mount in self.config.mounts.clone() {
+            fx.push(Effect::ReadMount { mount });
         }
     }
 

@@ -109,6 +109,16 @@ impl Rig {
                     },
                     mount,
                 }),
+                Some(Effect::ReadMountList { mount }) => Some(Input::MountListRead {
+                    read: match self
+                        .files
+                        .get(&PathBuf::from(format!("/beads/{mount}/list")))
+                    {
+                        Some(text) => FileRead::Bytes(text.clone().into_bytes()),
+                        None => FileRead::Missing,
+                    },
+                    mount,
+                }),
                 Some(Effect::ReadBeads) => Some(Input::BeadsRead {
                     read: match self.files.get(&PathBuf::from("/beads/issues.jsonl")) {
                         Some(text) => FileRead::Bytes(text.clone().into_bytes()),
@@ -1097,6 +1107,119 @@ fn a_completion_elsewhere_is_told_to_the_session_it_was_announced_to() {
         .engine
         .memory()
         .is_announced("mount:proj", &Item::Task("bd-7".into())));
+}
+
+/// 9beads' `claimed` names no assignee (p9/server.go `cmdClaim`); the
+/// claimer is in the mount's `list` row, the bead out of `ready`.
+#[test]
+fn a_current_shape_claim_is_told_to_the_claimer_found_in_the_list() {
+    let mut rig = tracker_rig(false);
+    rig.startup();
+    set_ready(&mut rig, &[("bd-1", "-", "Fix the build")]);
+    events(
+        &mut rig,
+        &[r#"{"type":"created","id":"bd-1","mount":"proj"}"#],
+    );
+    assert_eq!(rig.delivered.len(), 1);
+    rig.delivered.clear();
+    set_ready(&mut rig, &[]);
+    rig.files.insert(
+        PathBuf::from("/beads/proj/list"),
+        "bd-1\tin_progress\t-\tagent-1\t2026-11-30\tFix the build\n".into(),
+    );
+    let claim = r#"{"type":"claimed","id":"bd-1","mount":"proj"}"#;
+    events(&mut rig, &[claim]);
+    let got: Vec<(&str, &str)> = rig
+        .delivered
+        .iter()
+        .map(|(s, st, _)| (s.as_str(), st.as_str()))
+        .collect();
+    assert_eq!(got, [("a1", "bd-1")]);
+    assert!(rig.delivered[0].2.contains("assigned to agent-1"));
+    // Repeated (a log read again): told once.
+    events(&mut rig, &[claim]);
+    assert_eq!(rig.delivered.len(), 1);
+    // Completed by anyone: the claimer's session had it, and hears so.
+    rig.files
+        .insert(PathBuf::from("/beads/proj/list"), String::new());
+    events(
+        &mut rig,
+        &[r#"{"type":"completed","id":"bd-1","mount":"proj"}"#],
+    );
+    assert_eq!(rig.delivered.len(), 2);
+    assert_eq!(rig.delivered[1].0, "a1");
+    assert!(rig.delivered[1].2.contains("completed elsewhere"));
+}
+
+/// The default claimer `9beads` maps to no session: nobody hears the
+/// claim, and the session the task was announced to still has it.
+#[test]
+fn a_claim_by_the_default_claimer_wakes_nobody_and_the_task_stays_with_its_session() {
+    let mut rig = tracker_rig(false);
+    rig.startup();
+    set_ready(&mut rig, &[("bd-2", "-", "Docs")]);
+    events(
+        &mut rig,
+        &[r#"{"type":"created","id":"bd-2","mount":"proj"}"#],
+    );
+    rig.delivered.clear();
+    set_ready(&mut rig, &[]);
+    rig.files.insert(
+        PathBuf::from("/beads/proj/list"),
+        "bd-2\tin_progress\t-\t9beads\t2026-11-30\tDocs\n".into(),
+    );
+    events(
+        &mut rig,
+        &[r#"{"type":"claimed","id":"bd-2","mount":"proj"}"#],
+    );
+    assert!(rig.delivered.is_empty(), "{:?}", rig.delivered);
+    assert!(rig
+        .logs
+        .iter()
+        .any(|l| l.message.contains("claims by \"9beads\" are not announced")));
+    events(
+        &mut rig,
+        &[r#"{"type":"completed","id":"bd-2","mount":"proj"}"#],
+    );
+    let got: Vec<&str> = rig.delivered.iter().map(|(s, _, _)| s.as_str()).collect();
+    assert_eq!(got, ["s1"]);
+    // Unclaimed and back in the ready set later: announced again.
+    set_ready(&mut rig, &[("bd-2", "-", "Docs")]);
+    events(
+        &mut rig,
+        &[r#"{"type":"updated","id":"bd-x","mount":"proj"}"#],
+    );
+    assert_eq!(rig.delivered.len(), 2);
+}
+
+/// `events.resync_ms`: off, no deadline ever; on, every mount is read
+/// again with no event, so a silent `undep` is seen.
+#[test]
+fn resync_reads_ready_lists_without_events_only_when_on() {
+    let mut rig = tracker_rig(false);
+    rig.startup();
+    set_ready(&mut rig, &[]);
+    events(
+        &mut rig,
+        &[r#"{"type":"created","id":"bd-0","mount":"proj"}"#],
+    );
+    assert_eq!(rig.engine.poll_timeout(), None, "off: no wake-ups");
+
+    let mut rig = tracker_rig(false);
+    rig.engine.config.resync = Some(Duration::from_secs(30));
+    rig.startup();
+    set_ready(&mut rig, &[]);
+    events(
+        &mut rig,
+        &[r#"{"type":"created","id":"bd-0","mount":"proj"}"#],
+    );
+    let at = rig.engine.poll_timeout().expect("armed by the mount read");
+    set_ready(&mut rig, &[("bd-3", "-", "Unblocked by undep")]);
+    rig.now = at;
+    rig.feed(Input::Tick);
+    let got: Vec<&str> = rig.delivered.iter().map(|(_, st, _)| st.as_str()).collect();
+    assert_eq!(got, ["bd-3"]);
+    assert!(rig.engine.poll_timeout().unwrap() > at, "re-armed");
 }
 
 #[test]
