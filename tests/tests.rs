@@ -5,6 +5,7 @@ mod bench_smoke;
 mod config_example;
 mod core_purity;
 mod daemon;
+mod doubles;
 mod hostile;
 mod reliability;
 mod systemd;

@@ -5,6 +5,7 @@
 #![allow(dead_code)] // each test module uses a different part of the harness
 
 pub mod daemon;
+pub mod fuse;
 pub mod journald;
 pub mod rig;
 pub mod systemd;
