@@ -286,3 +286,36 @@ fn an_umount_and_a_re_mount_are_followed() {
     w.quiet_main();
     assert!(w.t.beads.errors().is_empty(), "{:?}", w.t.beads.errors());
 }
+
+/// 9beads restarted while reveille was down, and its new log grew to the
+/// very length of the old one, with the same first event (the same mount):
+/// only the bytes before the saved offset tell the logs apart. The claim in
+/// the new log is heard; a ready-list rescan alone could not have told it.
+#[test]
+fn a_tracker_restarted_while_reveille_was_down_is_noticed_though_its_log_looks_the_same() {
+    let Some(w) = world(|_| {}) else { return };
+    let d = w.start();
+    let a = w.new_bead("First round", "");
+    heard(&w.main, &[&a]);
+    w.ctl(&format!("claim {a} agent-1"));
+    heard(&w.a1, &[&a, "assigned to agent-1"]);
+    let old_len = w.t.beads.events().len();
+    assert!(d.term().success());
+
+    w.t.beads.restart();
+    remount(&w.t, &w.p.root.join("proj"));
+    let b = w.new_bead("Second round", "");
+    w.ctl(&format!("claim {b} agent-1"));
+    let new_log = w.t.beads.events();
+    assert_eq!(
+        new_log.len(),
+        old_len,
+        "the new log is as long as the old one"
+    );
+
+    let d = Daemon::start(&w.p);
+    heard(&w.a1, &[&b, "assigned to agent-1", "Second round"]);
+    d.wait_log("the bytes before the read offset changed", HEAR);
+    barrier(&w.p.plan_dir, &w.a1, "<!-- session: a1 -->\n");
+    barrier(&w.p.plan_dir, &w.main, "");
+}
