@@ -71,6 +71,16 @@ fn running_pid(dir: &Path) -> Option<u32> {
 
 fn item_name(item: &Item, a: &Announced) -> String {
     let mut s = item.label().to_string();
+    // Tracker notes share their task's id: say which note it is.
+    match item {
+        Item::Claim(_, who) => s.push_str(&format!(" (claim by {who} told)")),
+        Item::Completed(_) => s.push_str(" (completion told)"),
+        Item::Held(..) => s.push_str(&format!(
+            " (left the ready set; held by {})",
+            a.session.as_deref().unwrap_or("-")
+        )),
+        _ => {}
+    }
     if a.baseline {
         s.push_str(" (baseline)");
     }
