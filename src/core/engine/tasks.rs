@@ -219,7 +219,8 @@ impl Engine {
 
     /// Announce that `assignee` claimed bead `id` to the session the
     /// assignee maps to, once per (bead, assignee); that session holds the
-    /// task from now on (a later `completed` is told there). An assignee
+    /// task from now on (a later `completed` is told there, when
+    /// `notify_completed` is on: nothing else reads it). An assignee
     /// with no `[events.assignees]` entry — 9beads' default claimer, the
     /// literal `9beads`, included — is said once and wakes nobody.
     fn announce_claim(
@@ -261,7 +262,8 @@ impl Engine {
             source.clone(),
             text,
             fx,
-        ) {
+        ) && self.config.notify_completed
+        {
             self.hold(&source, id, &title, &session, fx);
         }
     }

@@ -1151,6 +1151,36 @@ fn a_current_shape_claim_is_told_to_the_claimer_found_in_the_list() {
     assert!(rig.delivered[1].2.contains("completed elsewhere"));
 }
 
+/// A ready list as 9beads writes it (`-` for no dependencies and no
+/// assignee) is announced; a truly malformed row is one warning naming the
+/// file and the line, said once, and the other rows still count.
+#[test]
+fn dash_rows_are_ready_and_a_malformed_row_is_one_warning_with_file_and_line() {
+    let mut rig = tracker_rig(false);
+    rig.startup();
+    rig.files.insert(
+        PathBuf::from("/beads/proj/ready"),
+        "bd-1\topen\t-\t-\t2026-11-30\tNo deps\nbd-2\topen\tmany\t-\t2026-11-30\tBad\n".into(),
+    );
+    for _ in 0..2 {
+        events(
+            &mut rig,
+            &[r#"{"id":"bd-1","mount":"proj","type":"created"}"#],
+        );
+    }
+    let got: Vec<&str> = rig.delivered.iter().map(|(_, st, _)| st.as_str()).collect();
+    assert_eq!(got, ["bd-1"]);
+    let warnings: Vec<&Log> = rig
+        .logs
+        .iter()
+        .filter(|l| l.message.contains("row skipped"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0].file.as_deref(), Some("proj/ready"));
+    assert_eq!(warnings[0].line, Some(2));
+    assert!(warnings[0].message.starts_with("proj/ready: line 2: "));
+}
+
 /// The default claimer `9beads` maps to no session: nobody hears the
 /// claim, and the session the task was announced to still has it.
 #[test]
