@@ -13,12 +13,15 @@ use crate::core::effect::{Effect, Level, Log};
 use crate::core::input::FileRead;
 use crate::core::lines::quoted;
 use crate::core::prompt;
-use crate::core::record::{Cursor, Item, Record};
+use crate::core::record::{Announced, Cursor, Item, Record};
 use crate::core::tracker::{parse_event, parse_ready, EventError, TrackerEvent};
 
 /// Claim and completion notes kept per source for de-duplication when a
 /// truncated log is read again; beyond this the oldest ids are forgotten.
 const MAX_NOTES: usize = 4096;
+
+/// Longest title a `Held` note keeps, in bytes.
+const MAX_HELD_TITLE: usize = 512;
 
 /// The source key of a 9beads mount.
 pub fn mount_source(mount: &str) -> String {
@@ -302,9 +305,15 @@ impl Engine {
         }
     }
 
-    /// Record who holds task `id` now (see `Item::Held`).
+    /// Record who holds task `id` now (see `Item::Held`). The title is cut
+    /// to [`MAX_HELD_TITLE`] bytes: it is part of a key in the state file.
     fn hold(&mut self, source: &str, id: &str, title: &str, session: &str, fx: &mut Vec<Effect>) {
         self.forget_held(source, id, fx);
+        let mut cut = title.len().min(MAX_HELD_TITLE);
+        while !title.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let title = &title[..cut];
         self.record(
             Record::Announce {
                 source: source.to_string(),
@@ -317,20 +326,28 @@ impl Engine {
         );
     }
 
+    /// The `Held` note of task `id`, if any: found by a range lookup (the
+    /// notes of one id sort together), not a scan of every announced item.
+    fn held_item(&self, source: &str, id: &str) -> Option<(&Item, &Announced)> {
+        let items = self.memory.announced.get(source)?;
+        let from = Item::Held(id.to_string(), String::new());
+        items
+            .range(from..)
+            .next()
+            .filter(|(item, _)| matches!(item, Item::Held(c, _) if c == id))
+    }
+
     /// Who holds task `id`: (session, title), if anyone.
     fn holder(&self, source: &str, id: &str) -> Option<(String, String)> {
-        let items = self.memory.announced.get(source)?;
-        items.iter().find_map(|(item, a)| match item {
-            Item::Held(c, title) if c == id => Some((a.session.clone()?, title.clone())),
+        match self.held_item(source, id)? {
+            (Item::Held(_, title), a) => Some((a.session.clone()?, title.clone())),
             _ => None,
-        })
+        }
     }
 
     fn forget_held(&mut self, source: &str, id: &str, fx: &mut Vec<Effect>) {
-        let held = self
-            .memory
-            .announced_where(source, |i| matches!(i, Item::Held(c, _) if c == id));
-        for item in held {
+        if let Some((item, _)) = self.held_item(source, id) {
+            let item = item.clone();
             self.forget_item(source, item, fx);
         }
     }
@@ -541,6 +558,10 @@ impl Engine {
             self.mount_rechecks
                 .insert(mount.to_string(), (now + self.config.settle, rechecked + 1));
         } else {
+            if self.config.notify_completed && !leaving.is_empty() {
+                // Once per read, not per task: it scans every note.
+                self.prune_notes(&source, fx);
+            }
             for item in leaving {
                 self.hold_leaving(&source, &item, fx);
                 self.unannounce(&source, item, "it left the ready set", fx);
@@ -631,7 +652,6 @@ impl Engine {
             .filter(|a| !a.baseline)
             .and_then(|a| a.session.clone());
         if let Some(session) = session {
-            self.prune_notes(source, fx);
             let title = self.title_of(source, id);
             self.hold(source, id, &title, &session, fx);
         }
