@@ -10,6 +10,7 @@ use std::time::Duration;
 use crate::util::beads::{Beads, Served};
 use crate::util::daemon::{barrier, Daemon, Project, Reader, WAIT};
 use crate::util::fuse::fuse_unavailable;
+use crate::util::{try_wait_until, wait_until};
 
 /// FUSE attributes are cached for a second (as 9pfuse's `attrtimeout`), so
 /// the daemon may see a change of the events file's length that much late.
@@ -195,8 +196,14 @@ fn a_bead_unblocked_by_undep_is_announced_with_the_next_event_of_its_mount() {
     let _d = w.start();
     let a = w.new_bead("Blocker", "");
     heard(&w.main, &[&a]);
+    let reads = w.t.beads.reads("proj/ready");
     let b = w.new_bead("Waits", &format!("\"\" blockers={a}"));
-    // `undep` writes no event: nothing to hear yet.
+    // Its `created` event has been acted on (blocked: nothing to say).
+    wait_until("the ready read after created", HEAR, || {
+        (w.t.beads.reads("proj/ready") > reads).then_some(())
+    });
+    // `undep` writes no event: nothing to hear yet, and with resync off
+    // nothing reads the ready list while no event comes (no idle cost).
     let lines = w.event_lines();
     w.ctl(&format!("undep {b} {a}"));
     assert_eq!(
@@ -205,6 +212,12 @@ fn a_bead_unblocked_by_undep_is_announced_with_the_next_event_of_its_mount() {
         "undep wrote an event: {}",
         w.t.beads.events()
     );
+    let reads = w.t.beads.reads("proj/ready");
+    let polled = try_wait_until(Duration::from_millis(1500), || {
+        (w.t.beads.reads("proj/ready") > reads).then_some(())
+    });
+    assert!(polled.is_none(), "proj/ready was read with no event");
+    assert!(w.main.try_next(Duration::ZERO).is_none());
     // The mount's next event, about another bead, brings it.
     let c = w.new_bead("Unrelated", "");
     let mut got = vec![w.main.next(HEAR), w.main.next(HEAR)];
@@ -231,6 +244,11 @@ fn with_resync_a_silent_change_is_announced_without_any_event() {
     w.ctl(&format!("undep {c} {a}"));
     let lines = w.event_lines();
     heard(&w.main, &[&c, "Waits"]);
+    // Resync keeps reading, about once a second.
+    let reads = w.t.beads.reads("proj/ready");
+    wait_until("a resync read of proj/ready", HEAR, || {
+        (w.t.beads.reads("proj/ready") > reads).then_some(())
+    });
     // `reopen` of the deferred bead: silent too.
     w.ctl(&format!("reopen {b}"));
     heard(&w.main, &[&b, "Deferred then reopened"]);

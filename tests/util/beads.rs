@@ -100,6 +100,8 @@ struct State {
     errors: Vec<String>,
     /// Feeds `shortID` for mounts without a name.
     mounted: u64,
+    /// Read requests per path, to see who polls what.
+    reads: BTreeMap<String, u64>,
 }
 
 /// The 9beads server; serve it with [`Beads::mount`].
@@ -140,9 +142,56 @@ impl Beads {
         self.state.lock().unwrap().errors.clone()
     }
 
+    /// How many read requests `path` got (each `read(2)` is one: direct I/O).
+    pub fn reads(&self, path: &str) -> u64 {
+        self.state
+            .lock()
+            .unwrap()
+            .reads
+            .get(path)
+            .copied()
+            .unwrap_or(0)
+    }
+
     /// The event log as served.
     pub fn events(&self) -> String {
         String::from_utf8_lossy(&self.state.lock().unwrap().events).into_owned()
+    }
+}
+
+impl Beads {
+    /// What `readFile` returns for `path` now.
+    fn content(&self, path: &str) -> Result<Vec<u8>, i32> {
+        let s = self.state.lock().unwrap();
+        let parts: Vec<&str> = path.split('/').collect();
+        let text = match parts[..] {
+            ["events"] => return Ok(s.events.clone()),
+            ["mtab"] => s
+                .mounts
+                .iter()
+                .map(|(n, c)| format!("{n}\t{c}\n"))
+                .collect(),
+            [kind @ ("ready" | "deferred" | "closed")] => s
+                .mounts
+                .values()
+                .filter_map(|cwd| s.stores.get(cwd))
+                .map(|store| store.rows(kind))
+                .collect(),
+            [m, f] => {
+                let cwd = s.mounts.get(m).ok_or(libc::ENOENT)?;
+                let empty = Store::default();
+                let store = s.stores.get(cwd).unwrap_or(&empty);
+                match f {
+                    "cwd" => format!("{cwd}\n"),
+                    "list" | "ready" | "deferred" | "closed" => store.rows(f),
+                    // Write-only files read as empty (`readFile` → nil).
+                    _ if f == "ctl" || ENDPOINTS.contains(&f) => String::new(),
+                    id => store.bead_file(id).unwrap_or_default(),
+                }
+            }
+            _ => String::new(),
+        };
+        Ok(text.into_bytes())
     }
 }
 
@@ -777,37 +826,16 @@ impl Tree for Beads {
         names
     }
 
+    /// `readFile`, counted per path.
     fn read(&self, path: &str) -> Result<Vec<u8>, i32> {
-        let s = self.state.lock().unwrap();
-        let parts: Vec<&str> = path.split('/').collect();
-        let text = match parts[..] {
-            ["events"] => return Ok(s.events.clone()),
-            ["mtab"] => s
-                .mounts
-                .iter()
-                .map(|(n, c)| format!("{n}\t{c}\n"))
-                .collect(),
-            [kind @ ("ready" | "deferred" | "closed")] => s
-                .mounts
-                .values()
-                .filter_map(|cwd| s.stores.get(cwd))
-                .map(|store| store.rows(kind))
-                .collect(),
-            [m, f] => {
-                let cwd = s.mounts.get(m).ok_or(libc::ENOENT)?;
-                let empty = Store::default();
-                let store = s.stores.get(cwd).unwrap_or(&empty);
-                match f {
-                    "cwd" => format!("{cwd}\n"),
-                    "list" | "ready" | "deferred" | "closed" => store.rows(f),
-                    // Write-only files read as empty (`readFile` → nil).
-                    _ if f == "ctl" || ENDPOINTS.contains(&f) => String::new(),
-                    id => store.bead_file(id).unwrap_or_default(),
-                }
-            }
-            _ => String::new(),
-        };
-        Ok(text.into_bytes())
+        *self
+            .state
+            .lock()
+            .unwrap()
+            .reads
+            .entry(path.to_string())
+            .or_default() += 1;
+        self.content(path)
     }
 
     fn write(&self, path: &str, text: &[u8]) -> Result<(), i32> {
@@ -837,7 +865,7 @@ impl Tree for Beads {
         if self.mode(path, Node::File) == 0o222 {
             return 0;
         }
-        self.read(path).map_or(0, |b| b.len() as u64)
+        self.content(path).map_or(0, |b| b.len() as u64)
     }
 
     /// `makeStat`'s modes.
