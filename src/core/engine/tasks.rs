@@ -118,35 +118,18 @@ impl Engine {
                     self.dirty_mounts.insert(mount);
                 }
             }
-            // A closed or deleted bead leaves at once (9beads appends the
-            // event after the change, so its lists already agree): a prompt
-            // still pending for it is withdrawn, and it is not mistaken for
-            // a task someone still holds when the ready list shows it gone.
-            TrackerEvent::Failed { id, mount } => {
-                if self.ours(&mount) {
-                    let source = mount_source(&mount);
-                    self.forget_held(&source, &id, fx);
-                    self.unannounce(&source, Item::Task(id), "it failed", fx);
-                    self.dirty_mounts.insert(mount);
-                }
-            }
+            TrackerEvent::Failed { id, mount } => self.on_closed(&mount, id, "it failed", fx),
             TrackerEvent::Deleted { id, mount } => {
                 if self.ours(&mount) {
-                    let source = mount_source(&mount);
-                    self.forget_notes(&source, &id, fx);
-                    self.unannounce(&source, Item::Task(id), "it was deleted", fx);
-                    self.dirty_mounts.insert(mount);
+                    self.forget_notes(&mount_source(&mount), &id, fx);
                 }
+                self.on_closed(&mount, id, "it was deleted", fx)
             }
             TrackerEvent::Completed { id, mount } => {
-                if !self.ours(&mount) {
-                    return;
+                if self.ours(&mount) {
+                    self.tell_completed(&mount_source(&mount), &id, fx);
                 }
-                let source = mount_source(&mount);
-                self.tell_completed(&source, &id, fx);
-                self.forget_held(&source, &id, fx);
-                self.unannounce(&source, Item::Task(id), "it was completed", fx);
-                self.dirty_mounts.insert(mount);
+                self.on_closed(&mount, id, "it was completed", fx)
             }
             TrackerEvent::Claimed {
                 id,
@@ -383,6 +366,20 @@ impl Engine {
                 fx,
             );
         }
+    }
+
+    /// A closed or deleted bead leaves at once (9beads appends the event
+    /// after the change, so its lists already agree): a prompt still
+    /// pending for it is withdrawn, and it is not mistaken for a task
+    /// someone still holds when the ready list shows it gone.
+    fn on_closed(&mut self, mount: &str, id: String, why: &str, fx: &mut Vec<Effect>) {
+        if !self.ours(mount) {
+            return;
+        }
+        let source = mount_source(mount);
+        self.forget_held(&source, &id, fx);
+        self.unannounce(&source, Item::Task(id), why, fx);
+        self.dirty_mounts.insert(mount.to_string());
     }
 
     fn events_only(&self, mount: &str) -> bool {
