@@ -132,6 +132,10 @@ fn beads_with_dash_rows_are_announced() {
     // A title with a tab in it (ParseArgs turns `\t` into one).
     w.ctl(r#"new "Tabs\there" "described""#);
     heard(&w.main, &["Tabs\there"]);
+    // A NUL in a title (`\u0000` through ParseArgs) would end a prompt on a
+    // `nul`-framed pipe: it arrives as a space, in one prompt.
+    w.ctl(r#"new "Odd\u0000bytes""#);
+    heard(&w.main, &["Odd bytes"]);
     assert_eq!(d.log_count("row skipped"), 0, "{}", d.log());
     w.quiet_main();
 }

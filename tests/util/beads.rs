@@ -261,9 +261,21 @@ fn parse_args(input: &str) -> Result<Vec<String>, String> {
     let mut cur = String::new();
     let mut quoted = false;
     let mut chars = input.chars().peekable();
+    // `parseEscape`: \n, \t, \uXXXX (else U+FFFD, the 4 digits kept),
+    // any other character as itself.
     let escape = |chars: &mut std::iter::Peekable<std::str::Chars>| match chars.next() {
         Some('n') => '\n',
         Some('t') => '\t',
+        Some('u') => {
+            let hex: String = chars.clone().take(4).collect();
+            match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
+                Some(c) if hex.len() == 4 => {
+                    chars.nth(3);
+                    c
+                }
+                _ => '\u{fffd}',
+            }
+        }
         Some(c) => c,
         None => '\\',
     };
