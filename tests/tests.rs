@@ -9,4 +9,5 @@ mod doubles;
 mod hostile;
 mod reliability;
 mod systemd;
+mod tracker9p;
 mod util;

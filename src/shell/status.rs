@@ -72,6 +72,16 @@ fn running_pid(dir: &Path) -> Option<u32> {
 
 fn item_name(item: &Item, a: &Announced) -> String {
     let mut s = item.label().to_string();
+    // Tracker notes share their task's id: say which note it is.
+    match item {
+        Item::Claim(_, who) => s.push_str(&format!(" (claim by {who} told)")),
+        Item::Completed(_) => s.push_str(" (completion told)"),
+        Item::Held(..) => s.push_str(&format!(
+            " (left the ready set; held by {})",
+            a.session.as_deref().unwrap_or("-")
+        )),
+        _ => {}
+    }
     if a.baseline {
         s.push_str(" (baseline)");
     }
@@ -100,6 +110,9 @@ impl World for Look<'_> {
     }
     fn read_mount(&mut self, _: &str) -> (FileRead, bool) {
         (FileRead::Missing, false)
+    }
+    fn read_mount_list(&mut self, _: &str) -> FileRead {
+        FileRead::Missing
     }
     fn read_beads(&mut self) -> Option<(FileRead, i64)> {
         None
