@@ -1309,6 +1309,11 @@ fn resync_reads_ready_lists_without_events_only_when_on() {
         .collect();
     assert_eq!(got, ["bd-3"]);
     assert!(rig.engine.poll_timeout().unwrap() > at, "re-armed");
+    // Turned off by a reload: no deadline is left behind.
+    let mut config = rig.engine.config().clone();
+    config.resync = None;
+    rig.engine.reconfigure(config);
+    assert_eq!(rig.engine.poll_timeout(), None, "off after a reload");
 }
 
 #[test]
