@@ -11,4 +11,5 @@ mod doubles;
 mod hostile;
 mod reliability;
 mod systemd;
+mod tracker9p;
 mod util;

@@ -65,7 +65,7 @@ pub struct Engine {
     tasks: Tasks,
     sessions: Sessions,
     /// Every deadline: settles, re-reads, rename grace, retries, beads
-    /// deferrals.
+    /// deferrals, the tracker resync.
     timers: Timers,
     /// True from a first start (no memory) until `StartupDone`.
     baseline: bool,
@@ -104,6 +104,10 @@ impl Engine {
     /// shell afterwards (a `Listed { read_all: true }`), since routes,
     /// templates or the mode may have changed.
     pub fn reconfigure(&mut self, config: EngineConfig) {
+        if config.resync.is_none() {
+            // Turned off: no deadline left behind.
+            self.timers.cancel(&Timer::Resync);
+        }
         self.config = config;
     }
 
@@ -205,6 +209,10 @@ impl Engine {
                 self.tasks.on_mount_read(now, &mount, read, fresh, &mut cx);
                 false
             }
+            Input::MountListRead { mount, read } => {
+                self.tasks.on_mount_list_read(&mount, read, &mut cx);
+                false
+            }
             Input::BeadsRead { read, now_unix } => {
                 self.tasks.on_beads_read(now, read, now_unix, &mut cx);
                 false
@@ -252,6 +260,7 @@ impl Engine {
                 }),
                 Timer::Recheck(path) => fx.push(self.plans.recheck_due(path)),
                 Timer::MountRecheck(mount) => fx.push(self.tasks.recheck_due(mount)),
+                Timer::Resync => self.resync(now, fx),
                 Timer::BeadsDue => fx.push(Effect::ReadBeads),
                 Timer::Vanished(_) => list = true,
                 Timer::Retry(session) => self.ledger.wake_lane(session),
@@ -260,6 +269,21 @@ impl Engine {
         if list {
             self.plans.listing = true;
             fx.push(Effect::List { read_all: false });
+        }
+    }
+
+    /// `events.resync_ms` came due: read every mount's ready list (9beads
+    /// writes no event for `unclaim`, `open`, `reopen`, `defer`, `dep`,
+    /// `undep`, `update`).
+    fn resync(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        let Some(every) = self.config.resync else {
+            return;
+        };
+        self.timers.set(Timer::Resync, now + every);
+        for mount in &self.config.mounts {
+            fx.push(Effect::ReadMount {
+                mount: mount.clone(),
+            });
         }
     }
 

@@ -105,6 +105,8 @@ pub enum Input {
         /// place may be caught half written (see `PlanRead::fresh`).
         fresh: bool,
     },
+    /// The answer to `Effect::ReadMountList`: `<beads_root>/<mount>/list`.
+    MountListRead { mount: String, read: FileRead },
     /// The beads `issues.jsonl`, with the wall-clock time (unix seconds) it
     /// is judged at, for `defer_until`.
     BeadsRead { read: FileRead, now_unix: i64 },

@@ -103,6 +103,9 @@ impl World for Look<'_> {
     fn read_mount(&mut self, _: &str) -> (FileRead, bool) {
         (FileRead::Missing, false)
     }
+    fn read_mount_list(&mut self, _: &str) -> FileRead {
+        FileRead::Missing
+    }
     fn read_beads(&mut self) -> Option<(FileRead, i64)> {
         None
     }
@@ -289,8 +292,19 @@ fn announced_view(item: &Item, a: &Announced, plan: Option<&Plan>) -> AnnouncedV
         Item::Step(key) => plan.and_then(|p| p.steps.iter().find(|s| &s.key == key)),
         _ => None,
     };
+    let mut id = step.map_or_else(|| item.label().to_string(), |s| s.label.clone());
+    // Tracker notes share their task's id: say which note it is.
+    match item {
+        Item::Claim(_, who) => id.push_str(&format!(" (claim by {who} told)")),
+        Item::Completed(_) => id.push_str(" (completion told)"),
+        Item::Held(..) => id.push_str(&format!(
+            " (left the ready set; held by {})",
+            a.session.as_deref().unwrap_or("-")
+        )),
+        _ => {}
+    }
     AnnouncedView {
-        id: step.map_or_else(|| item.label().to_string(), |s| s.label.clone()),
+        id,
         title: step.map(|s| s.title.clone()),
         session: a.session.clone(),
         baseline: a.baseline,

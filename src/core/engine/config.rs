@@ -74,6 +74,10 @@ pub struct EngineConfig {
     pub assignees: BTreeMap<String, String>,
     /// Tell a session when a task announced to it was completed elsewhere.
     pub notify_completed: bool,
+    /// Read every mount's ready list this often even with no event
+    /// (`events.resync_ms`): catches the changes 9beads writes no event
+    /// for in a quiet project. `None` (the default) never wakes for it.
+    pub resync: Option<Duration>,
     /// The beads `issues.jsonl` file name, for prompts (`None`: not watched).
     pub beads_file: Option<String>,
 }
@@ -98,6 +102,7 @@ impl EngineConfig {
             mounts: Vec::new(),
             assignees: BTreeMap::new(),
             notify_completed: false,
+            resync: None,
             beads_file: None,
         }
     }

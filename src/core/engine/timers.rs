@@ -18,6 +18,9 @@ pub(super) enum Timer {
     Recheck(PathBuf),
     /// A mount's ready file read fresh, to read again once settled.
     MountRecheck(String),
+    /// `events.resync_ms`: read every mount's ready list with no event
+    /// asking (armed by the first mount read).
+    Resync,
     /// A deferred beads issue comes due: judge the file again.
     BeadsDue,
     /// A plan's file vanished: a listing decides whether it moved.
