@@ -1,5 +1,6 @@
-//! Engine tests: a simulated shell (an in-memory file system and sessions
-//! whose readers come and go) drives the engine on a virtual clock.
+//! Engine tests: a simulated world (an in-memory file system and sessions
+//! whose readers come and go) around the engine, driven on a virtual clock
+//! through the daemon's own loop, `core::driver::drive`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
