@@ -190,7 +190,12 @@ impl Engine {
             }
             Input::SessionState { session, state } => {
                 self.sessions
-                    .on_state(now, session, state, cx.ledger, cx.timers);
+                    .on_state(now, session, state, cx.config, cx.ledger, cx.timers);
+                false
+            }
+            Input::QueuedBehindTurn { session } => {
+                self.sessions
+                    .on_queued(now, &session, cx.config, cx.ledger, cx.timers);
                 false
             }
             Input::Tick => false,
@@ -264,6 +269,9 @@ impl Engine {
                 Timer::BeadsDue => fx.push(Effect::ReadBeads),
                 Timer::Vanished(_) => list = true,
                 Timer::Retry(session) => self.ledger.wake_lane(session),
+                Timer::Release(session) => {
+                    self.ledger.release(&session);
+                }
             }
         }
         if list {

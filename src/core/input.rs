@@ -86,6 +86,9 @@ pub enum Input {
         session: String,
         state: Option<AgentState>,
     },
+    /// A prompt was submitted to a session whose state is observed while a
+    /// turn was running: it waits in the agent's own queue.
+    QueuedBehindTurn { session: String },
     /// Timers may be due; carries nothing but the `now` beside it.
     Tick,
     /// New complete lines of the tracker's event log, each with the byte

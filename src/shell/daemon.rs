@@ -69,6 +69,9 @@ pub fn engine_config(s: &Settings) -> EngineConfig {
     c.settle = s.project.settle;
     c.retry_initial = s.sessions.retry_initial;
     c.retry_max = s.sessions.retry_max;
+    // Two state polls: a gap between chained turns that one poll caught
+    // is not taken for the end of the chain.
+    c.idle_settle = (s.sessions.state_poll * 2).max(std::time::Duration::from_millis(100));
     c.outbox_cap = s.sessions.outbox_cap;
     c.mounts = s.events.mounts.clone();
     c.assignees = s.events.assignees.clone();
@@ -466,6 +469,12 @@ impl Daemon {
                     &outcome.step,
                     &reached,
                 );
+                if matches!(reached, Reached::Submitted(Submitted::Queued(_))) {
+                    // Before `Delivered`, which would offer the next prompt.
+                    self.feed(Input::QueuedBehindTurn {
+                        session: outcome.session.clone(),
+                    });
+                }
                 Input::Delivered {
                     session: outcome.session,
                     seq: outcome.seq,

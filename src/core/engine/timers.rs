@@ -27,6 +27,8 @@ pub(super) enum Timer {
     Vanished(Source),
     /// A session's lane backs off after a failed write.
     Retry(String),
+    /// A held session has looked idle long enough: release its lane.
+    Release(String),
 }
 
 /// The deadlines.
