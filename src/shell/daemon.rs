@@ -26,6 +26,7 @@ use crate::core::input::{Change, FileRead, Input, Undeliverable};
 use crate::core::prompt;
 use crate::core::record::Record;
 use crate::core::session::check_name;
+use crate::shell::checklists::{self, Claim};
 use crate::shell::deliver::{Deliverer, Framing, Outcome, Reached};
 use crate::shell::ollie::{self, Submitted};
 use crate::shell::read::{read_capped, read_fresh};
@@ -357,6 +358,9 @@ struct Daemon {
     tree: Option<SessionTree>,
     /// Whether the last read of the tree's `idx` failed (said once).
     tree_failing: bool,
+    /// This instance's claim on the session checklists of its sessions
+    /// directory (held for the daemon's life), when it wants them.
+    checklists: Option<Claim>,
 }
 
 impl Daemon {
@@ -794,11 +798,24 @@ impl Daemon {
 
     /// SIGHUP: re-read the configuration; keep the old one if the new one is
     /// invalid.
+    /// Session checklists of reloaded settings: kept if this instance owns
+    /// those of the same directory, else claimed again (the owner may have
+    /// stopped since).
+    fn claim_checklists(&mut self, mut new: Settings) -> Settings {
+        let owned = matches!(self.checklists, Some(Claim::Owned(_)));
+        if new.sessions.session_plans && !(owned && new.sessions.dir == self.settings.sessions.dir)
+        {
+            self.checklists = checklists::apply(&mut new);
+        }
+        new
+    }
+
     fn reload(&mut self, load: &dyn Fn() -> Result<Settings, String>) -> Option<WatchEvents> {
         self.notifier.reloading();
         let mut replaced = None;
         let project = self.settings.project.name.clone();
-        match load().and_then(|s| check_templates(&s).map(|()| s)) {
+        let loaded = load().and_then(|s| check_templates(&s).map(|()| s));
+        match loaded.map(|s| self.claim_checklists(s)) {
             Err(e) => {
                 tracing::error!(project = %project, "reload failed, keeping the running configuration: {e}");
             }
@@ -909,8 +926,9 @@ pub async fn run(
 impl Daemon {
     /// Open the state, the watcher and the deliverer, and install the
     /// signal handlers: everything the loop needs, nothing read yet.
-    fn build(settings: Settings) -> Result<(Daemon, Wakers), DaemonError> {
+    fn build(mut settings: Settings) -> Result<(Daemon, Wakers), DaemonError> {
         check_templates(&settings).map_err(DaemonError::Runtime)?;
+        let checklists = checklists::apply(&mut settings);
         let project = settings.project.name.clone();
         let (store, memory, report) =
             Store::open(&settings.state.dir).map_err(DaemonError::Store)?;
@@ -961,6 +979,7 @@ impl Daemon {
             pipe: None,
             tree: None,
             tree_failing: false,
+            checklists,
         };
         let wakers = Wakers {
             events,

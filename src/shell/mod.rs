@@ -2,6 +2,7 @@
 //! through `Input`s and `Effect`s.
 //!
 //! - `daemon`: the event loop of `reveille run`;
+//! - `checklists`: which instance announces a shared session tree's checklists;
 //! - `watch`: inotify roots, polling fallback, rescans;
 //! - `read`: capped, non-blocking reads of plan and tracker files;
 //! - `deliver`: writing prompts into enqueue files and FIFOs;
@@ -14,6 +15,7 @@
 //! - `ignored`: plan-like files whose names break the rule, reported once;
 //! - `systemd`: sd_notify; `logging`: journald or stderr.
 
+pub mod checklists;
 pub mod daemon;
 pub mod deliver;
 pub mod ignored;

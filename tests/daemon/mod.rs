@@ -3,6 +3,7 @@
 //! project and daemon; none sleeps and hopes: waits are on log lines, on
 //! prompts read with timeouts, and on barrier wake-ups.
 
+mod checklists;
 mod cli;
 mod delivery;
 mod errors;

@@ -69,6 +69,8 @@ pub struct Project {
     settings: BTreeMap<(String, String), String>,
     /// How many daemons were started, to name their log files.
     starts: AtomicU32,
+    /// Environment variables every daemon of this project gets.
+    pub env: Vec<(String, String)>,
 }
 
 fn toml_str(s: &str) -> String {
@@ -97,6 +99,7 @@ impl Project {
             state_dir,
             settings: BTreeMap::new(),
             starts: AtomicU32::new(0),
+            env: Vec::new(),
         };
         let (plan_dir, sessions_dir, state_dir) = (
             p.plan_dir.display().to_string(),
@@ -379,6 +382,7 @@ impl Daemon {
         let log_path = project.next_log();
         let log = File::create(&log_path).unwrap();
         let child = command()
+            .envs(project.env.iter().map(|(k, v)| (k, v)))
             .arg("run")
             .arg("--config")
             .arg(&project.config)
