@@ -27,7 +27,7 @@ use crate::core::prompt;
 use crate::core::record::Record;
 use crate::core::session::check_name;
 use crate::shell::deliver::{Deliverer, Framing, Outcome};
-use crate::shell::read::{read_capped, read_fresh};
+use crate::shell::read::{read_capped, read_fresh, PlanFiles};
 use crate::shell::store::{Store, StoreError};
 use crate::shell::systemd::Notifier;
 use crate::shell::tail::{PipeTail, Tail};
@@ -217,6 +217,7 @@ struct Carry<'a> {
     watch: &'a Watch,
     deliverer: &'a Deliverer,
     background: &'a mut usize,
+    plan_files: &'a mut PlanFiles,
 }
 
 impl World for Carry<'_> {
@@ -229,7 +230,8 @@ impl World for Carry<'_> {
     }
 
     fn read_plan(&mut self, path: &Path, config: &EngineConfig) -> (FileRead, bool) {
-        read_fresh(path, config.max_plan_bytes, config.settle)
+        self.plan_files
+            .read(path, config.max_plan_bytes, config.settle)
     }
 
     fn list(&mut self) -> Vec<PathBuf> {
@@ -303,6 +305,8 @@ struct Daemon {
     tail: Option<Tail>,
     /// The tracker's event stream, when `[events] path` is a named pipe.
     pipe: Option<PipeTail>,
+    /// The plan files read last, held open for their next rewrite.
+    plan_files: PlanFiles,
 }
 
 impl Daemon {
@@ -321,6 +325,7 @@ impl Daemon {
             watch: &self.watch,
             deliverer: &self.deliverer,
             background: &mut self.background,
+            plan_files: &mut self.plan_files,
         };
         drive(&mut self.engine, &mut world, now, input);
     }
@@ -776,6 +781,7 @@ impl Daemon {
             background: 0,
             tail,
             pipe: None,
+            plan_files: PlanFiles::default(),
         };
         let wakers = Wakers {
             events,
