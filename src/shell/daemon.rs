@@ -247,6 +247,8 @@ impl World for Carry<'_> {
     }
 
     fn deliver(&mut self, d: &Delivery) -> Option<Result<(), Undeliverable>> {
+        // Every record so far is written before the prompt is.
+        self.flush();
         let outcome = self.deliverer.deliver(d);
         if outcome.is_none() {
             *self.background += 1;
@@ -257,7 +259,21 @@ impl World for Carry<'_> {
 
 impl Carry<'_> {
     fn persist(&mut self, record: &Record) {
-        match self.store.append(record) {
+        if let Err(e) = self.store.stage(record) {
+            tracing::error!(project = %self.settings.project.name, "cannot encode a state record: {e}");
+        }
+        if self.store.staged_full() {
+            self.flush();
+        }
+    }
+
+    /// Write the staged records (one `write(2)`): before every delivery and
+    /// at the end of every input.
+    fn flush(&mut self) {
+        if !self.store.has_staged() {
+            return;
+        }
+        match self.store.flush() {
             Ok(()) => {
                 if *self.store_failing {
                     *self.store_failing = false;
@@ -328,6 +344,7 @@ impl Daemon {
             plan_files: &mut self.plan_files,
         };
         drive(&mut self.engine, &mut world, now, input);
+        world.flush();
     }
 
     /// Read what the event log gained and feed it to the engine.
