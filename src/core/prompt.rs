@@ -70,35 +70,20 @@ impl std::fmt::Display for TemplateError {
     }
 }
 
-enum Piece<'a> {
-    Text(&'a str),
-    Brace(char),
-    Var(&'a str),
-}
-
-fn pieces(line: &str) -> Result<Vec<Piece<'_>>, TemplateError> {
+/// The placeholder names of one template line, in order; an error for an
+/// unclosed `{` or a lone `}`.
+fn placeholders(line: &str) -> Result<Vec<&str>, TemplateError> {
     let mut out = Vec::new();
     let mut rest = line;
-    while !rest.is_empty() {
-        let Some(pos) = rest.find(['{', '}']) else {
-            out.push(Piece::Text(rest));
-            break;
-        };
-        if pos > 0 {
-            out.push(Piece::Text(&rest[..pos]));
-        }
+    while let Some(pos) = rest.find(['{', '}']) {
         let tail = &rest[pos..];
-        if let Some(after) = tail.strip_prefix("{{") {
-            out.push(Piece::Brace('{'));
-            rest = after;
-        } else if let Some(after) = tail.strip_prefix("}}") {
-            out.push(Piece::Brace('}'));
+        if let Some(after) = tail.strip_prefix("{{").or_else(|| tail.strip_prefix("}}")) {
             rest = after;
         } else if let Some(name) = tail.strip_prefix('{') {
             let Some(end) = name.find('}') else {
                 return Err(TemplateError(format!("unclosed '{{' in {line:?}")));
             };
-            out.push(Piece::Var(&name[..end]));
+            out.push(&name[..end]);
             rest = &name[end + 1..];
         } else {
             return Err(TemplateError(format!(
@@ -112,14 +97,12 @@ fn pieces(line: &str) -> Result<Vec<Piece<'_>>, TemplateError> {
 /// Check a template against the placeholders its kind offers.
 pub fn check(template: &str, allowed: &[&str]) -> Result<(), TemplateError> {
     for line in template.split('\n') {
-        for piece in pieces(line)? {
-            if let Piece::Var(name) = piece {
-                if !allowed.contains(&name) {
-                    return Err(TemplateError(format!(
-                        "unknown placeholder {{{name}}}; known: {}",
-                        allowed.join(", ")
-                    )));
-                }
+        for name in placeholders(line)? {
+            if !allowed.contains(&name) {
+                return Err(TemplateError(format!(
+                    "unknown placeholder {{{name}}}; known: {}",
+                    allowed.join(", ")
+                )));
             }
         }
     }
@@ -224,6 +207,45 @@ mod tests {
         assert!(err.0.contains("{nope}"), "{err}");
         assert!(check("x {title", STEP_VARS).is_err());
         assert!(check("x }", STEP_VARS).is_err());
+    }
+
+    enum Piece<'a> {
+        Text(&'a str),
+        Brace(char),
+        Var(&'a str),
+    }
+
+    fn pieces(line: &str) -> Result<Vec<Piece<'_>>, TemplateError> {
+        let mut out = Vec::new();
+        let mut rest = line;
+        while !rest.is_empty() {
+            let Some(pos) = rest.find(['{', '}']) else {
+                out.push(Piece::Text(rest));
+                break;
+            };
+            if pos > 0 {
+                out.push(Piece::Text(&rest[..pos]));
+            }
+            let tail = &rest[pos..];
+            if let Some(after) = tail.strip_prefix("{{") {
+                out.push(Piece::Brace('{'));
+                rest = after;
+            } else if let Some(after) = tail.strip_prefix("}}") {
+                out.push(Piece::Brace('}'));
+                rest = after;
+            } else if let Some(name) = tail.strip_prefix('{') {
+                let Some(end) = name.find('}') else {
+                    return Err(TemplateError(format!("unclosed '{{' in {line:?}")));
+                };
+                out.push(Piece::Var(&name[..end]));
+                rest = &name[end + 1..];
+            } else {
+                return Err(TemplateError(format!(
+                    "lone '}}' in {line:?} (write '}}}}' for a brace)"
+                )));
+            }
+        }
+        Ok(out)
     }
 
     /// The straightforward renderer `render` replaced, kept to check it against.
