@@ -776,6 +776,7 @@ impl Daemon {
             enqueue: settings.sessions.enqueue.clone(),
             framing: framing(&settings),
             outcomes: outcomes_tx,
+            root: Default::default(),
         };
         let signals = Signals::install()?;
         let tail = settings
