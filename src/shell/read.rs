@@ -44,10 +44,18 @@ const KEEP_OPEN: usize = 32;
 /// be reused while it is held, so the identity check cannot be fooled. A
 /// deleted plan's space is given back when its entry is evicted or its path
 /// is read again.
+///
+/// Only files on local filesystems are held: on FUSE/9P the kernel may
+/// serve a held fd from its page cache, which only a new `open` refreshes
+/// (a test against a FUSE file with a fixed size and mtime read the old
+/// content through a held fd), and such a server's sizes and mtimes need
+/// not move with the content.
 #[derive(Default)]
 pub struct PlanFiles {
     /// Most recently read last.
     open: Vec<Held>,
+    /// Per device seen, whether it is local (asked of `fstatfs` once).
+    local: Vec<(u64, bool)>,
 }
 
 struct Held {
@@ -78,6 +86,9 @@ impl PlanFiles {
             Err(failed) => return (failed, false),
         };
         let read = read_open(&file, &meta, cap, window);
+        if !self.is_local(&file, meta.dev()) {
+            return read;
+        }
         if self.open.len() == KEEP_OPEN {
             self.open.remove(0);
         }
@@ -88,6 +99,18 @@ impl PlanFiles {
             file,
         });
         read
+    }
+}
+
+impl PlanFiles {
+    fn is_local(&mut self, file: &File, dev: u64) -> bool {
+        if let Some(&(_, local)) = self.local.iter().find(|(d, _)| *d == dev) {
+            return local;
+        }
+        let local = nix::sys::statfs::fstatfs(file)
+            .is_ok_and(|st| crate::shell::watch::remote_fs_kind(&st).is_none());
+        self.local.push((dev, local));
+        local
     }
 }
 
@@ -221,6 +244,30 @@ mod tests {
         // SAFETY: a valid C string.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         assert!(matches!(read(&mut files).0, FileRead::Failed(_)));
+    }
+
+    /// A file on FUSE is never held: a held fd may be served from the page
+    /// cache, and a 9P-like server keeps size and mtime fixed. Needs a FUSE
+    /// file whose content follows a local backing file, of the same length
+    /// before and after (`REVEILLE_FUSE_FILE`, `REVEILLE_FUSE_BACKING`);
+    /// without the local-only rule it reads "version A" the second time.
+    #[test]
+    #[ignore = "needs a FUSE mount: REVEILLE_FUSE_FILE, REVEILLE_FUSE_BACKING"]
+    fn files_on_fuse_are_read_afresh_not_held() {
+        let file = PathBuf::from(std::env::var_os("REVEILLE_FUSE_FILE").unwrap());
+        let backing = PathBuf::from(std::env::var_os("REVEILLE_FUSE_BACKING").unwrap());
+        let mut files = PlanFiles::default();
+        std::fs::write(&backing, "version A\n").unwrap();
+        assert_eq!(
+            bytes(files.read(&file, 4096, Duration::ZERO)),
+            b"version A\n"
+        );
+        std::fs::write(&backing, "version B\n").unwrap();
+        assert_eq!(
+            bytes(files.read(&file, 4096, Duration::ZERO)),
+            b"version B\n"
+        );
+        assert!(files.open.is_empty(), "a FUSE file was held");
     }
 
     #[test]
