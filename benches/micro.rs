@@ -131,52 +131,68 @@ fn engine_events(c: &mut Criterion) {
     g.finish();
 }
 
-/// The engine's share of one wake: a plan file read after a step was
-/// ticked — parse, diff against the announced set, render the prompt,
-/// emit records. Alternates two versions (step 1 ticked / not) so every
-/// read changes something.
+/// The engine's share of one wake, for a plan of 20 and of 200 steps: a
+/// plan file read after a step was ticked in place — parse, diff against
+/// the announced set, render the prompt, emit records, and the delivery
+/// bookkeeping the shell does after writing it. Driven through the public
+/// API (`Engine::handle` with a `PlanRead`), as the daemon drives it.
+/// The reads tick the steps one by one, as `task_complete` does, and start
+/// over when all are checked, so every read is one wake-up (the next step,
+/// or the all-done prompt).
 fn engine_wake(c: &mut Criterion) {
-    let mut g = c.benchmark_group("engine");
-    let path = std::path::PathBuf::from("/pl/20260101T000000_00000001--x__wip.md");
-    let text = |k: usize| {
-        let mut t = String::from("# G\n\n<!-- session: s1 -->\n\n");
-        for s in 1..=21 {
-            let mark = if s <= k { 'x' } else { ' ' };
-            t.push_str(&format!(
-                "- [{mark}] Step {s}: implement part {s}\n  Touch the code for part {s}, then run the tests.\n"
-            ));
-        }
-        t.into_bytes()
-    };
-    let versions = [text(0), text(1)];
-    let mut engine = Engine::new(EngineConfig::new("/pl", "/s"), None);
-    engine.handle(Duration::ZERO, Input::StartupDone);
-    let mut n = 0usize;
-    g.bench_function("plan_read_21_steps", |b| {
-        b.iter(|| {
-            n += 1;
-            let fx = engine.handle(
-                Duration::ZERO,
-                Input::PlanRead {
-                    path: path.clone(),
-                    read: FileRead::Bytes(versions[n % 2].clone()),
-                    complete: true,
-                    fresh: false,
-                },
-            );
-            // Deliver what was announced, as the shell would.
-            while let Some(d) = engine.poll_delivery(Duration::ZERO) {
-                engine.handle(
-                    Duration::ZERO,
-                    Input::Delivered {
-                        session: d.session,
-                        seq: d.seq,
-                    },
-                );
+    let mut g = c.benchmark_group("engine_wake");
+    for steps in [20, 200] {
+        let path = std::path::PathBuf::from("/pl/20260101T000000_00000001--x__wip.md");
+        let text = |k: usize| {
+            let mut t = String::from("# G\n\n<!-- session: s1 -->\n\n");
+            for s in 1..=steps {
+                let mark = if s <= k { 'x' } else { ' ' };
+                t.push_str(&format!(
+                    "- [{mark}] Step {s}: implement part {s}\n  Touch the code for part {s}, then run the tests.\n"
+                ));
             }
-            fx
-        })
-    });
+            t.into_bytes()
+        };
+        let versions: Vec<Vec<u8>> = (0..=steps).map(text).collect();
+        let mut engine = Engine::new(EngineConfig::new("/pl", "/s"), None);
+        engine.handle(Duration::ZERO, Input::StartupDone);
+        let mut n = 0usize;
+        g.throughput(Throughput::Elements(1));
+        g.bench_function(BenchmarkId::new("parse_and_reconcile", steps), |b| {
+            b.iter_batched(
+                || {
+                    n += 1;
+                    versions[n % versions.len()].clone()
+                },
+                |bytes| {
+                    let fx = engine.handle(
+                        Duration::ZERO,
+                        Input::PlanRead {
+                            path: path.clone(),
+                            read: FileRead::Bytes(bytes),
+                            complete: true,
+                            fresh: false,
+                        },
+                    );
+                    // Deliver what was announced, as the shell would.
+                    let mut announced = 0;
+                    while let Some(d) = engine.poll_delivery(Duration::ZERO) {
+                        announced += 1;
+                        engine.handle(
+                            Duration::ZERO,
+                            Input::Delivered {
+                                session: d.session,
+                                seq: d.seq,
+                            },
+                        );
+                    }
+                    assert_eq!(announced, 1, "each read is one wake-up");
+                    fx
+                },
+                criterion::BatchSize::SmallInput,
+            )
+        });
+    }
     g.finish();
 }
 

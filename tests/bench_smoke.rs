@@ -15,6 +15,7 @@ fn the_wake_benchmark_runs_at_smoke_size_and_produces_every_figure() {
     let env = harness::Env {
         daemon: PathBuf::from(env!("CARGO_BIN_EXE_reveille")),
         diy_script: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/diy-waker.sh"),
+        python_script: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/python-waker.py"),
         keep: std::env::var_os("REVEILLE_KEEP_TMP").is_some(),
     };
     let report = harness::run(&env, harness::Size::Smoke, &[]);

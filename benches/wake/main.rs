@@ -58,6 +58,7 @@ fn main() {
     let env = harness::Env {
         daemon: PathBuf::from(env!("CARGO_BIN_EXE_reveille")),
         diy_script: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/diy-waker.sh"),
+        python_script: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/python-waker.py"),
         keep: std::env::var_os("REVEILLE_KEEP_TMP").is_some(),
     };
     eprintln!("daemon: {}", env.daemon.display());

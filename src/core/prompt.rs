@@ -72,35 +72,20 @@ impl std::fmt::Display for TemplateError {
     }
 }
 
-enum Piece<'a> {
-    Text(&'a str),
-    Brace(char),
-    Var(&'a str),
-}
-
-fn pieces(line: &str) -> Result<Vec<Piece<'_>>, TemplateError> {
+/// The placeholder names of one template line, in order; an error for an
+/// unclosed `{` or a lone `}`.
+fn placeholders(line: &str) -> Result<Vec<&str>, TemplateError> {
     let mut out = Vec::new();
     let mut rest = line;
-    while !rest.is_empty() {
-        let Some(pos) = rest.find(['{', '}']) else {
-            out.push(Piece::Text(rest));
-            break;
-        };
-        if pos > 0 {
-            out.push(Piece::Text(&rest[..pos]));
-        }
+    while let Some(pos) = rest.find(['{', '}']) {
         let tail = &rest[pos..];
-        if let Some(after) = tail.strip_prefix("{{") {
-            out.push(Piece::Brace('{'));
-            rest = after;
-        } else if let Some(after) = tail.strip_prefix("}}") {
-            out.push(Piece::Brace('}'));
+        if let Some(after) = tail.strip_prefix("{{").or_else(|| tail.strip_prefix("}}")) {
             rest = after;
         } else if let Some(name) = tail.strip_prefix('{') {
             let Some(end) = name.find('}') else {
                 return Err(TemplateError(format!("unclosed '{{' in {line:?}")));
             };
-            out.push(Piece::Var(&name[..end]));
+            out.push(&name[..end]);
             rest = &name[end + 1..];
         } else {
             return Err(TemplateError(format!(
@@ -114,14 +99,12 @@ fn pieces(line: &str) -> Result<Vec<Piece<'_>>, TemplateError> {
 /// Check a template against the placeholders its kind offers.
 pub fn check(template: &str, allowed: &[&str]) -> Result<(), TemplateError> {
     for line in template.split('\n') {
-        for piece in pieces(line)? {
-            if let Piece::Var(name) = piece {
-                if !allowed.contains(&name) {
-                    return Err(TemplateError(format!(
-                        "unknown placeholder {{{name}}}; known: {}",
-                        allowed.join(", ")
-                    )));
-                }
+        for name in placeholders(line)? {
+            if !allowed.contains(&name) {
+                return Err(TemplateError(format!(
+                    "unknown placeholder {{{name}}}; known: {}",
+                    allowed.join(", ")
+                )));
             }
         }
     }
@@ -130,48 +113,30 @@ pub fn check(template: &str, allowed: &[&str]) -> Result<(), TemplateError> {
 
 /// Render `template` with `vars`. Unknown placeholders (only possible with
 /// an unchecked template) render as themselves, so nothing is lost.
+///
+/// One pass straight into the result: each line is rendered in place and
+/// cut off again if it is to be dropped, so no piece list and no line
+/// buffer is allocated (this runs on every wake-up).
 pub fn render(template: &str, vars: &[(&str, &str)]) -> String {
-    let mut out = String::with_capacity(template.len() + 128);
+    let extra: usize = vars.iter().map(|(_, v)| v.len()).sum();
+    let mut out = String::with_capacity(template.len() + extra);
     for (i, line) in template.split('\n').enumerate() {
-        let Ok(parts) = pieces(line) else {
-            if i > 0 {
-                out.push('\n');
-            }
-            out.push_str(line);
-            continue;
-        };
-        let mut rendered = String::with_capacity(line.len());
-        let mut vars_seen = 0;
-        let mut vars_empty = 0;
-        for part in parts {
-            match part {
-                Piece::Text(t) => rendered.push_str(t),
-                Piece::Brace(c) => rendered.push(c),
-                Piece::Var(name) => {
-                    vars_seen += 1;
-                    match vars.iter().find(|(k, _)| *k == name) {
-                        Some((_, v)) => {
-                            if v.is_empty() {
-                                vars_empty += 1;
-                            }
-                            rendered.push_str(v);
-                        }
-                        None => {
-                            rendered.push('{');
-                            rendered.push_str(name);
-                            rendered.push('}');
-                        }
-                    }
-                }
-            }
-        }
-        if vars_seen > 0 && vars_seen == vars_empty && rendered.trim().is_empty() {
-            continue;
-        }
+        let mark = out.len();
         if !out.is_empty() || i > 0 {
             out.push('\n');
         }
-        out.push_str(&rendered);
+        let body = out.len();
+        match render_line(line, vars, &mut out) {
+            Some((seen, empty)) => {
+                if seen > 0 && seen == empty && out[body..].trim().is_empty() {
+                    out.truncate(mark);
+                }
+            }
+            None => {
+                out.truncate(body);
+                out.push_str(line);
+            }
+        }
     }
     // A template's own leading blank-line handling: keep the text as written.
     if template.starts_with('\n') && !out.starts_with('\n') {
@@ -192,6 +157,40 @@ pub fn not_a_command(mut text: String) -> String {
         text.insert_str(0, COMMAND_GUARD);
     }
     text
+}
+
+/// Render one template line onto `out`: `Some((placeholders, of them
+/// empty))`, or `None` for a malformed line (what was pushed is garbage).
+fn render_line(line: &str, vars: &[(&str, &str)], out: &mut String) -> Option<(usize, usize)> {
+    let (mut seen, mut empty) = (0, 0);
+    let mut rest = line;
+    while let Some(pos) = rest.find(['{', '}']) {
+        out.push_str(&rest[..pos]);
+        let tail = &rest[pos..];
+        if let Some(after) = tail.strip_prefix("{{") {
+            out.push('{');
+            rest = after;
+        } else if let Some(after) = tail.strip_prefix("}}") {
+            out.push('}');
+            rest = after;
+        } else if let Some(name) = tail.strip_prefix('{') {
+            let end = name.find('}')?;
+            let name_str = &name[..end];
+            seen += 1;
+            match vars.iter().find(|(k, _)| *k == name_str) {
+                Some((_, v)) => {
+                    empty += usize::from(v.is_empty());
+                    out.push_str(v);
+                }
+                None => out.push_str(&tail[..end + 2]),
+            }
+            rest = &name[end + 1..];
+        } else {
+            return None;
+        }
+    }
+    out.push_str(rest);
+    Some((seen, empty))
 }
 
 #[cfg(test)]
@@ -232,6 +231,129 @@ mod tests {
         assert!(err.0.contains("{nope}"), "{err}");
         assert!(check("x {title", STEP_VARS).is_err());
         assert!(check("x }", STEP_VARS).is_err());
+    }
+
+    enum Piece<'a> {
+        Text(&'a str),
+        Brace(char),
+        Var(&'a str),
+    }
+
+    fn pieces(line: &str) -> Result<Vec<Piece<'_>>, TemplateError> {
+        let mut out = Vec::new();
+        let mut rest = line;
+        while !rest.is_empty() {
+            let Some(pos) = rest.find(['{', '}']) else {
+                out.push(Piece::Text(rest));
+                break;
+            };
+            if pos > 0 {
+                out.push(Piece::Text(&rest[..pos]));
+            }
+            let tail = &rest[pos..];
+            if let Some(after) = tail.strip_prefix("{{") {
+                out.push(Piece::Brace('{'));
+                rest = after;
+            } else if let Some(after) = tail.strip_prefix("}}") {
+                out.push(Piece::Brace('}'));
+                rest = after;
+            } else if let Some(name) = tail.strip_prefix('{') {
+                let Some(end) = name.find('}') else {
+                    return Err(TemplateError(format!("unclosed '{{' in {line:?}")));
+                };
+                out.push(Piece::Var(&name[..end]));
+                rest = &name[end + 1..];
+            } else {
+                return Err(TemplateError(format!(
+                    "lone '}}' in {line:?} (write '}}}}' for a brace)"
+                )));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The straightforward renderer `render` replaced, kept to check it against.
+    fn reference_render(template: &str, vars: &[(&str, &str)]) -> String {
+        let mut out = String::with_capacity(template.len() + 128);
+        for (i, line) in template.split('\n').enumerate() {
+            let Ok(parts) = pieces(line) else {
+                if i > 0 {
+                    out.push('\n');
+                }
+                out.push_str(line);
+                continue;
+            };
+            let mut rendered = String::with_capacity(line.len());
+            let mut vars_seen = 0;
+            let mut vars_empty = 0;
+            for part in parts {
+                match part {
+                    Piece::Text(t) => rendered.push_str(t),
+                    Piece::Brace(c) => rendered.push(c),
+                    Piece::Var(name) => {
+                        vars_seen += 1;
+                        match vars.iter().find(|(k, _)| *k == name) {
+                            Some((_, v)) => {
+                                if v.is_empty() {
+                                    vars_empty += 1;
+                                }
+                                rendered.push_str(v);
+                            }
+                            None => {
+                                rendered.push('{');
+                                rendered.push_str(name);
+                                rendered.push('}');
+                            }
+                        }
+                    }
+                }
+            }
+            if vars_seen > 0 && vars_seen == vars_empty && rendered.trim().is_empty() {
+                continue;
+            }
+            if !out.is_empty() || i > 0 {
+                out.push('\n');
+            }
+            out.push_str(&rendered);
+        }
+        // A template's own leading blank-line handling: keep the text as written.
+        if template.starts_with('\n') && !out.starts_with('\n') {
+            out.insert(0, '\n');
+        }
+        out
+    }
+
+    #[test]
+    fn renders_exactly_as_the_reference_renderer() {
+        let vars = [
+            ("title", "Write the parser"),
+            ("description", ""),
+            ("deps", "s1, s2"),
+            ("goal", "G"),
+            ("blank", "  "),
+        ];
+        let templates = [
+            DEFAULT_STEP,
+            DEFAULT_DONE,
+            DEFAULT_TASK,
+            "",
+            "\n",
+            "\n\n{title}",
+            "{description}",
+            "{description}\n{description}\nx",
+            "  {description}  \n{title}",
+            "{blank}\n{description}{blank}",
+            "a {{b}} {title} }} {{",
+            "x {title",
+            "x } y\n{title}",
+            "{unknown} {title}\n{nope}",
+            "{}{title}",
+            "\n{description}\n",
+            "é {title} ü\n\n",
+        ];
+        for t in templates {
+            assert_eq!(render(t, &vars), reference_render(t, &vars), "{t:?}");
+        }
     }
 
     #[test]

@@ -29,7 +29,7 @@ use crate::core::session::check_name;
 use crate::shell::checklists::{self, Claim};
 use crate::shell::deliver::{Deliverer, Framing, Outcome, Reached};
 use crate::shell::ollie::{self, Submitted};
-use crate::shell::read::{read_capped, read_fresh};
+use crate::shell::read::{read_capped, read_fresh, PlanFiles};
 use crate::shell::sessions::{SessionTree, TreeChange};
 use crate::shell::store::{Store, StoreError};
 use crate::shell::systemd::Notifier;
@@ -259,6 +259,7 @@ struct Carry<'a> {
     watch: &'a Watch,
     deliverer: &'a Deliverer,
     background: &'a mut usize,
+    plan_files: &'a mut PlanFiles,
 }
 
 impl World for Carry<'_> {
@@ -271,7 +272,8 @@ impl World for Carry<'_> {
     }
 
     fn read_plan(&mut self, path: &Path, config: &EngineConfig) -> (FileRead, bool) {
-        read_fresh(path, config.max_plan_bytes, config.settle)
+        self.plan_files
+            .read(path, config.max_plan_bytes, config.settle)
     }
 
     fn list(&mut self) -> Vec<PathBuf> {
@@ -291,6 +293,8 @@ impl World for Carry<'_> {
     }
 
     fn deliver(&mut self, d: &Delivery) -> Option<Result<(), Undeliverable>> {
+        // Every record so far is written before the prompt is.
+        self.flush();
         let outcome = self.deliverer.deliver(d);
         match &outcome {
             None => *self.background += 1,
@@ -305,7 +309,21 @@ impl World for Carry<'_> {
 
 impl Carry<'_> {
     fn persist(&mut self, record: &Record) {
-        match self.store.append(record) {
+        if let Err(e) = self.store.stage(record) {
+            tracing::error!(project = %self.settings.project.name, "cannot encode a state record: {e}");
+        }
+        if self.store.staged_full() {
+            self.flush();
+        }
+    }
+
+    /// Write the staged records (one `write(2)`): before every delivery and
+    /// at the end of every input.
+    fn flush(&mut self) {
+        if !self.store.has_staged() {
+            return;
+        }
+        match self.store.flush() {
             Ok(()) => {
                 if *self.store_failing {
                     *self.store_failing = false;
@@ -361,6 +379,8 @@ struct Daemon {
     /// This instance's claim on the session checklists of its sessions
     /// directory (held for the daemon's life), when it wants them.
     checklists: Option<Claim>,
+    /// The plan files read last, held open for their next rewrite.
+    plan_files: PlanFiles,
 }
 
 impl Daemon {
@@ -384,8 +404,10 @@ impl Daemon {
             watch: &self.watch,
             deliverer: &self.deliverer,
             background: &mut self.background,
+            plan_files: &mut self.plan_files,
         };
         drive(&mut self.engine, &mut world, now, input);
+        world.flush();
     }
 
     /// Read what the event log gained and feed it to the engine.
@@ -955,6 +977,7 @@ impl Daemon {
             framing: framing(&settings),
             submit: settings.sessions.delivery == config::Delivery::Auto,
             outcomes: outcomes_tx,
+            root: Default::default(),
         };
         let signals = Signals::install()?;
         let tail = settings
@@ -980,6 +1003,7 @@ impl Daemon {
             tree: None,
             tree_failing: false,
             checklists,
+            plan_files: PlanFiles::default(),
         };
         let wakers = Wakers {
             events,

@@ -1,9 +1,11 @@
 //! Writing prompts into a session's enqueue file.
 //!
-//! The target is `<sessions_dir>/<session>/<enqueue>`, reached with
-//! `openat` and `O_NOFOLLOW` at each step below the configured root, so no
-//! session id and no symlink planted in a session directory can steer a
-//! write outside `sessions_dir`. Named pipes are opened non-blocking: no
+//! The target is `<sessions_dir>/<session>/<enqueue>`, reached below the
+//! configured root with one `openat2` (`RESOLVE_BENEATH |
+//! RESOLVE_NO_SYMLINKS`, from the root held open) or, where that fails,
+//! with `openat` and `O_NOFOLLOW` at each step, so no session id and no
+//! symlink planted in a session directory can steer a write outside
+//! `sessions_dir`. Named pipes are opened non-blocking: no
 //! reader (ENXIO), a full pipe (EAGAIN) and a closed reader (EPIPE; SIGPIPE is
 //! ignored by the Rust runtime) come back as `Undeliverable` and the prompt
 //! stays first in its outbox. A prompt larger than the pipe's atomic size may
@@ -13,13 +15,15 @@
 //! files are written on a blocking thread, since a 9P server may take its
 //! time, and one slow session must not hold up the others.
 
+use std::cell::{Cell, RefCell};
 use std::ffi::CString;
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileTypeExt;
-use std::path::PathBuf;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 
 use tokio::io::unix::AsyncFd;
 use tokio::sync::mpsc::UnboundedSender;
@@ -73,6 +77,47 @@ pub struct Deliverer {
     pub submit: bool,
     /// Where background completions are reported.
     pub outcomes: UnboundedSender<Outcome>,
+    /// The sessions root, held open between deliveries.
+    pub root: HeldRoot,
+}
+
+/// The sessions root held open for `openat2`, with the identity it had
+/// when opened: it is used only while a `stat` of the configured path
+/// still finds that directory (a root deleted and recreated, or a changed
+/// `sessions.dir`, is opened afresh).
+#[derive(Default)]
+pub struct HeldRoot {
+    held: RefCell<Option<(PathBuf, u64, u64, OwnedFd)>>,
+    /// The kernel has no `openat2`: always go step by step.
+    unsupported: Cell<bool>,
+}
+
+impl HeldRoot {
+    fn fd(&self, dir: &Path) -> Option<libc::c_int> {
+        if self.unsupported.get() {
+            return None;
+        }
+        let meta = std::fs::metadata(dir).ok()?;
+        let mut held = self.held.borrow_mut();
+        let current = held
+            .as_ref()
+            .is_some_and(|(p, dev, ino, _)| p == dir && *dev == meta.dev() && *ino == meta.ino());
+        if !current {
+            let c = CString::new(dir.as_os_str().as_bytes()).ok()?;
+            let fd = openat(libc::AT_FDCWD, &c, libc::O_RDONLY | libc::O_DIRECTORY).ok()?;
+            let st = nix::sys::stat::fstat(fd.as_raw_fd()).ok()?;
+            *held = Some((dir.to_path_buf(), st.st_dev, st.st_ino, fd));
+        }
+        held.as_ref().map(|(_, _, _, fd)| fd.as_raw_fd())
+    }
+}
+
+/// Whether `dir` is on a FUSE/9P (or other remote) file system.
+fn remote(dir: &Path) -> bool {
+    nix::sys::statfs::statfs(dir)
+        .ok()
+        .and_then(|st| crate::shell::watch::remote_fs_kind(&st))
+        .is_some()
 }
 
 fn undeliverable(reason: impl Into<String>) -> Undeliverable {
@@ -113,6 +158,77 @@ impl Deliverer {
     fn open(&self, session: &str) -> Result<Target, Undeliverable> {
         check_name(session).map_err(|why| undeliverable(format!("session id {why}")))?;
         let path = self.path_of(session);
+        // ollie-9p is only ever served over 9P (9pfuse or the kernel's
+        // v9fs): only a remote sessions root can hold its sessions, and
+        // only there is the session directory opened to look.
+        if self.submit && remote(&self.sessions_dir) {
+            let dir = self.open_session_dir(session)?;
+            if let Some(flavour) = ollie::recognise(&dir) {
+                return Ok(Target::Ollie(dir, flavour));
+            }
+            let fd = self.open_enqueue_in(&dir, &path)?;
+            return self.target(fd, &path);
+        }
+        let fd = match self.open_beneath(session) {
+            Some(opened) => opened?,
+            None => self.open_step_by_step(session, &path)?,
+        };
+        self.target(fd, &path)
+    }
+
+    /// The enqueue file in one `openat2` below the held sessions root:
+    /// `RESOLVE_BENEATH` refuses any escape (`..`, absolute paths) and
+    /// `RESOLVE_NO_SYMLINKS` any symlink on the way, which is what the
+    /// step-by-step `openat`s promise, in one call and without opening the
+    /// session directory (each directory opened is an event on the watched
+    /// sessions tree, one more wake-up of the inotify thread). `None`: take
+    /// the step-by-step way — no `openat2` in this kernel, or any failure
+    /// but "no reader", whose exact cause that way names.
+    fn open_beneath(&self, session: &str) -> Option<Result<OwnedFd, Undeliverable>> {
+        let root = self.root.fd(&self.sessions_dir)?;
+        let rel = CString::new(format!("{session}/{}", self.enqueue)).ok()?;
+        // SAFETY: `open_how` is plain integers; all-zero is its default.
+        let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+        how.flags = (libc::O_WRONLY
+            | libc::O_NONBLOCK
+            | libc::O_NOFOLLOW
+            | libc::O_NOCTTY
+            | libc::O_CLOEXEC) as u64;
+        how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS;
+        // SAFETY: a valid C string, a held directory fd, and `how` with its size.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                root,
+                rel.as_ptr(),
+                &how as *const libc::open_how,
+                std::mem::size_of::<libc::open_how>(),
+            )
+        };
+        if fd >= 0 {
+            // SAFETY: a fresh fd returned by openat2, owned by nobody else.
+            return Some(Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) }));
+        }
+        match io::Error::last_os_error().raw_os_error() {
+            Some(libc::ENXIO) => Some(Err(undeliverable("no reader on the FIFO (ENXIO)"))),
+            Some(libc::ENOSYS) => {
+                self.root.unsupported.set(true);
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// The enqueue file by `openat` from the sessions root, `O_NOFOLLOW` at
+    /// each step, with the exact reason when it cannot be opened.
+    fn open_step_by_step(&self, session: &str, path: &Path) -> Result<OwnedFd, Undeliverable> {
+        let dir = self.open_session_dir(session)?;
+        self.open_enqueue_in(&dir, path)
+    }
+
+    /// The session directory, by `openat` from the sessions root with
+    /// `O_NOFOLLOW`.
+    fn open_session_dir(&self, session: &str) -> Result<OwnedFd, Undeliverable> {
         let root = CString::new(self.sessions_dir.as_os_str().as_bytes())
             .map_err(|_| undeliverable("sessions_dir contains a NUL byte"))?;
         let root =
@@ -131,11 +247,11 @@ impl Deliverer {
             ),
             _ => undeliverable(format!("session directory: {e}")),
         })?;
-        if self.submit {
-            if let Some(flavour) = ollie::recognise(&dir) {
-                return Ok(Target::Ollie(dir, flavour));
-            }
-        }
+        Ok(dir)
+    }
+
+    /// The enqueue file in an opened session directory, `O_NOFOLLOW`.
+    fn open_enqueue_in(&self, dir: &OwnedFd, path: &Path) -> Result<OwnedFd, Undeliverable> {
         let fd = openat(
             dir.as_raw_fd(),
             &cstr(&self.enqueue)?,
@@ -151,6 +267,11 @@ impl Deliverer {
             Some(libc::EISDIR) => undeliverable(format!("{} is a directory", path.display())),
             _ => undeliverable(format!("{}: {e}", path.display())),
         })?;
+        Ok(fd)
+    }
+
+    /// What kind of enqueue file was opened, ready to write.
+    fn target(&self, fd: OwnedFd, path: &Path) -> Result<Target, Undeliverable> {
         let file = File::from(fd);
         let kind = file
             .metadata()
@@ -336,5 +457,54 @@ fn fifo_error(e: io::Error) -> Undeliverable {
         Some(libc::EAGAIN) => undeliverable("the FIFO is full (EAGAIN)"),
         Some(libc::EPIPE) => undeliverable("the FIFO's reader went away (EPIPE)"),
         _ => undeliverable(format!("write: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn deliverer(dir: &Path) -> Deliverer {
+        Deliverer {
+            sessions_dir: dir.to_path_buf(),
+            enqueue: "fifo.in".into(),
+            framing: Framing::Auto,
+            submit: true,
+            outcomes: tokio::sync::mpsc::unbounded_channel().0,
+            root: HeldRoot::default(),
+        }
+    }
+
+    /// The one-call way opens a session's enqueue file below the held
+    /// root, and refuses every symlink itself (the step-by-step way then
+    /// names the cause), so it never reaches outside the sessions root.
+    #[test]
+    fn openat2_opens_below_the_root_and_never_through_a_symlink() {
+        let tmp = tempfile::tempdir().unwrap();
+        let sessions = tmp.path().join("s");
+        std::fs::create_dir_all(sessions.join("good")).unwrap();
+        std::fs::write(sessions.join("good/fifo.in"), "").unwrap();
+        std::fs::write(tmp.path().join("outside"), "").unwrap();
+        std::fs::create_dir(sessions.join("linked")).unwrap();
+        symlink(tmp.path().join("outside"), sessions.join("linked/fifo.in")).unwrap();
+        std::fs::create_dir(tmp.path().join("outdir")).unwrap();
+        std::fs::write(tmp.path().join("outdir/fifo.in"), "").unwrap();
+        symlink(tmp.path().join("outdir"), sessions.join("dirlink")).unwrap();
+        let d = deliverer(&sessions);
+        assert!(matches!(d.open_beneath("good"), Some(Ok(_))));
+        assert!(d.root.held.borrow().is_some(), "the root is held");
+        for hostile in ["linked", "dirlink", "../outdir"] {
+            assert!(d.open_beneath(hostile).is_none(), "{hostile}");
+        }
+        assert!(d.open("linked").is_err());
+        assert!(d.open("dirlink").is_err());
+        // The root replaced: the new one is opened, not the held one.
+        std::fs::rename(&sessions, tmp.path().join("old")).unwrap();
+        std::fs::create_dir_all(sessions.join("good")).unwrap();
+        assert!(
+            d.open_beneath("good").is_none(),
+            "no fifo.in in the new root"
+        );
     }
 }

@@ -2,10 +2,16 @@
 //! `issues.jsonl`. Capped (an oversized file is recognised without reading
 //! it all), non-blocking and regular files only (a FIFO named like a plan
 //! cannot hang the loop), and whole in one `read(2)` where it can be.
+//!
+//! Plan files are read through [`PlanFiles`], which keeps the last few
+//! open: `task_complete` rewrites a plan in place (same inode), so the next
+//! read is a `stat` of the path and one `pread` on the fd already held — no
+//! `open` and no `close`, and so no `IN_OPEN` echo waking the inotify
+//! thread for the daemon's own read.
 
-use std::io::{Read, Seek};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-use std::path::Path;
+use std::fs::{File, Metadata};
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::core::input::FileRead;
@@ -21,26 +27,117 @@ pub fn read_capped(path: &Path, cap: usize) -> FileRead {
 /// (by the wall clock, against its mtime): a writer may be rewriting it
 /// right now, so what was read may be the start of the next version.
 pub fn read_fresh(path: &Path, cap: usize, window: Duration) -> (FileRead, bool) {
+    match open(path) {
+        Ok((file, meta)) => read_open(&file, &meta, cap, window),
+        Err(failed) => (failed, false),
+    }
+}
+
+/// Plan files held open between reads: at most this many.
+const KEEP_OPEN: usize = 32;
+
+/// The plan files read last, kept open (least recently read first out).
+///
+/// A held fd is used only while the path still names the same file
+/// (`dev`, `ino` of a `stat` of the path): a file renamed over it or
+/// deleted and recreated is opened afresh. The inode of a held file cannot
+/// be reused while it is held, so the identity check cannot be fooled. A
+/// deleted plan's space is given back when its entry is evicted or its path
+/// is read again.
+///
+/// Only files on local filesystems are held: on FUSE/9P the kernel may
+/// serve a held fd from its page cache, which only a new `open` refreshes
+/// (a test against a FUSE file with a fixed size and mtime read the old
+/// content through a held fd), and such a server's sizes and mtimes need
+/// not move with the content.
+#[derive(Default)]
+pub struct PlanFiles {
+    /// Most recently read last.
+    open: Vec<Held>,
+    /// Per device seen, whether it is local (asked of `fstatfs` once).
+    local: Vec<(u64, bool)>,
+}
+
+struct Held {
+    path: PathBuf,
+    dev: u64,
+    ino: u64,
+    file: File,
+}
+
+impl PlanFiles {
+    /// `read_fresh` of a plan file, through a held fd when there is one.
+    pub fn read(&mut self, path: &Path, cap: usize, window: Duration) -> (FileRead, bool) {
+        if let Some(i) = self.open.iter().position(|h| h.path == path) {
+            let held = self.open.remove(i);
+            match std::fs::metadata(path) {
+                Ok(meta) if meta.dev() == held.dev && meta.ino() == held.ino && meta.is_file() => {
+                    let read = read_open(&held.file, &meta, cap, window);
+                    self.open.push(held);
+                    return read;
+                }
+                // Replaced, deleted or no longer a regular file: the held
+                // fd is dropped, and the path opened (and judged) afresh.
+                _ => drop(held),
+            }
+        }
+        let (file, meta) = match open(path) {
+            Ok(opened) => opened,
+            Err(failed) => return (failed, false),
+        };
+        let read = read_open(&file, &meta, cap, window);
+        if !self.is_local(&file, meta.dev()) {
+            return read;
+        }
+        if self.open.len() == KEEP_OPEN {
+            self.open.remove(0);
+        }
+        self.open.push(Held {
+            path: path.to_path_buf(),
+            dev: meta.dev(),
+            ino: meta.ino(),
+            file,
+        });
+        read
+    }
+}
+
+impl PlanFiles {
+    fn is_local(&mut self, file: &File, dev: u64) -> bool {
+        if let Some(&(_, local)) = self.local.iter().find(|(d, _)| *d == dev) {
+            return local;
+        }
+        let local = nix::sys::statfs::fstatfs(file)
+            .is_ok_and(|st| crate::shell::watch::remote_fs_kind(&st).is_none());
+        self.local.push((dev, local));
+        local
+    }
+}
+
+/// Open non-blocking, and only a regular file.
+fn open(path: &Path) -> Result<(File, Metadata), FileRead> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path);
-    let mut file = match file {
+    let file = match file {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (FileRead::Missing, false),
-        Err(e) => return (FileRead::Failed(e.to_string()), false),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(FileRead::Missing),
+        Err(e) => return Err(FileRead::Failed(e.to_string())),
     };
-    let meta = match file.metadata() {
-        Ok(m) if m.is_file() => m,
+    match file.metadata() {
+        Ok(m) if m.is_file() => Ok((file, m)),
         Ok(m) if m.file_type().is_fifo() => {
-            return (
-                FileRead::Failed("is a named pipe, not a plan file".into()),
-                false,
-            )
+            Err(FileRead::Failed("is a named pipe, not a plan file".into()))
         }
-        Ok(_) => return (FileRead::Failed("is not a regular file".into()), false),
-        Err(e) => return (FileRead::Failed(e.to_string()), false),
-    };
+        Ok(_) => Err(FileRead::Failed("is not a regular file".into())),
+        Err(e) => Err(FileRead::Failed(e.to_string())),
+    }
+}
+
+/// Read an open regular file whole from offset 0; `meta` is its state just
+/// before.
+fn read_open(file: &File, meta: &Metadata, cap: usize, window: Duration) -> (FileRead, bool) {
     let fresh = !window.is_zero()
         && meta
             .modified()
@@ -48,6 +145,9 @@ pub fn read_fresh(path: &Path, cap: usize, window: Duration) -> (FileRead, bool)
             .and_then(|m| std::time::SystemTime::now().duration_since(m).ok())
             .is_none_or(|age| age < window);
     let mut size = meta.len();
+    // A FUSE/9P file's reported size need not match its content (and the
+    // kernel may cache it for a second): it is read to the end of file.
+    let remote = synthetic(file);
     // The whole file in one read(2), and its size checked afterwards: a
     // plan rewritten in place (truncate, write) between two reads of it is
     // seen cut short, and a prefix whose steps are all checked sent an
@@ -55,19 +155,25 @@ pub fn read_fresh(path: &Path, cap: usize, window: Duration) -> (FileRead, bool)
     // announced again). `read_to_end` on a `Take` reads 32 bytes first and
     // then doubles: six read(2)s for a 400-byte plan (found by the soak test
     // in tests/reliability). A file that changed during the read is read
-    // again.
+    // again. Once the bytes the metadata promised are in, no read(2) is
+    // spent just to see the end of the file: the size check afterwards
+    // catches a file that grew.
     let mut attempt = 0;
     loop {
-        let mut bytes = vec![0u8; usize::try_from(size).unwrap_or(cap).min(cap) + 1];
+        let expect = usize::try_from(size).unwrap_or(cap).min(cap);
+        let mut bytes = vec![0u8; expect + 1];
         let mut filled = 0;
         loop {
+            if !remote && filled == expect && filled as u64 == size {
+                break;
+            }
             if filled == bytes.len() {
                 if filled > cap {
                     break;
                 }
                 bytes.resize((filled * 2).min(cap + 1), 0);
             }
-            match file.read(&mut bytes[filled..]) {
+            match file.read_at(&mut bytes[filled..], filled as u64) {
                 Ok(0) => break,
                 Ok(n) => filled += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -77,11 +183,8 @@ pub fn read_fresh(path: &Path, cap: usize, window: Duration) -> (FileRead, bool)
         bytes.truncate(filled);
         let now = file.metadata().map_or(size, |m| m.len());
         attempt += 1;
-        if now == filled as u64 || filled > cap || attempt == 4 || synthetic(&file) {
+        if now == filled as u64 || filled > cap || attempt == 4 || remote {
             return (FileRead::Bytes(bytes), fresh);
-        }
-        if let Err(e) = file.seek(std::io::SeekFrom::Start(0)) {
-            return (FileRead::Failed(e.to_string()), false);
         }
         size = now;
     }
@@ -117,5 +220,82 @@ mod tests {
             read_capped(&tmp.path().join("missing"), 10),
             FileRead::Missing
         ));
+    }
+
+    fn bytes(r: (FileRead, bool)) -> Vec<u8> {
+        match r.0 {
+            FileRead::Bytes(b) => b,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A held fd serves in-place rewrites (what `task_complete` does), and
+    /// is never used for a different file at the same path.
+    #[test]
+    fn held_plan_files_follow_rewrites_renames_and_deletions() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("p.md");
+        let mut files = PlanFiles::default();
+        let read = |files: &mut PlanFiles| files.read(&path, 4096, Duration::ZERO);
+        std::fs::write(&path, "one\n").unwrap();
+        assert_eq!(bytes(read(&mut files)), b"one\n");
+        // In place: truncate and write, same inode.
+        std::fs::write(&path, "two, longer\n").unwrap();
+        assert_eq!(bytes(read(&mut files)), b"two, longer\n");
+        std::fs::write(&path, "").unwrap();
+        assert_eq!(bytes(read(&mut files)), b"");
+        // Replaced by a rename: the new file, not the held one.
+        let other = tmp.path().join("p.md.tmp");
+        std::fs::write(&other, "three\n").unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        assert_eq!(bytes(read(&mut files)), b"three\n");
+        // Deleted: missing, though an fd on the old file was held.
+        std::fs::remove_file(&path).unwrap();
+        assert!(matches!(read(&mut files).0, FileRead::Missing));
+        // Replaced by a FIFO: refused, not opened.
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(matches!(read(&mut files).0, FileRead::Failed(_)));
+    }
+
+    /// A file on FUSE is never held: a held fd may be served from the page
+    /// cache, and a 9P-like server keeps size and mtime fixed. Needs a FUSE
+    /// file whose content follows a local backing file, of the same length
+    /// before and after (`REVEILLE_FUSE_FILE`, `REVEILLE_FUSE_BACKING`);
+    /// without the local-only rule it reads "version A" the second time.
+    #[test]
+    #[ignore = "needs a FUSE mount: REVEILLE_FUSE_FILE, REVEILLE_FUSE_BACKING"]
+    fn files_on_fuse_are_read_afresh_not_held() {
+        let file = PathBuf::from(std::env::var_os("REVEILLE_FUSE_FILE").unwrap());
+        let backing = PathBuf::from(std::env::var_os("REVEILLE_FUSE_BACKING").unwrap());
+        let mut files = PlanFiles::default();
+        std::fs::write(&backing, "version A\n").unwrap();
+        assert_eq!(
+            bytes(files.read(&file, 4096, Duration::ZERO)),
+            b"version A\n"
+        );
+        std::fs::write(&backing, "version B\n").unwrap();
+        assert_eq!(
+            bytes(files.read(&file, 4096, Duration::ZERO)),
+            b"version B\n"
+        );
+        assert!(files.open.is_empty(), "a FUSE file was held");
+    }
+
+    #[test]
+    fn at_most_keep_open_files_are_held() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut files = PlanFiles::default();
+        for i in 0..KEEP_OPEN + 5 {
+            let path = tmp.path().join(format!("{i}.md"));
+            std::fs::write(&path, format!("{i}\n")).unwrap();
+            assert_eq!(
+                bytes(files.read(&path, 4096, Duration::ZERO)),
+                format!("{i}\n").as_bytes()
+            );
+        }
+        assert_eq!(files.open.len(), KEEP_OPEN);
+        assert!(files.open[0].path.ends_with("5.md"));
     }
 }

@@ -146,6 +146,9 @@ fn read_memory_once(dir: &Path) -> Result<(Option<Memory>, LoadReport), StoreErr
     Ok((memory, report))
 }
 
+/// Staged bytes beyond which the daemon writes them at once.
+const STAGED_MAX: usize = 64 << 10;
+
 /// The open store of a running daemon.
 pub struct Store {
     dir: PathBuf,
@@ -156,6 +159,8 @@ pub struct Store {
     journal_bytes: u64,
     /// Records appended since the last fdatasync.
     unsynced: bool,
+    /// Encoded records not yet written (`stage`, then `flush`).
+    staged: Vec<u8>,
 }
 
 impl Store {
@@ -205,6 +210,7 @@ impl Store {
             journal,
             journal_bytes,
             unsynced: false,
+            staged: Vec::with_capacity(4096),
         };
         // Fold a replayed journal into a fresh snapshot right away, so a torn
         // tail never sits in front of new appends.
@@ -223,18 +229,56 @@ impl Store {
         &self.dir
     }
 
-    /// Append one record: a single `write(2)` of one line, so it survives
-    /// `kill -9` once this returns.
+    /// Append one record now: `stage` and `flush`.
     pub fn append(&mut self, record: &Record) -> Result<(), StoreError> {
-        let mut line = serde_json::to_vec(record).map_err(|e| StoreError::Corrupt {
-            path: self.journal_path(),
-            why: e.to_string(),
-        })?;
-        line.push(b'\n');
-        self.journal
-            .write_all(&line)
-            .map_err(io_at(&self.dir.join("journal.jsonl")))?;
-        self.journal_bytes += line.len() as u64;
+        self.stage(record)?;
+        self.flush()
+    }
+
+    /// Encode one record as a journal line, to be written by the next
+    /// `flush`. The records staged before a prompt is written go out in one
+    /// `write(2)` (the daemon flushes before every delivery and at the end
+    /// of every input), so a wake-up's `Forget` and `Announce` cost one
+    /// system call, not two. Encoded straight into a buffer that is kept
+    /// between records: no intermediate `String` or `Vec` per record.
+    pub fn stage(&mut self, record: &Record) -> Result<(), StoreError> {
+        let start = self.staged.len();
+        if let Err(e) = serde_json::to_writer(&mut self.staged, record) {
+            self.staged.truncate(start);
+            return Err(StoreError::Corrupt {
+                path: self.journal_path(),
+                why: e.to_string(),
+            });
+        }
+        self.staged.push(b'\n');
+        Ok(())
+    }
+
+    /// Whether records are staged and not yet written.
+    pub fn has_staged(&self) -> bool {
+        !self.staged.is_empty()
+    }
+
+    /// Whether so much is staged (a start-up scan of thousands of plans)
+    /// that it should be written now rather than held to the end of the
+    /// input: the buffer stays small.
+    pub fn staged_full(&self) -> bool {
+        self.staged.len() >= STAGED_MAX
+    }
+
+    /// Write every staged record, in one `write(2)` where the kernel takes
+    /// it whole: once this returns they survive `kill -9`. On failure the
+    /// staged records are dropped (the caller reports it; the engine's
+    /// memory still has them).
+    pub fn flush(&mut self) -> Result<(), StoreError> {
+        if self.staged.is_empty() {
+            return Ok(());
+        }
+        let written = self.journal.write_all(&self.staged);
+        let len = self.staged.len() as u64;
+        self.staged.clear();
+        written.map_err(io_at(&self.dir.join("journal.jsonl")))?;
+        self.journal_bytes += len;
         self.unsynced = true;
         Ok(())
     }
@@ -246,6 +290,7 @@ impl Store {
 
     /// A handle on the journal for an off-thread `fdatasync` (group commit).
     pub fn sync_handle(&mut self) -> Result<File, StoreError> {
+        self.flush()?;
         self.unsynced = false;
         self.journal
             .try_clone()
@@ -263,6 +308,8 @@ impl Store {
 
     /// Write `memory` as the new snapshot, atomically, then empty the journal.
     pub fn compact(&mut self, memory: &Memory) -> Result<(), StoreError> {
+        // Staged records are in `memory` already; the snapshot replaces them.
+        self.staged.clear();
         let path = self.dir.join("state.json");
         let tmp = self.dir.join("state.json.tmp");
         let bytes = serde_json::to_vec(memory).map_err(|e| StoreError::Corrupt {
@@ -358,5 +405,27 @@ mod tests {
         // Loading compacted the journal into the snapshot.
         assert_eq!(store.journal_bytes(), 0);
         assert!(tmp.path().join("state.json").exists());
+    }
+
+    #[test]
+    fn staged_records_are_written_together_by_flush_and_only_then() {
+        let tmp = tempfile::tempdir().unwrap();
+        let journal = tmp.path().join("journal.jsonl");
+        let (mut store, _, _) = Store::open(tmp.path()).unwrap();
+        store.stage(&forget(1)).unwrap();
+        store.stage(&forget(2)).unwrap();
+        assert_eq!(fs::read(&journal).unwrap(), b"");
+        assert!(!store.needs_sync());
+        store.flush().unwrap();
+        let text = fs::read_to_string(&journal).unwrap();
+        let lines: Vec<Record> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines, [forget(1), forget(2)]);
+        assert_eq!(store.journal_bytes(), text.len() as u64);
+        assert!(store.needs_sync());
+        store.flush().unwrap();
+        assert_eq!(fs::read_to_string(&journal).unwrap(), text);
     }
 }

@@ -169,43 +169,43 @@ pub struct WatchEvents {
 /// reads of plan files — is dropped here, on the notify thread, so a rescan
 /// of 10,000 plans does not flood the channel with its own echoes (which
 /// would overflow it and cause another rescan, forever).
-fn map_event(event: notify::Event, enqueue: &str) -> Vec<Seen> {
+///
+/// At most one `Seen` per event, returned without allocating: this runs on
+/// the notify thread for every inotify event, most of them dropped here.
+fn map_event(mut event: notify::Event, enqueue: &str) -> Option<Seen> {
     if event.need_rescan() {
-        return vec![Seen::Rescan];
+        return Some(Seen::Rescan);
     }
-    let path = |i: usize| event.paths.get(i).cloned();
-    let one = |f: fn(PathBuf) -> Seen| path(0).map(f).into_iter().collect();
-    let is_enqueue = path(0).is_some_and(|p| p.file_name().is_some_and(|n| n == enqueue));
+    let is_enqueue = event
+        .paths
+        .first()
+        .is_some_and(|p| p.file_name().is_some_and(|n| n == enqueue));
     // Of an enqueue file, only its appearing and its opening matter (a
     // reader may have arrived); its modifications and closes are mostly the
     // daemon's own prompt writes echoing back, one loop turn each.
-    if is_enqueue
-        && matches!(
-            event.kind,
-            EventKind::Access(AccessKind::Close(_)) | EventKind::Modify(ModifyKind::Data(_))
-        )
-    {
-        return vec![];
-    }
-    match event.kind {
-        EventKind::Access(AccessKind::Close(AccessMode::Write)) => one(Seen::Closed),
-        EventKind::Access(AccessKind::Open(_)) => match path(0) {
-            Some(p) if p.file_name().is_some_and(|n| n == enqueue) => vec![Seen::Opened(p)],
-            _ => vec![],
-        },
-        EventKind::Access(_) => vec![],
-        EventKind::Create(CreateKind::Folder) => one(Seen::DirCreated),
+    let wrap: fn(PathBuf) -> Seen = match event.kind {
+        EventKind::Access(AccessKind::Close(_)) | EventKind::Modify(ModifyKind::Data(_))
+            if is_enqueue =>
+        {
+            return None
+        }
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => Seen::Closed,
+        EventKind::Access(AccessKind::Open(_)) if is_enqueue => Seen::Opened,
+        EventKind::Access(_) => return None,
+        EventKind::Create(CreateKind::Folder) => Seen::DirCreated,
         // A created file is still being written: settle, or wait for its close.
-        EventKind::Create(_) => one(Seen::Modified),
-        EventKind::Modify(ModifyKind::Name(RenameMode::To)) => one(Seen::MovedIn),
-        EventKind::Modify(ModifyKind::Name(RenameMode::From)) => one(Seen::Gone),
+        EventKind::Create(_) => Seen::Modified,
+        EventKind::Modify(ModifyKind::Name(RenameMode::To)) => Seen::MovedIn,
+        EventKind::Modify(ModifyKind::Name(RenameMode::From)) => Seen::Gone,
         // notify also reports the pair; its halves were already reported.
-        EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => vec![],
-        EventKind::Modify(ModifyKind::Metadata(_)) => vec![],
-        EventKind::Modify(_) => one(Seen::Modified),
-        EventKind::Remove(_) => one(Seen::Gone),
-        EventKind::Any | EventKind::Other => vec![],
-    }
+        EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => return None,
+        EventKind::Modify(ModifyKind::Metadata(_)) => return None,
+        EventKind::Modify(_) => Seen::Modified,
+        EventKind::Remove(_) => Seen::Gone,
+        EventKind::Any | EventKind::Other => return None,
+    };
+    // The event is ours: its path moves into the `Seen`, no copy.
+    (!event.paths.is_empty()).then(|| wrap(event.paths.swap_remove(0)))
 }
 
 impl Watch {
@@ -226,9 +226,9 @@ impl Watch {
                     Ok(event) => map_event(event, &name),
                     // An error from the inotify thread (read failure, watch
                     // limit while adding a new directory): rescan to be safe.
-                    Err(_) => vec![Seen::Rescan],
+                    Err(_) => Some(Seen::Rescan),
                 };
-                for s in seen {
+                if let Some(s) = seen {
                     if tx.try_send(s).is_err() {
                         flag.store(true, Ordering::SeqCst);
                         waker.notify_one();

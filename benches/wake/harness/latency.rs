@@ -1,7 +1,8 @@
 //! Wake latency: from the return of a `task_complete` rewrite to the next
 //! step's prompt being readable at the session FIFO — for reveille, for the
-//! do-it-yourself shell waker, and for the floor (an inotify read and a FIFO
-//! write, nothing else).
+//! do-it-yourself shell waker, for the plain-Python waker, and for the floor
+//! (an inotify read and a FIFO write, nothing else). And the CPU time each
+//! process waker spends per wake.
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -18,6 +19,9 @@ use super::Env;
 pub enum Waker {
     Reveille,
     Diy,
+    /// `benches/python-waker.py`: raw inotify, read, first unchecked step,
+    /// one NUL-terminated write — the minimum, in an interpreter.
+    Python,
     Floor,
     /// The floor with one thread hop added: the inotify thread hands each
     /// event through a channel to a second thread, which writes the FIFO —
@@ -28,8 +32,9 @@ pub enum Waker {
 /// Per-trial latencies, in the order taken.
 pub struct Samples {
     pub wakes: Vec<Duration>,
-    /// reveille only: its CPU time per wake (all threads, from schedstat,
-    /// over the timed rewrites and the plan creations between them).
+    /// reveille and the Python waker: CPU time per wake (all threads, from
+    /// schedstat, over the timed rewrites and the plan creations between
+    /// them).
     pub cpu_per_wake: Option<Duration>,
     /// reveille only: sd_notify datagrams per wake (STATUS= updates).
     pub notify_per_wake: Option<f64>,
@@ -52,18 +57,21 @@ pub fn measure(env: &Env, waker: Waker, plans: usize, steps: usize) -> Samples {
             Running::Reveille(d)
         }
         Waker::Diy => {
-            let mut s = Script::start(&env.diy_script, &[&setup.plan_dir, &fifo]);
+            let mut s = Script::start("sh", &env.diy_script, &[&setup.plan_dir, &fifo]);
             s.wait_for("Watches established");
-            Running::Diy(s)
+            Running::Script(s)
+        }
+        Waker::Python => {
+            let mut s = Script::start("python3", &env.python_script, &[&setup.plan_dir, &fifo]);
+            s.wait_for("watching");
+            Running::Script(s)
         }
         Waker::Floor => Running::Floor(Floor::start(&setup.plan_dir, &fifo, false)),
         Waker::FloorHop => Running::Floor(Floor::start(&setup.plan_dir, &fifo, true)),
     };
-    let before = match &running {
-        Running::Reveille(d) => Some((
-            d.usage(),
-            d.notify_count.load(std::sync::atomic::Ordering::Relaxed),
-        )),
+    let cpu_before = running.cpu_ns();
+    let notify_before = match &running {
+        Running::Reveille(d) => Some(d.notify_count.load(std::sync::atomic::Ordering::Relaxed)),
         _ => None,
     };
     let mut p = Plans {
@@ -95,7 +103,7 @@ pub fn measure(env: &Env, waker: Waker, plans: usize, steps: usize) -> Samples {
             let next = p.checked[i] + 1;
             let expect = match waker {
                 Waker::Reveille => Some(format!("Step s{next} ")),
-                Waker::Diy => Some(format!("Step {next}:")),
+                Waker::Diy | Waker::Python => Some(format!("Step {next}:")),
                 Waker::Floor | Waker::FloorHop => None,
             };
             if let Some(e) = expect {
@@ -108,13 +116,14 @@ pub fn measure(env: &Env, waker: Waker, plans: usize, steps: usize) -> Samples {
             wakes.push(prompt.at.saturating_duration_since(t0));
         }
     }
-    let mut cpu_per_wake = None;
+    // Every plan creation wakes too (its first step), so all of them count.
+    let wakes_total = (plans * steps) as f64;
+    let cpu_per_wake = cpu_before
+        .zip(running.cpu_ns())
+        .map(|(a, b)| Duration::from_nanos((b.saturating_sub(a) as f64 / wakes_total) as u64));
     let mut notify_per_wake = None;
     if let Running::Reveille(d) = running {
-        let wakes_total = (plans * steps) as f64;
-        if let Some((u, n)) = before {
-            let ns = d.usage().run_ns.saturating_sub(u.run_ns);
-            cpu_per_wake = Some(Duration::from_nanos((ns as f64 / wakes_total) as u64));
+        if let Some(n) = notify_before {
             let sent = d.notify_count.load(std::sync::atomic::Ordering::Relaxed) - n;
             notify_per_wake = Some(sent as f64 / wakes_total);
         }
@@ -129,11 +138,21 @@ pub fn measure(env: &Env, waker: Waker, plans: usize, steps: usize) -> Samples {
 
 enum Running {
     Reveille(Daemon),
-    Diy(Script),
+    Script(Script),
     Floor(Floor),
 }
 
 impl Running {
+    /// CPU time of every thread of the waker's process so far; `None` for
+    /// the floor, which runs inside the harness.
+    fn cpu_ns(&self) -> Option<u64> {
+        match self {
+            Running::Reveille(d) => Some(super::process::cpu_ns(d.pid())),
+            Running::Script(s) => Some(super::process::cpu_ns(s.pid())),
+            Running::Floor(_) => None,
+        }
+    }
+
     fn log(&self) -> String {
         match self {
             Running::Reveille(d) => format!("; reveille:\n{}", d.diagnose()),

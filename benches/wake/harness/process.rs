@@ -268,13 +268,9 @@ impl Daemon {
         let ticks = f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
             + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
         let mut threads = Vec::new();
-        let mut run_ns = 0;
+        let run_ns = cpu_ns(pid);
         if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) {
             for e in dir.flatten() {
-                run_ns += std::fs::read_to_string(e.path().join("schedstat"))
-                    .ok()
-                    .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-                    .unwrap_or(0);
                 let tid: u32 = e.file_name().to_string_lossy().parse().unwrap_or(0);
                 let s = std::fs::read_to_string(e.path().join("status")).unwrap_or_default();
                 let name = s
@@ -338,6 +334,20 @@ pub fn switches(a: &Usage, b: &Usage) -> (u64, u64, Vec<String>) {
     (vol, nonvol, per)
 }
 
+/// Time on CPU of every live thread of process `pid` (the first field of
+/// `/proc/<pid>/task/*/schedstat`), nanoseconds.
+pub fn cpu_ns(pid: u32) -> u64 {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    dir.flatten()
+        .filter_map(|e| {
+            let s = std::fs::read_to_string(e.path().join("schedstat")).ok()?;
+            s.split_whitespace().next()?.parse::<u64>().ok()
+        })
+        .sum()
+}
+
 fn field_num(s: &str, key: &str) -> u64 {
     s.lines()
         .find_map(|l| l.strip_prefix(key))
@@ -362,16 +372,18 @@ fn clock_tick() -> f64 {
     }
 }
 
-/// Run a shell script in its own process group; killed (the whole group,
-/// by its id) on drop.
+/// Run a script (`sh` or `python3`) in its own process group; killed (the
+/// whole group, by its id) on drop.
 pub struct Script {
     child: Child,
     pub stderr: Option<std::process::ChildStderr>,
 }
 
 impl Script {
-    pub fn start(script: &Path, args: &[&Path]) -> Script {
-        let mut cmd = Command::new("sh");
+    /// `interpreter script args…`; the interpreter is the child itself, so
+    /// its pid is the script's (for `cpu_ns`).
+    pub fn start(interpreter: &str, script: &Path, args: &[&Path]) -> Script {
+        let mut cmd = Command::new(interpreter);
         cmd.arg(script)
             .args(args)
             .stdin(Stdio::null())
@@ -381,6 +393,10 @@ impl Script {
         let mut child = cmd.spawn().expect("spawn the script");
         let stderr = child.stderr.take();
         Script { child, stderr }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Block until a stderr line contains `what`.

@@ -20,10 +20,17 @@ impl Plan {
     /// the steps in dependency direction (`s2 → s4` = s2 waits for s4).
     /// O(steps + edges).
     pub fn validate(&self) -> Result<(), PlanError> {
+        let mut backward = true;
         for (i, step) in self.steps.iter().enumerate() {
             for &d in &step.deps {
                 check_target(&self.steps, i, d, step.line)?;
+                backward &= d < i;
             }
+        }
+        // Every edge points to an earlier step (a stock, sequential plan):
+        // no cycle can exist, and Kahn's five arrays are not needed.
+        if backward {
+            return Ok(());
         }
         let order = kahn(&self.steps, Pick::Any);
         if order.len() == self.steps.len() {

@@ -16,27 +16,29 @@ use super::graph::check_target;
 use super::types::{Plan, PlanError, Step, StepStatus};
 
 /// Parses a markdown plan and validates its dependency graph.
+///
+/// One pass over the lines, borrowed from `text` (no line list is built);
+/// per step, the title, its key, label and description are the only
+/// allocations.
 pub fn parse(text: &str) -> Result<Plan, PlanError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let lines: Vec<&str> = text
-        .split('\n')
-        .map(|l| l.strip_suffix('\r').unwrap_or(l))
-        .collect();
+    let lines = || text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l));
 
     let mut session = None;
     let mut skip = 0;
-    if let Some((end, fm_session)) = front_matter(&lines) {
+    if let Some((end, fm_session)) = front_matter(lines()) {
         skip = end + 1;
         session = fm_session;
     }
 
     let mut goal: Option<String> = None;
-    let mut drafts: Vec<Draft> = Vec::new();
+    // A step is at least `- [ ] \n`: a bound that avoids regrowing.
+    let mut drafts: Vec<Draft> = Vec::with_capacity((text.len() / 64).min(1024));
     // Whether indented lines still belong to the last step.
     let mut in_step = false;
     let mut fence: Option<&str> = None;
 
-    for (idx, &line) in lines.iter().enumerate().skip(skip) {
+    for (idx, line) in lines().enumerate().skip(skip) {
         let lineno = idx + 1;
         let trimmed = line.trim();
         if let Some(comment) = whole_comment(trimmed) {
@@ -175,30 +177,19 @@ impl Draft {
 /// Turns drafts into steps: keys, default sequential dependencies, and
 /// reference checks at the line each reference was written on.
 fn resolve(drafts: Vec<Draft>) -> Result<Vec<Step>, PlanError> {
-    // Keys first, borrowing the titles: no title is copied to count it.
-    let keys: Vec<String> = {
-        let mut seen: HashMap<&str, usize> = HashMap::with_capacity(drafts.len());
-        drafts
-            .iter()
-            .map(|d| {
-                let count = seen.entry(d.title.as_str()).or_insert(0);
-                *count += 1;
-                if *count == 1 {
-                    d.title.clone()
-                } else {
-                    format!("{}#{}", d.title, count)
-                }
-            })
-            .collect()
-    };
+    let ordinals = duplicate_ordinals(&drafts);
     let mut steps = Vec::with_capacity(drafts.len());
     let mut refs = Vec::with_capacity(drafts.len());
-    for (d, key) in drafts.into_iter().zip(keys) {
+    for (d, ordinal) in drafts.into_iter().zip(ordinals) {
         refs.push(d.refs);
+        let key = match ordinal {
+            1 => d.title.clone(),
+            k => format!("{}#{k}", d.title),
+        };
         steps.push(Step {
             num: d.num,
             key,
-            label: format!("s{}", d.num),
+            label: numbered('s', d.num),
             title: d.title,
             description: d.description,
             status: d.status,
@@ -224,6 +215,48 @@ fn resolve(drafts: Vec<Draft>) -> Result<Vec<Step>, PlanError> {
         steps[i].deps = deps;
     }
     Ok(steps)
+}
+
+/// For each draft, which occurrence of its title it is (1 for the first).
+/// Titles are compared directly in small plans, where that beats hashing
+/// them; a map counts them in large ones.
+fn duplicate_ordinals(drafts: &[Draft]) -> Vec<usize> {
+    if drafts.len() <= 64 {
+        return drafts
+            .iter()
+            .enumerate()
+            .map(|(i, d)| 1 + drafts[..i].iter().filter(|e| e.title == d.title).count())
+            .collect();
+    }
+    let mut seen: HashMap<&str, usize> = HashMap::with_capacity(drafts.len());
+    drafts
+        .iter()
+        .map(|d| {
+            let count = seen.entry(d.title.as_str()).or_insert(0);
+            *count += 1;
+            *count
+        })
+        .collect()
+}
+
+/// `s12`: a prefix and a number, without the formatting machinery.
+pub(super) fn numbered(prefix: char, n: usize) -> String {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut out = String::with_capacity(1 + digits.len() - at);
+    out.push(prefix);
+    // ASCII digits only.
+    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or("0"));
+    out
 }
 
 /// Trimmed, with every run of whitespace one space; allocates once.
@@ -326,21 +359,23 @@ fn parse_refs(list: &str) -> Result<Vec<usize>, String> {
 
 /// YAML front matter at the very top: returns the index of the closing line
 /// and the `session:` value, if any. An unclosed block is not front matter.
-fn front_matter(lines: &[&str]) -> Option<(usize, Option<String>)> {
-    if lines.first()?.trim_end() != "---" {
+fn front_matter<'a>(mut lines: impl Iterator<Item = &'a str>) -> Option<(usize, Option<String>)> {
+    if lines.next()?.trim_end() != "---" {
         return None;
     }
-    let end = lines
-        .iter()
-        .enumerate()
-        .skip(1)
-        .find(|(_, l)| matches!(l.trim_end(), "---" | "..."))?
-        .0;
-    let session = lines[1..end]
-        .iter()
-        .find_map(|l| l.strip_prefix("session:"))
-        .and_then(|v| non_empty(unquote(v.trim())));
-    Some((end, session))
+    // The first `session:` line decides, even when its value is empty.
+    let mut session: Option<Option<String>> = None;
+    for (i, l) in lines.enumerate() {
+        if matches!(l.trim_end(), "---" | "...") {
+            return Some((i + 1, session.flatten()));
+        }
+        if session.is_none() {
+            session = l
+                .strip_prefix("session:")
+                .map(|v| non_empty(unquote(v.trim())));
+        }
+    }
+    None
 }
 
 /// The inside of a line that is one HTML comment and nothing else.
@@ -817,6 +852,31 @@ mod tests {
             ok("- [ ] Fix bug (the big one)\n").steps[0].title,
             "Fix bug (the big one)"
         );
+    }
+
+    #[test]
+    fn labels_are_numbered() {
+        for n in [0, 1, 9, 10, 21, 200, 1_000_000, usize::MAX] {
+            assert_eq!(numbered('s', n), format!("s{n}"));
+        }
+    }
+
+    #[test]
+    fn duplicates_are_counted_alike_in_small_and_large_plans() {
+        for n in [10, 100] {
+            let steps: Vec<(String, &str)> = (0..n).map(|i| (format!("T{}", i % 7), "")).collect();
+            let refs: Vec<(&str, &str)> = steps.iter().map(|(t, d)| (t.as_str(), *d)).collect();
+            let p = ok(&task_plan("G", &refs));
+            for (i, s) in p.steps.iter().enumerate() {
+                let k = i / 7 + 1;
+                let want = if k == 1 {
+                    format!("T{}", i % 7)
+                } else {
+                    format!("T{}#{k}", i % 7)
+                };
+                assert_eq!(s.key, want, "n {n}, step {i}");
+            }
+        }
     }
 
     #[test]

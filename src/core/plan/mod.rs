@@ -42,7 +42,12 @@ pub fn parse_plan(format: PlanFormat, bytes: &[u8], max_bytes: usize) -> Result<
         });
     }
     let line_at = |offset: usize| bytes[..offset].iter().filter(|&&b| b == b'\n').count() + 1;
-    if let Some(nul) = bytes.iter().position(|&b| b == 0) {
+    // `contains` is a memchr; the position is only needed for the message.
+    if let Some(nul) = bytes
+        .contains(&0)
+        .then(|| bytes.iter().position(|&b| b == 0))
+        .flatten()
+    {
         return Err(PlanError {
             line: line_at(nul),
             message: format!("binary content, not a plan: NUL byte at byte offset {nul}"),
