@@ -20,12 +20,14 @@ use std::path::PathBuf;
 use super::effect::{Delivery, Effect, Level, Log};
 use super::input::Input;
 use super::lifecycle::Lifecycle;
-use super::record::{Memory, Record};
+use super::record::{Item, Memory, Record};
 use super::source::Source;
 pub use config::{EngineConfig, Mode, Now, Templates};
 use context::Cx;
 use ledger::Ledger;
-use plans::{Origin, Plans, ReadKind};
+use plans::{display_name, Origin, Plans, ReadKind};
+pub use reminders::{human, ReminderView};
+use reminders::{Open, Reminders};
 use sessions::Sessions;
 use tasks::Tasks;
 use timers::{Timer, Timers};
@@ -64,6 +66,9 @@ pub struct Engine {
     plans: Plans,
     tasks: Tasks,
     sessions: Sessions,
+    /// When prompts were heard, for reminders (their counts are durable,
+    /// in the ledger).
+    reminders: Reminders,
     /// Every deadline: settles, re-reads, rename grace, retries, beads
     /// deferrals.
     timers: Timers,
@@ -85,6 +90,7 @@ impl Engine {
             plans: Plans::default(),
             tasks: Tasks::default(),
             sessions: Sessions::default(),
+            reminders: Reminders::default(),
             timers: Timers::default(),
             baseline,
         }
@@ -170,7 +176,21 @@ impl Engine {
             }
             Input::Delivered { session, seq } => {
                 let cap = cx.config.outbox_cap;
-                cx.ledger.on_delivered(session, seq, cap, cx.timers, cx.fx)
+                let heard = cx.ledger.memory.outbox.get(&session).and_then(|q| {
+                    q.iter()
+                        .find(|p| p.seq == seq)
+                        .map(|p| (p.source.clone(), p.item.clone()))
+                });
+                if let Some((source, item)) = heard {
+                    self.reminders.heard(now, &session, &source, &item);
+                }
+                let refill = cx
+                    .ledger
+                    .on_delivered(session.clone(), seq, cap, cx.timers, cx.fx);
+                let observed = self.sessions.observed().get(&session);
+                self.reminders
+                    .rearm(cx.config, &session, observed, cx.ledger, cx.timers);
+                refill
             }
             Input::Undeliverable { session, seq, why } => {
                 let at = cx
@@ -186,7 +206,10 @@ impl Engine {
             }
             Input::SessionState { session, state } => {
                 self.sessions
-                    .on_state(now, session, state, cx.ledger, cx.timers);
+                    .on_state(now, session.clone(), state, cx.ledger, cx.timers);
+                let observed = self.sessions.observed().get(&session);
+                self.reminders
+                    .rearm(cx.config, &session, observed, cx.ledger, cx.timers);
                 false
             }
             Input::Tick => false,
@@ -255,6 +278,21 @@ impl Engine {
                 Timer::BeadsDue => fx.push(Effect::ReadBeads),
                 Timer::Vanished(_) => list = true,
                 Timer::Retry(session) => self.ledger.wake_lane(session),
+                Timer::Remind(session, source, item) => {
+                    let open = self.open_item(&source, &item);
+                    let observed = self.sessions.observed().get(&session);
+                    let key = (session, source, item);
+                    self.reminders.on_due(
+                        now,
+                        key,
+                        open,
+                        observed,
+                        &self.config,
+                        &mut self.ledger,
+                        &mut self.timers,
+                        fx,
+                    );
+                }
             }
         }
         if list {
@@ -286,6 +324,54 @@ impl Engine {
                 }
             })
             .collect()
+    }
+
+    /// What a reminder names of an announced item that is still open work
+    /// in a live source; `None` for a checked step, an ended plan, a note.
+    fn open_item(&self, source: &Source, item: &Item) -> Option<Open> {
+        match item {
+            Item::Step(key) => {
+                let plan = self.plans.plans.get(source)?;
+                if !plan.lifecycle.is_live() {
+                    return None;
+                }
+                let (label, title) = plan.summary.as_ref()?.open.get(key)?.clone();
+                let file = display_name(&plan.path);
+                let call = format!("task_complete(\"{file}\", \"{title}\")");
+                Some(Open {
+                    label,
+                    title,
+                    path: plan.path.display().to_string(),
+                    file,
+                    call,
+                })
+            }
+            Item::Task(id) => {
+                let title = self.tasks.task_titles.get(&(source.clone(), id.clone()));
+                let call = match source {
+                    Source::Mount(m) => format!("complete {id} (written to {m}/ctl)"),
+                    _ => format!("bd close {id}"),
+                };
+                Some(Open {
+                    label: id.clone(),
+                    title: title.cloned().unwrap_or_else(|| id.clone()),
+                    file: source.to_string(),
+                    path: source.to_string(),
+                    call,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Every open announced step or task, its reminders sent and the next
+    /// one due, for `status`.
+    pub fn reminders(&self) -> Vec<ReminderView> {
+        let observed = self.sessions.observed();
+        self.reminders
+            .views(&self.config, &self.ledger, observed, |s, i| {
+                self.open_item(s, i)
+            })
     }
 
     /// Every session whose state is observed, and since when.
@@ -336,6 +422,7 @@ mod config;
 mod context;
 mod ledger;
 mod plans;
+mod reminders;
 pub mod sessions;
 mod tasks;
 #[cfg(test)]

@@ -85,7 +85,10 @@ pub fn engine_config(s: &Settings) -> EngineConfig {
         task: prompt::DEFAULT_TASK.to_string(),
         claim: pick(&s.prompt.claim_template, prompt::DEFAULT_CLAIM),
         completed: pick(&s.prompt.completed_template, prompt::DEFAULT_COMPLETED),
+        remind: pick(&s.prompt.remind_template, prompt::DEFAULT_REMIND),
     };
+    c.remind_after = s.sessions.remind_after;
+    c.remind_max = s.sessions.remind_max;
     c
 }
 
@@ -107,6 +110,11 @@ pub fn check_templates(s: &Settings) -> Result<(), String> {
             "prompt.completed_template",
             &s.prompt.completed_template,
             prompt::TASK_VARS,
+        ),
+        (
+            "prompt.remind_template",
+            &s.prompt.remind_template,
+            prompt::REMIND_VARS,
         ),
     ];
     for (key, template, vars) in checks {
@@ -177,6 +185,7 @@ fn emit(project: &str, l: &Log) {
                 mount = l.mount.as_deref(),
                 file = l.file.as_deref(),
                 line = l.line.map(|n| n as u64),
+                reminder = l.reminder,
                 "{}",
                 l.message
             )
