@@ -9,5 +9,6 @@ mod daemon;
 mod doubles;
 mod hostile;
 mod reliability;
+mod reminders;
 mod systemd;
 mod util;

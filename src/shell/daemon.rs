@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 use tokio::signal::unix::{signal, Signal, SignalKind};
@@ -29,6 +29,7 @@ use crate::core::session::check_name;
 use crate::shell::deliver::{Deliverer, Framing, Outcome, Reached};
 use crate::shell::ollie::{self, Submitted};
 use crate::shell::read::{read_capped, read_fresh};
+use crate::shell::reminders;
 use crate::shell::sessions::{SessionTree, TreeChange};
 use crate::shell::store::{Store, StoreError};
 use crate::shell::systemd::Notifier;
@@ -345,6 +346,8 @@ struct Daemon {
     tree: Option<SessionTree>,
     /// Whether the last read of the tree's `idx` failed (said once).
     tree_failing: bool,
+    /// What `reminders.json` last held, so it is written only on change.
+    reminders_written: Vec<u8>,
 }
 
 impl Daemon {
@@ -592,6 +595,7 @@ impl Daemon {
                 for change in changes {
                     self.on_tree_change(change);
                 }
+                self.write_reminders_file();
             }
             Err(e) => {
                 if !self.tree_failing {
@@ -657,6 +661,15 @@ impl Daemon {
         {
             let _ = std::fs::remove_file(&tmp);
         }
+    }
+
+    /// `reminders.json`: the open announced items, their sessions' states
+    /// and reminders, for `reveille status` (a view, never read back).
+    fn write_reminders_file(&mut self) {
+        let views = self.engine.reminders();
+        let observed = self.tree.as_ref().map(|t| t.sessions());
+        let items = reminders::items(views, self.now(), SystemTime::now(), observed);
+        reminders::write(self.store.dir(), &items, &mut self.reminders_written);
     }
 
     /// Say how a root is watched.
@@ -943,6 +956,7 @@ impl Daemon {
             pipe: None,
             tree: None,
             tree_failing: false,
+            reminders_written: Vec::new(),
         };
         let wakers = Wakers {
             events,

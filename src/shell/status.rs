@@ -19,6 +19,7 @@ use crate::core::ready_report::{one_line, StepRef};
 use crate::core::record::{Announced, Cursor, Item, Memory, Record};
 use crate::shell::daemon::engine_config;
 use crate::shell::read::read_capped;
+use crate::shell::reminders;
 use crate::shell::store::read_memory;
 use crate::shell::watch::list_plans;
 
@@ -175,6 +176,9 @@ pub struct Status {
     pub tasks: BTreeMap<String, Vec<AnnouncedView>>,
     /// The tracker event log position.
     pub events: Option<Cursor>,
+    /// Open announced steps and tasks, their sessions' states and
+    /// reminders, as the running daemon last wrote them.
+    pub open: Vec<reminders::OpenItem>,
 }
 
 /// One plan.
@@ -331,6 +335,11 @@ pub fn gather(settings: &Settings) -> Result<Status, String> {
         outbox,
         tasks,
         events: memory.cursor,
+        // Only a running daemon's view is current.
+        open: match running_pid(dir) {
+            Some(_) => reminders::read(dir),
+            None => Vec::new(),
+        },
     })
 }
 
@@ -426,6 +435,10 @@ pub fn render(s: &Status) -> String {
     for (source, items) in &s.tasks {
         let ids: Vec<String> = items.iter().map(announced_line).collect();
         out.push_str(&format!("tasks   {source}: {}\n", ids.join(", ")));
+    }
+    let now = std::time::SystemTime::now();
+    for item in &s.open {
+        out.push_str(&format!("open    {}\n", reminders::line(item, now)));
     }
     render_outbox(&mut out, s);
     if let Some(c) = &s.events {
