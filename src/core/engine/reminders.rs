@@ -9,7 +9,7 @@
 //! the announced entry, moved only by `Remind` and `RemindReset` records);
 //! the clock is not — after a restart it counts from the state first seen.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::config::{EngineConfig, Now};
@@ -98,16 +98,22 @@ impl Reminders {
         ledger: &'a Ledger,
         session: &'a str,
     ) -> impl Iterator<Item = (&'a Source, &'a Item, u32)> + 'a {
-        let outbox = ledger.memory.outbox.get(session);
+        // Once, not per item: an outbox may hold a thousand prompts.
+        let pending: BTreeSet<(&Source, &Item)> = ledger
+            .memory
+            .outbox
+            .get(session)
+            .into_iter()
+            .flatten()
+            .map(|p| (&p.source, &p.item))
+            .collect();
         ledger
             .memory
             .announced
             .iter()
             .flat_map(|(s, items)| items.iter().map(move |(i, a)| (s, i, a)))
             .filter(move |(_, i, a)| a.session.as_deref() == Some(session) && is_work(i))
-            .filter(move |(s, i, _)| {
-                !outbox.is_some_and(|q| q.iter().any(|p| p.source == **s && p.item == **i))
-            })
+            .filter(move |(s, i, _)| !pending.contains(&(*s, *i)))
             .map(|(s, i, a)| (s, i, a.reminded))
     }
 
@@ -136,6 +142,11 @@ impl Reminders {
         ledger: &Ledger,
         timers: &mut Timers,
     ) {
+        // Nothing can come due for a session not seen idle (a named pipe
+        // never is): skip the walk over the announced set.
+        if config.remind_after.is_none() || !observed.is_some_and(|o| o.state.is_idle()) {
+            return;
+        }
         for (source, item, sent) in Self::open_items(ledger, session) {
             let key = (session.to_string(), source.clone(), item.clone());
             if let Some(at) = self.next_at(config, observed, &key, sent) {
@@ -230,7 +241,7 @@ impl Reminders {
                 .filter(|(i, _)| is_work(i))
                 .filter_map(|(_, a)| a.session.clone())
         });
-        let sessions: std::collections::BTreeSet<String> = sessions.collect();
+        let sessions: BTreeSet<String> = sessions.collect();
         let mut out = Vec::new();
         for session in sessions {
             for (source, item, sent) in Self::open_items(ledger, &session) {
