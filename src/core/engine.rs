@@ -279,7 +279,7 @@ impl Engine {
                 Timer::Vanished(_) => list = true,
                 Timer::Retry(session) => self.ledger.wake_lane(session),
                 Timer::Remind(session, source, item) => {
-                    let open = self.open_item(&source, &item);
+                    let open = self.open_item(&session, &source, &item);
                     let observed = self.sessions.observed().get(&session);
                     let key = (session, source, item);
                     self.reminders.on_due(
@@ -326,9 +326,10 @@ impl Engine {
             .collect()
     }
 
-    /// What a reminder names of an announced item that is still open work
-    /// in a live source; `None` for a checked step, an ended plan, a note.
-    fn open_item(&self, source: &Source, item: &Item) -> Option<Open> {
+    /// What a reminder to `session` names of an announced item that is
+    /// still open work in a live source; `None` for a checked step, an
+    /// ended plan, a task claimed by another session's assignee, a note.
+    fn open_item(&self, session: &str, source: &Source, item: &Item) -> Option<Open> {
         match item {
             Item::Step(key) => {
                 let plan = self.plans.plans.get(source)?;
@@ -347,6 +348,13 @@ impl Engine {
                 })
             }
             Item::Task(id) => {
+                // Claimed by another session's assignee: not this one's work.
+                let key = (source.clone(), id.clone());
+                if let Some(who) = self.tasks.task_assignees.get(&key) {
+                    if self.config.assignees.get(who).map(String::as_str) != Some(session) {
+                        return None;
+                    }
+                }
                 let title = self.tasks.task_titles.get(&(source.clone(), id.clone()));
                 let call = match source {
                     Source::Mount(m) => format!("complete {id} (written to {m}/ctl)"),
@@ -369,8 +377,8 @@ impl Engine {
     pub fn reminders(&self) -> Vec<ReminderView> {
         let observed = self.sessions.observed();
         self.reminders
-            .views(&self.config, &self.ledger, observed, |s, i| {
-                self.open_item(s, i)
+            .views(&self.config, &self.ledger, observed, |who, s, i| {
+                self.open_item(who, s, i)
             })
     }
 

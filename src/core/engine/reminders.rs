@@ -233,7 +233,7 @@ impl Reminders {
         config: &EngineConfig,
         ledger: &Ledger,
         observed: &BTreeMap<String, Observed>,
-        open: impl Fn(&Source, &Item) -> Option<Open>,
+        open: impl Fn(&str, &Source, &Item) -> Option<Open>,
     ) -> Vec<ReminderView> {
         let sessions = ledger.memory.announced.values().flat_map(|items| {
             items
@@ -245,7 +245,7 @@ impl Reminders {
         let mut out = Vec::new();
         for session in sessions {
             for (source, item, sent) in Self::open_items(ledger, &session) {
-                let Some(o) = open(source, item) else {
+                let Some(o) = open(&session, source, item) else {
                     continue;
                 };
                 let key = (session.clone(), source.clone(), item.clone());

@@ -46,6 +46,10 @@ pub(super) struct Tasks {
     mount_rechecks: BTreeMap<String, Recheck>,
     /// Tracker task titles by source and id, for claim/completed prompts.
     pub(super) task_titles: BTreeMap<(Source, String), String>,
+    /// The assignee of each ready task that has one, as its source last
+    /// listed it: a task claimed by someone else's assignee is not open
+    /// work of the session it was announced to (no reminder).
+    pub(super) task_assignees: BTreeMap<(Source, String), String>,
 }
 
 /// A task that is ready now, as a source reports it.
@@ -286,6 +290,8 @@ impl Tasks {
             .unwrap_or_default();
         self.task_titles
             .retain(|(s, id), _| s != source || announced.contains(id.as_str()));
+        self.task_assignees
+            .retain(|(s, id), _| s != source || announced.contains(id.as_str()));
     }
 
     fn title_of(&self, source: &Source, id: &str) -> String {
@@ -473,6 +479,11 @@ impl Tasks {
         for task in tasks {
             self.task_titles
                 .insert((source.clone(), task.id.clone()), task.title.clone());
+            let key = (source.clone(), task.id.clone());
+            match &task.assignee {
+                Some(who) => self.task_assignees.insert(key, who.clone()),
+                None => self.task_assignees.remove(&key),
+            };
             let item = Item::Task(task.id.clone());
             if cx.ledger.memory.is_announced(source, &item) {
                 continue;

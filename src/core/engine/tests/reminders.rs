@@ -332,3 +332,49 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_task_is_reminded_while_ready_unless_claimed_for_another_session() {
+    let mut rig = tracker_rig(false);
+    let mut config = rig.engine.config().clone();
+    config.remind_after = Some(AFTER);
+    rig.engine.reconfigure(config);
+    rig.startup();
+    set_ready(
+        &mut rig,
+        &[
+            ("bd-1", "-", "Fix the build"),
+            ("bd-2", "agent-1", "Write docs"),
+        ],
+    );
+    events(
+        &mut rig,
+        &[r#"{"type":"updated","id":"bd-1","mount":"proj"}"#],
+    );
+    // bd-1 is claimed for a session reveille does not route to; bd-2 by
+    // the assignee of a1, its own session.
+    set_ready(
+        &mut rig,
+        &[
+            ("bd-1", "agent-9", "Fix the build"),
+            ("bd-2", "agent-1", "Write docs"),
+        ],
+    );
+    events(
+        &mut rig,
+        &[r#"{"type":"updated","id":"bd-2","mount":"proj"}"#],
+    );
+    for session in ["s1", "a1"] {
+        rig.feed(Input::SessionState {
+            session: session.into(),
+            state: Some(AgentState::Idle),
+        });
+    }
+    rig.run_until(rig.now + AFTER);
+    assert_eq!(rig.reminders(), vec![("bd-2".to_string(), 1)]);
+    let text = &rig.world.delivered.last().unwrap().2;
+    assert!(
+        text.contains("Write docs") && text.contains("complete bd-2"),
+        "{text}"
+    );
+}
