@@ -11,6 +11,9 @@ use crate::util::{try_wait_until, wait_until};
 
 const T: Duration = Duration::from_secs(15);
 const AFTER: Duration = Duration::from_millis(1000);
+/// How late a reminder may be on a loaded machine (two cores shared by
+/// several builds): the idle state is seen within one 50 ms poll.
+const SLACK: Duration = Duration::from_millis(2000);
 
 /// A double with session `agent`, and a project whose daemon follows its
 /// states every 50 ms and reminds after `AFTER`, at most `max` times.
@@ -89,14 +92,8 @@ fn an_agent_that_leaves_its_step_open_is_reminded_after_doubling_intervals_up_to
     // within one 50 ms poll; the slack covers a loaded machine).
     let gap1 = first.started - ended(wake);
     let gap2 = second.started - ended(first);
-    assert!(
-        gap1 >= AFTER && gap1 < AFTER + Duration::from_millis(1500),
-        "{gap1:?}"
-    );
-    assert!(
-        gap2 >= 2 * AFTER && gap2 < 2 * AFTER + Duration::from_millis(1500),
-        "{gap2:?}"
-    );
+    assert!(gap1 >= AFTER && gap1 < AFTER + SLACK, "{gap1:?}");
+    assert!(gap2 >= 2 * AFTER && gap2 < 2 * AFTER + SLACK, "{gap2:?}");
     // The journal says which reminder each was.
     daemon.wait_log("(reminder 2 of 2)", T);
     let line = daemon.wait_log("(reminder 1 of 2)", T);
