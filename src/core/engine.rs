@@ -282,16 +282,14 @@ impl Engine {
                     let open = self.open_item(&session, &source, &item);
                     let observed = self.sessions.observed().get(&session);
                     let key = (session, source, item);
-                    self.reminders.on_due(
-                        now,
-                        key,
-                        open,
-                        observed,
-                        &self.config,
-                        &mut self.ledger,
-                        &mut self.timers,
+                    let mut cx = Cx {
+                        config: &self.config,
+                        ledger: &mut self.ledger,
+                        timers: &mut self.timers,
                         fx,
-                    );
+                        baseline: self.baseline,
+                    };
+                    self.reminders.on_due(now, key, open, observed, &mut cx);
                 }
             }
         }

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::config::{EngineConfig, Now};
+use super::context::Cx;
 use super::ledger::Ledger;
 use super::sessions::Observed;
 use super::timers::{Timer, Timers};
@@ -157,18 +158,21 @@ impl Reminders {
 
     /// A reminder timer fired: judge the item again and, if it is still
     /// due, record the reminder (before it is written) and queue it.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn on_due(
         &self,
         now: Now,
         key: Key,
         open: Option<Open>,
         observed: Option<&Observed>,
-        config: &EngineConfig,
-        ledger: &mut Ledger,
-        timers: &mut Timers,
-        fx: &mut Vec<Effect>,
+        cx: &mut Cx,
     ) {
+        let Cx {
+            config,
+            ledger,
+            timers,
+            fx,
+            ..
+        } = cx;
         let (session, source, item) = &key;
         let Some(open) = open else { return };
         let Some((_, _, sent)) =
