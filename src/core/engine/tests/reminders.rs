@@ -253,82 +253,107 @@ fn act() -> impl Strategy<Value = Act> {
     ]
 }
 
+/// What the property test believes of the session and its plan, and the
+/// reminders it has seen, each checked against the rule as it is recorded.
+struct Model {
+    max: u32,
+    checked: Vec<bool>,
+    name: &'static str,
+    busy: bool,
+    observed: bool,
+    /// Per step: when its reminders were recorded, and how many since the
+    /// last progress.
+    sent: BTreeMap<String, (Vec<Duration>, u32)>,
+    /// Records already judged.
+    seen: usize,
+}
+
+impl Model {
+    /// Judge every record written since the last look.
+    fn check(&mut self, rig: &Rig) -> Result<(), TestCaseError> {
+        let records = &rig.world.records[self.seen..];
+        let times = &rig.world.recorded_at[self.seen..];
+        self.seen = rig.world.records.len();
+        for (r, &at) in records.iter().zip(times) {
+            let Record::Remind { pending, n, .. } = r else {
+                continue;
+            };
+            let step = pending.step.clone();
+            let i: usize = step[1..].parse().unwrap();
+            prop_assert!(!self.checked[i - 1], "reminded of checked {}", step);
+            prop_assert!(self.name != DONE, "reminded in a done plan");
+            prop_assert!(
+                self.observed && !self.busy,
+                "reminded a busy or unobserved session"
+            );
+            let entry = self.sent.entry(step).or_default();
+            entry.1 += 1;
+            prop_assert_eq!(*n, entry.1);
+            prop_assert!(*n <= self.max, "beyond remind_max");
+            // Intervals never shrink: reminder k+1 comes at least
+            // AFTER·2^k after reminder k.
+            if let (Some(&last), true) = (entry.0.last(), *n > 1) {
+                prop_assert!(at >= last + AFTER * (1 << (*n - 1)));
+            }
+            entry.0.push(at);
+        }
+        Ok(())
+    }
+
+    fn set(&mut self, rig: &mut Rig, state: Option<AgentState>) -> Result<(), TestCaseError> {
+        self.observed = state.is_some();
+        self.busy = state.as_ref().is_some_and(|s| !s.is_idle());
+        rig.state(state);
+        self.check(rig)
+    }
+}
+
 proptest! {
     #[test]
     fn reminders_respect_the_rule(max in 0u32..4, acts in proptest::collection::vec(act(), 1..40)) {
         let mut rig = reminding(max);
-        let steps = 4;
-        let mut checked = vec![false; steps];
-        rig.write(NAME, &stock(&checked));
-        let mut name = NAME;
-        let mut busy = false;
-        let mut observed = true;
-        // Per step: (times of reminders, count since the last progress).
-        let mut sent: BTreeMap<String, (Vec<Duration>, u32)> = BTreeMap::new();
-        let mut seen = 0;
+        let mut m = Model {
+            max,
+            checked: vec![false; 4],
+            name: NAME,
+            busy: false,
+            observed: true,
+            sent: BTreeMap::new(),
+            seen: 0,
+        };
+        rig.write(NAME, &stock(&m.checked));
+        m.check(&rig)?;
+        let busy = || Some(AgentState::Busy("thinking".into()));
         for a in acts {
             match a {
                 Act::Wait(ms) => rig.run_until(rig.now + Duration::from_millis(ms)),
                 Act::Turn(ms) => {
-                    rig.turn(Duration::from_millis(ms));
-                    busy = false;
-                    observed = true;
+                    m.set(&mut rig, busy())?;
+                    rig.run_until(rig.now + Duration::from_millis(ms));
+                    m.check(&rig)?;
+                    m.set(&mut rig, Some(AgentState::Idle))?;
                 }
-                Act::Busy => {
-                    rig.state(Some(AgentState::Busy("thinking".into())));
-                    busy = true;
-                    observed = true;
-                }
-                Act::Idle => {
-                    rig.state(Some(AgentState::Idle));
-                    busy = false;
-                    observed = true;
-                }
-                Act::Gone => {
-                    rig.state(None);
-                    observed = false;
-                }
+                Act::Busy => m.set(&mut rig, busy())?,
+                Act::Idle => m.set(&mut rig, Some(AgentState::Idle))?,
+                Act::Gone => m.set(&mut rig, None)?,
                 Act::Tick => {
-                    if let Some(i) = checked.iter().position(|c| !c) {
-                        checked[i] = true;
-                        rig.write(name, &stock(&checked));
+                    if let Some(i) = m.checked.iter().position(|c| !c) {
+                        m.checked[i] = true;
+                        rig.write(m.name, &stock(&m.checked));
                         // Progress: every count in this plan starts again.
-                        for (_, (_, n)) in sent.iter_mut() {
+                        for (_, n) in m.sent.values_mut() {
                             *n = 0;
                         }
                     }
                 }
                 Act::Finish => {
-                    if name != DONE {
-                        rig.rename(name, DONE);
-                        name = DONE;
+                    if m.name != DONE {
+                        rig.rename(m.name, DONE);
+                        m.name = DONE;
                     }
                 }
             }
-            let new: Vec<(Record, Duration)> = rig.world.records[seen..]
-                .iter()
-                .cloned()
-                .zip(rig.world.recorded_at[seen..].iter().copied())
-                .collect();
-            seen = rig.world.records.len();
-            for (r, at) in new {
-                let Record::Remind { pending, n, .. } = r else { continue };
-                let step = pending.step.clone();
-                let i: usize = step[1..].parse().unwrap();
-                prop_assert!(!checked[i - 1], "reminded of checked {step}");
-                prop_assert!(name != DONE, "reminded in a done plan");
-                prop_assert!(observed && !busy, "reminded a busy or unobserved session");
-                let entry = sent.entry(step.clone()).or_default();
-                entry.1 += 1;
-                prop_assert_eq!(n, entry.1);
-                prop_assert!(n <= max, "beyond remind_max");
-                // Intervals never shrink: reminder k+1 comes at least
-                // AFTER·2^k after reminder k.
-                if let (Some(&last), true) = (entry.0.last(), n > 1) {
-                    prop_assert!(at >= last + AFTER * (1 << (n - 1)));
-                }
-                entry.0.push(at);
-            }
+            m.check(&rig)?;
         }
     }
 }
