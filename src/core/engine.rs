@@ -181,7 +181,9 @@ impl Engine {
                         .find(|p| p.seq == seq)
                         .map(|p| (p.source.clone(), p.item.clone()))
                 });
-                if let Some((source, item)) = heard {
+                // Only sessions seen idle or busy can be reminded.
+                let observed = self.sessions.observed().contains_key(&session);
+                if let Some((source, item)) = heard.filter(|_| observed) {
                     self.reminders.heard(now, &session, &source, &item);
                 }
                 let refill = cx
@@ -207,6 +209,7 @@ impl Engine {
             Input::SessionState { session, state } => {
                 self.sessions
                     .on_state(now, session.clone(), state, cx.ledger, cx.timers);
+                self.reminders.prune(cx.ledger);
                 let observed = self.sessions.observed().get(&session);
                 self.reminders
                     .rearm(cx.config, &session, observed, cx.ledger, cx.timers);
@@ -233,11 +236,32 @@ impl Engine {
                 false
             }
         };
+        self.after_progress(now);
         if refill {
             self.refill(&mut fx);
         }
         self.run_timers(now, &mut fx);
         fx
+    }
+
+    /// Sessions that checked a step restart their reminder clocks there.
+    fn after_progress(&mut self, now: Now) {
+        let progressed = std::mem::take(&mut self.ledger.progressed);
+        if progressed.is_empty() {
+            return;
+        }
+        self.reminders.prune(&self.ledger);
+        for (session, source) in progressed {
+            self.reminders.progressed(now, session.clone(), source);
+            let observed = self.sessions.observed().get(&session);
+            self.reminders.rearm(
+                &self.config,
+                &session,
+                observed,
+                &self.ledger,
+                &mut self.timers,
+            );
+        }
     }
 
     /// A capped outbox drained: wake-ups refused at the cap were left

@@ -66,6 +66,10 @@ pub(super) struct Reminders {
     heard: BTreeMap<Key, Now>,
     /// When its first prompt was delivered in this run ("announced … ago").
     first: BTreeMap<Key, Now>,
+    /// When the session last checked a step of the source in this run: a
+    /// step checked in a turn too short for the state poll to see still
+    /// restarts the clock.
+    progress: BTreeMap<(String, Source), Now>,
 }
 
 /// When reminder `sent + 1` is due: `after × 2^sent` past `base`, or never
@@ -91,6 +95,28 @@ impl Reminders {
         let key = (session.to_string(), source.clone(), item.clone());
         self.first.entry(key.clone()).or_insert(now);
         self.heard.insert(key, now);
+    }
+
+    /// `session` checked a step of `source`.
+    pub(super) fn progressed(&mut self, now: Now, session: String, source: Source) {
+        self.progress.insert((session, source), now);
+    }
+
+    /// Forget what is kept for `session`'s items that left the announced
+    /// set, so the maps hold only what is still announced.
+    pub(super) fn prune(&mut self, ledger: &Ledger) {
+        let announced = |(session, source, item): &Key| {
+            ledger
+                .memory
+                .announced
+                .get(source)
+                .and_then(|items| items.get(item))
+                .is_some_and(|a| a.session.as_ref() == Some(session))
+        };
+        self.heard.retain(|k, _| announced(k));
+        self.first.retain(|k, _| announced(k));
+        self.progress
+            .retain(|(_, source), _| ledger.memory.announced.contains_key(source));
     }
 
     /// The items announced to `session`, open and not waiting in its
@@ -128,7 +154,11 @@ impl Reminders {
     ) -> Option<Now> {
         let after = config.remind_after?;
         let o = observed.filter(|o| o.state.is_idle())?;
-        let base = self.heard.get(key).map_or(o.since, |h| (*h).max(o.since));
+        let progress = self.progress.get(&(key.0.clone(), key.1.clone()));
+        let base = [self.heard.get(key), progress]
+            .into_iter()
+            .flatten()
+            .fold(o.since, |base, t| base.max(*t));
         due_at(after, config.remind_max, sent, base)
     }
 
@@ -272,6 +302,9 @@ impl Reminders {
 /// Progress: `session` checked a step of `source`, so its reminder counts
 /// there start again (recorded only when there is a count to reset).
 pub(super) fn progress(ledger: &mut Ledger, source: &Source, session: &str, fx: &mut Vec<Effect>) {
+    ledger
+        .progressed
+        .push((session.to_string(), source.clone()));
     let counted = ledger.memory.announced.get(source).is_some_and(|items| {
         items
             .values()

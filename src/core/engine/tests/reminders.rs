@@ -403,3 +403,24 @@ fn a_task_is_reminded_while_ready_unless_claimed_for_another_session() {
         "{text}"
     );
 }
+
+#[test]
+fn a_step_checked_restarts_the_count_and_the_clock_of_the_others() {
+    let mut rig = reminding(3);
+    let plan = "# Ship it\n\n- [x] Root\n- [ ] A (after: 1)\n- [ ] B (after: 1)\n";
+    rig.write(NAME, plan);
+    assert_eq!(rig.take_delivered(), vec!["s2", "s3"]);
+    rig.turn(Duration::from_secs(1));
+    let idle = rig.now;
+    rig.run_until(idle + AFTER);
+    assert_eq!(rig.reminders().len(), 2);
+    // A is checked in a turn too short for the state poll to see: the
+    // session never looks busy, yet B's count and clock start again.
+    rig.run_until(rig.now + Duration::from_secs(4));
+    let progress = rig.now;
+    rig.write(NAME, &plan.replace("- [ ] A", "- [x] A"));
+    rig.run_until(progress + AFTER - Duration::from_millis(1));
+    assert_eq!(rig.reminders().len(), 2, "the clock restarted");
+    rig.run_until(progress + AFTER);
+    assert_eq!(rig.reminders().last(), Some(&("s3".to_string(), 1)));
+}
