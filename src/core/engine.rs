@@ -111,6 +111,18 @@ impl Engine {
     /// templates or the mode may have changed.
     pub fn reconfigure(&mut self, config: EngineConfig) {
         self.config = config;
+        // Reminders may have been turned on or their interval changed:
+        // judge every observed session again (armed timers are judged
+        // again when they fire).
+        for (session, observed) in self.sessions.observed() {
+            self.reminders.rearm(
+                &self.config,
+                session,
+                Some(observed),
+                &self.ledger,
+                &mut self.timers,
+            );
+        }
     }
 
     /// Whether the first-start baseline is still being taken.

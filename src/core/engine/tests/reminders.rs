@@ -424,3 +424,18 @@ fn a_step_checked_restarts_the_count_and_the_clock_of_the_others() {
     rig.run_until(progress + AFTER);
     assert_eq!(rig.reminders().last(), Some(&("s3".to_string(), 1)));
 }
+
+#[test]
+fn turning_reminders_on_by_reload_arms_them_for_idle_sessions() {
+    let mut rig = reminding(3);
+    let mut config = rig.engine.config().clone();
+    config.remind_after = None;
+    rig.engine.reconfigure(config.clone());
+    rig.write(NAME, &stock(&[false]));
+    rig.turn(Duration::from_secs(1));
+    config.remind_after = Some(AFTER);
+    let reload = rig.now;
+    rig.engine.reconfigure(config);
+    rig.run_until(reload + AFTER);
+    assert_eq!(rig.reminders(), vec![("s1".to_string(), 1)]);
+}
