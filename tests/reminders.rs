@@ -103,7 +103,7 @@ fn an_agent_that_leaves_its_step_open_is_reminded_after_doubling_intervals_up_to
     // status: the open step, its session idle, both reminders, none due.
     let open = wait_until("status to show both reminders", T, || {
         let status = project.status_json();
-        let open = status["open"].as_array()?.first()?.clone();
+        let open = status["reminders"].as_array()?.first()?.clone();
         (open["reminders_sent"] == 2).then_some(open)
     });
     assert_eq!(open["id"], "s1", "{open}");

@@ -55,6 +55,7 @@ pub(crate) struct RawEvents {
     pub mounts: Vec<String>,
     pub poll_interval_ms: u64,
     pub notify_completed: bool,
+    pub resync_ms: u64,
     pub assignees: BTreeMap<String, String>,
 }
 
@@ -124,6 +125,7 @@ impl RawConfig {
                 mounts: Vec::new(),
                 poll_interval_ms: 250,
                 notify_completed: false,
+                resync_ms: 0,
                 assignees: BTreeMap::new(),
             },
             beads: RawBeads {

@@ -70,7 +70,7 @@ pub struct Engine {
     /// in the ledger).
     reminders: Reminders,
     /// Every deadline: settles, re-reads, rename grace, retries, beads
-    /// deferrals.
+    /// deferrals, the tracker resync.
     timers: Timers,
     /// True from a first start (no memory) until `StartupDone`.
     baseline: bool,
@@ -110,6 +110,10 @@ impl Engine {
     /// shell afterwards (a `Listed { read_all: true }`), since routes,
     /// templates or the mode may have changed.
     pub fn reconfigure(&mut self, config: EngineConfig) {
+        if config.resync.is_none() {
+            // Turned off: no deadline left behind.
+            self.timers.cancel(&Timer::Resync);
+        }
         self.config = config;
         // Reminders may have been turned on or their interval changed:
         // judge every observed session again (armed timers are judged
@@ -219,12 +223,23 @@ impl Engine {
                 false
             }
             Input::SessionState { session, state } => {
-                self.sessions
-                    .on_state(now, session.clone(), state, cx.ledger, cx.timers);
+                self.sessions.on_state(
+                    now,
+                    session.clone(),
+                    state,
+                    cx.config,
+                    cx.ledger,
+                    cx.timers,
+                );
                 self.reminders.prune(cx.ledger);
                 let observed = self.sessions.observed().get(&session);
                 self.reminders
                     .rearm(cx.config, &session, observed, cx.ledger, cx.timers);
+                false
+            }
+            Input::QueuedBehindTurn { session } => {
+                self.sessions
+                    .on_queued(now, &session, cx.config, cx.ledger, cx.timers);
                 false
             }
             Input::Tick => false,
@@ -241,6 +256,10 @@ impl Engine {
             }
             Input::MountRead { mount, read, fresh } => {
                 self.tasks.on_mount_read(now, &mount, read, fresh, &mut cx);
+                false
+            }
+            Input::MountListRead { mount, read } => {
+                self.tasks.on_mount_list_read(&mount, read, &mut cx);
                 false
             }
             Input::BeadsRead { read, now_unix } => {
@@ -311,6 +330,7 @@ impl Engine {
                 }),
                 Timer::Recheck(path) => fx.push(self.plans.recheck_due(path)),
                 Timer::MountRecheck(mount) => fx.push(self.tasks.recheck_due(mount)),
+                Timer::Resync => self.resync(now, fx),
                 Timer::BeadsDue => fx.push(Effect::ReadBeads),
                 Timer::Vanished(_) => list = true,
                 Timer::Retry(session) => self.ledger.wake_lane(session),
@@ -327,11 +347,29 @@ impl Engine {
                     };
                     self.reminders.on_due(now, key, open, observed, &mut cx);
                 }
+                Timer::Release(session) => {
+                    self.ledger.release(&session);
+                }
             }
         }
         if list {
             self.plans.listing = true;
             fx.push(Effect::List { read_all: false });
+        }
+    }
+
+    /// `events.resync_ms` came due: read every mount's ready list (9beads
+    /// writes no event for `unclaim`, `open`, `reopen`, `defer`, `dep`,
+    /// `undep`, `update`).
+    fn resync(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        let Some(every) = self.config.resync else {
+            return;
+        };
+        self.timers.set(Timer::Resync, now + every);
+        for mount in &self.config.mounts {
+            fx.push(Effect::ReadMount {
+                mount: mount.clone(),
+            });
         }
     }
 

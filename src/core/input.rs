@@ -86,6 +86,9 @@ pub enum Input {
         session: String,
         state: Option<AgentState>,
     },
+    /// A prompt was submitted to a session whose state is observed while a
+    /// turn was running: it waits in the agent's own queue.
+    QueuedBehindTurn { session: String },
     /// Timers may be due; carries nothing but the `now` beside it.
     Tick,
     /// New complete lines of the tracker's event log, each with the byte
@@ -105,6 +108,8 @@ pub enum Input {
         /// place may be caught half written (see `PlanRead::fresh`).
         fresh: bool,
     },
+    /// The answer to `Effect::ReadMountList`: `<beads_root>/<mount>/list`.
+    MountListRead { mount: String, read: FileRead },
     /// The beads `issues.jsonl`, with the wall-clock time (unix seconds) it
     /// is judged at, for `defer_until`.
     BeadsRead { read: FileRead, now_unix: i64 },

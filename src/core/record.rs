@@ -28,6 +28,12 @@ pub enum Item {
     Claim(String, String),
     /// A task completed elsewhere, told to the session it was announced to.
     Completed(String),
+    /// Who has a tracker task that left the ready set without being closed
+    /// (claimed, blocked again): the claimer's session, else the session
+    /// it was announced to. No prompt of its own; it tells a later
+    /// `completed` event whom to tell: (id, title), the title kept here so
+    /// that the engine's title cache need not grow with held tasks.
+    Held(String, String),
 }
 
 impl fmt::Display for Item {
@@ -38,6 +44,7 @@ impl fmt::Display for Item {
             Item::Task(id) => write!(f, "task:{id}"),
             Item::Claim(id, who) => write!(f, "claim:{id}\t{who}"),
             Item::Completed(id) => write!(f, "completed:{id}"),
+            Item::Held(id, title) => write!(f, "held:{id}\t{title}"),
         }
     }
 }
@@ -53,6 +60,10 @@ impl Item {
             "step" => Item::Step(rest.to_string()),
             "task" => Item::Task(rest.to_string()),
             "completed" => Item::Completed(rest.to_string()),
+            "held" => {
+                let (id, title) = rest.split_once('\t')?;
+                Item::Held(id.to_string(), title.to_string())
+            }
             "claim" => {
                 let (id, who) = rest.split_once('\t')?;
                 Item::Claim(id.to_string(), who.to_string())
@@ -66,7 +77,7 @@ impl Item {
         match self {
             Item::Step(k) => k,
             Item::AllDone => "all-done",
-            Item::Task(id) | Item::Claim(id, _) | Item::Completed(id) => id,
+            Item::Task(id) | Item::Claim(id, _) | Item::Completed(id) | Item::Held(id, _) => id,
         }
     }
 }
@@ -132,6 +143,13 @@ pub struct Cursor {
     /// inode when the tracker restarts, but not its first event.
     #[serde(default)]
     pub head: u64,
+    /// A hash of the bytes just before `offset` (the end of the last line
+    /// consumed), 0 when unknown. A restarted tracker that re-mounts the
+    /// same projects begins its new log with the very same bytes, so the
+    /// head alone cannot tell; the new log passing our offset between two
+    /// polls (size never seen below it) has different bytes here.
+    #[serde(default)]
+    pub last: u64,
 }
 
 /// One durable change. Appended to the journal before the shell acts on it.
@@ -337,6 +355,7 @@ mod tests {
                     ino: 2,
                     offset: 3,
                     head: 4,
+                    last: 5,
                 },
             },
         ];
@@ -359,6 +378,7 @@ mod tests {
             Item::Task("bd-1".into()),
             Item::Claim("bd-1".into(), "agent".into()),
             Item::Completed("bd-2".into()),
+            Item::Held("bd-3".into(), "A\ttitle".into()),
         ] {
             assert_eq!(Item::parse(&item.to_string()), Some(item));
         }
