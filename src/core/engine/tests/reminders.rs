@@ -439,3 +439,39 @@ fn turning_reminders_on_by_reload_arms_them_for_idle_sessions() {
     rig.run_until(reload + AFTER);
     assert_eq!(rig.reminders(), vec![("s1".to_string(), 1)]);
 }
+
+#[test]
+fn tracker_notes_are_never_reminded_of() {
+    let mut rig = tracker_rig(false);
+    let mut config = rig.engine.config().clone();
+    config.remind_after = Some(AFTER);
+    rig.engine.reconfigure(config);
+    rig.startup();
+    for session in ["s1", "a1"] {
+        rig.feed(Input::SessionState {
+            session: session.into(),
+            state: Some(AgentState::Idle),
+        });
+    }
+    set_ready(&mut rig, &[("bd-1", "-", "Fix the build")]);
+    events(
+        &mut rig,
+        &[r#"{"type":"created","id":"bd-1","mount":"proj"}"#],
+    );
+    // Claimed by agent-1 (a1): it leaves the ready set; a1 is told of the
+    // claim, s1 keeps who holds it — notes, both.
+    set_ready(&mut rig, &[]);
+    let claim = r#"{"id":"u-1","ts":1708598530,"source":"beads/proj","type":"BeadClaimed","data":{"bead_id":"bd-1","assignee":"agent-1","mount":"proj"}}"#;
+    events(&mut rig, &[claim]);
+    let notes = rig.engine.memory().announced[&src("mount:proj")].clone();
+    assert!(
+        notes.keys().all(|i| !matches!(i, Item::Task(_))),
+        "{notes:?}"
+    );
+    assert!(
+        notes.keys().any(|i| matches!(i, Item::Claim(..))),
+        "{notes:?}"
+    );
+    rig.run_until(rig.now + 100 * AFTER);
+    assert!(rig.reminders().is_empty(), "{:?}", rig.reminders());
+}
