@@ -21,6 +21,7 @@ use super::effect::{Delivery, Effect, Level, Log};
 use super::input::Input;
 use super::lifecycle::Lifecycle;
 use super::record::{Item, Memory, Record};
+use super::session::AgentState;
 use super::source::Source;
 pub use config::{EngineConfig, Mode, Now, Templates};
 use context::Cx;
@@ -190,26 +191,7 @@ impl Engine {
                 }
                 false
             }
-            Input::Delivered { session, seq } => {
-                let cap = cx.config.outbox_cap;
-                let heard = cx.ledger.memory.outbox.get(&session).and_then(|q| {
-                    q.iter()
-                        .find(|p| p.seq == seq)
-                        .map(|p| (p.source.clone(), p.item.clone()))
-                });
-                // Only sessions seen idle or busy can be reminded.
-                let observed = self.sessions.observed().contains_key(&session);
-                if let Some((source, item)) = heard.filter(|_| observed) {
-                    self.reminders.heard(now, &session, &source, &item);
-                }
-                let refill = cx
-                    .ledger
-                    .on_delivered(session.clone(), seq, cap, cx.timers, cx.fx);
-                let observed = self.sessions.observed().get(&session);
-                self.reminders
-                    .rearm(cx.config, &session, observed, cx.ledger, cx.timers);
-                refill
-            }
+            Input::Delivered { session, seq } => self.on_delivered(now, session, seq, &mut fx),
             Input::Undeliverable { session, seq, why } => {
                 let at = cx
                     .ledger
@@ -223,18 +205,7 @@ impl Engine {
                 false
             }
             Input::SessionState { session, state } => {
-                self.sessions.on_state(
-                    now,
-                    session.clone(),
-                    state,
-                    cx.config,
-                    cx.ledger,
-                    cx.timers,
-                );
-                self.reminders.prune(cx.ledger);
-                let observed = self.sessions.observed().get(&session);
-                self.reminders
-                    .rearm(cx.config, &session, observed, cx.ledger, cx.timers);
+                self.on_session_state(now, session, state);
                 false
             }
             Input::QueuedBehindTurn { session } => {
@@ -273,6 +244,46 @@ impl Engine {
         }
         self.run_timers(now, &mut fx);
         fx
+    }
+
+    /// A prompt reached its session: for an observed session, when it was
+    /// heard starts its item's reminder clock. Returns whether a capped
+    /// outbox drained (every source is diffed again).
+    fn on_delivered(&mut self, now: Now, session: String, seq: u64, fx: &mut Vec<Effect>) -> bool {
+        let heard = self.ledger.memory.outbox.get(&session).and_then(|q| {
+            q.iter()
+                .find(|p| p.seq == seq)
+                .map(|p| (p.source.clone(), p.item.clone()))
+        });
+        let observed = self.sessions.observed().get(&session);
+        // Only sessions seen idle or busy can be reminded.
+        if let Some((source, item)) = heard.filter(|_| observed.is_some()) {
+            self.reminders.heard(now, &session, &source, &item);
+        }
+        let cap = self.config.outbox_cap;
+        let refill = self
+            .ledger
+            .on_delivered(session.clone(), seq, cap, &mut self.timers, fx);
+        self.reminders.rearm(
+            &self.config,
+            &session,
+            observed,
+            &self.ledger,
+            &mut self.timers,
+        );
+        refill
+    }
+
+    /// A session's observed state changed (or it is no longer listed):
+    /// retries, then its reminders judged again.
+    fn on_session_state(&mut self, now: Now, session: String, state: Option<AgentState>) {
+        let (config, ledger, timers) = (&self.config, &mut self.ledger, &mut self.timers);
+        self.sessions
+            .on_state(now, session.clone(), state, config, ledger, timers);
+        self.reminders.prune(ledger);
+        let observed = self.sessions.observed().get(&session);
+        self.reminders
+            .rearm(config, &session, observed, ledger, timers);
     }
 
     /// Sessions that checked a step restart their reminder clocks there.
