@@ -10,6 +10,7 @@ mod daemon;
 mod doubles;
 mod hostile;
 mod reliability;
+mod reminders;
 mod systemd;
 mod tracker9p;
 mod util;

@@ -52,6 +52,9 @@ pub(crate) fn entries(s: &Settings) -> Vec<(String, String)> {
     add("sessions.retry_max_ms", ms(ss.retry_max));
     add("sessions.delivery", quoted(ss.delivery.as_str()));
     add("sessions.state_poll_ms", ms(ss.state_poll));
+    let remind_after = ss.remind_after.map_or("0".to_string(), ms);
+    add("sessions.remind_after_ms", remind_after);
+    add("sessions.remind_max", ss.remind_max.to_string());
     let e = &s.events;
     add("events.path", optional_path(&e.path));
     add("events.beads_root", path(&e.beads_root));
@@ -75,6 +78,7 @@ pub(crate) fn entries(s: &Settings) -> Vec<(String, String)> {
     add("prompt.done_template", optional(&t.done_template));
     add("prompt.claim_template", optional(&t.claim_template));
     add("prompt.completed_template", optional(&t.completed_template));
+    add("prompt.remind_template", optional(&t.remind_template));
     add("state.dir", path(&s.state.dir));
     add("state.sync_interval_ms", ms(s.state.sync_interval));
     add("state.compact_bytes", s.state.compact_bytes.to_string());

@@ -43,6 +43,8 @@ pub(crate) struct RawSessions {
     pub retry_max_ms: u64,
     pub delivery: String,
     pub state_poll_ms: u64,
+    pub remind_after_ms: u64,
+    pub remind_max: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -70,6 +72,7 @@ pub(crate) struct RawPrompt {
     pub done_template: String,
     pub claim_template: String,
     pub completed_template: String,
+    pub remind_template: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -113,6 +116,8 @@ impl RawConfig {
                 retry_max_ms: 2000,
                 delivery: "auto".into(),
                 state_poll_ms: 1000,
+                remind_after_ms: 600_000,
+                remind_max: 3,
             },
             events: RawEvents {
                 path: "~/mnt/beads/events".into(),
@@ -131,6 +136,7 @@ impl RawConfig {
                 done_template: String::new(),
                 claim_template: String::new(),
                 completed_template: String::new(),
+                remind_template: String::new(),
             },
             state: RawState {
                 dir: format!("$XDG_STATE_HOME/reveille/{name}"),

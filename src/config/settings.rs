@@ -178,6 +178,11 @@ pub struct SessionSettings {
     pub delivery: Delivery,
     /// How often an ollie-9p session tree's `idx` is read for states.
     pub state_poll: Duration,
+    /// How long an observed session sits idle with announced work open
+    /// before it is reminded; `None` (0 in the file): never.
+    pub remind_after: Option<Duration>,
+    /// Reminders per step or task, at most, until the session progresses.
+    pub remind_max: u32,
 }
 
 /// `[events]`.
@@ -230,6 +235,8 @@ pub struct PromptSettings {
     pub claim_template: Option<String>,
     /// A task announced to the session was completed elsewhere.
     pub completed_template: Option<String>,
+    /// An announced step or task is still open while its session idles.
+    pub remind_template: Option<String>,
 }
 
 /// `[state]`.
@@ -372,6 +379,7 @@ impl Settings {
             done_template: template(&t.done_template),
             claim_template: template(&t.claim_template),
             completed_template: template(&t.completed_template),
+            remind_template: template(&t.remind_template),
         };
         let st = &raw.state;
         let state = StateSettings {
@@ -467,6 +475,11 @@ fn sessions(s: &RawSessions, env: &EnvSnapshot, bad: &mut Problems) -> SessionSe
             10,
             600_000,
         )),
+        remind_after: match s.remind_after_ms {
+            0 => None,
+            ms => Some(bad.keep(millis("sessions.remind_after_ms", ms, 1000, 604_800_000))),
+        },
+        remind_max: bad.keep(range("sessions.remind_max", s.remind_max, 0, 100)) as u32,
     }
 }
 

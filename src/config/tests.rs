@@ -268,6 +268,11 @@ fn out_of_range_numbers_are_refused() {
             "sessions.retry_max_ms",
         ),
         ("[sessions]\noutbox_cap = -1\n", "sessions.outbox_cap"),
+        (
+            "[sessions]\nremind_after_ms = 999\n",
+            "sessions.remind_after_ms",
+        ),
+        ("[sessions]\nremind_max = 101\n", "sessions.remind_max"),
     ] {
         let (_dir, loaded) = with_file(text, &[]);
         assert_eq!(
@@ -276,6 +281,19 @@ fn out_of_range_numbers_are_refused() {
             "{text}"
         );
     }
+}
+
+#[test]
+fn reminders_default_to_ten_minutes_three_times_and_zero_disables_them() {
+    let (_dir, loaded) = with_file("", &[]);
+    let s = loaded.unwrap().settings;
+    assert_eq!(s.sessions.remind_after, Some(Duration::from_secs(600)));
+    assert_eq!(s.sessions.remind_max, 3);
+    let (_dir, loaded) = with_file("[sessions]\nremind_after_ms = 0\n", &[]);
+    assert_eq!(loaded.unwrap().settings.sessions.remind_after, None);
+    let (_dir, loaded) = with_file("[sessions]\nremind_after_ms = 1000\n", &[]);
+    let s = loaded.unwrap().settings;
+    assert_eq!(s.sessions.remind_after, Some(Duration::from_secs(1)));
 }
 
 #[test]

@@ -29,6 +29,8 @@ pub struct Log {
     pub file: Option<String>,
     /// The line in that file.
     pub line: Option<usize>,
+    /// Which reminder of its item this entry is about (1, 2, …).
+    pub reminder: Option<u32>,
 }
 
 impl Log {
@@ -63,6 +65,10 @@ impl Log {
         if line > 0 {
             self.line = Some(line);
         }
+        self
+    }
+    pub fn reminder(mut self, n: u32) -> Log {
+        self.reminder = Some(n);
         self
     }
     pub fn level(&self) -> Level {

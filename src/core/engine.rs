@@ -20,12 +20,15 @@ use std::path::PathBuf;
 use super::effect::{Delivery, Effect, Level, Log};
 use super::input::Input;
 use super::lifecycle::Lifecycle;
-use super::record::{Memory, Record};
+use super::record::{Item, Memory, Record};
+use super::session::AgentState;
 use super::source::Source;
 pub use config::{EngineConfig, Mode, Now, Templates};
 use context::Cx;
 use ledger::Ledger;
-use plans::{Origin, Plans, ReadKind};
+use plans::{display_name, Origin, Plans, ReadKind};
+pub use reminders::{human, ReminderView};
+use reminders::{Open, Reminders};
 use sessions::Sessions;
 use tasks::Tasks;
 use timers::{Timer, Timers};
@@ -64,6 +67,9 @@ pub struct Engine {
     plans: Plans,
     tasks: Tasks,
     sessions: Sessions,
+    /// When prompts were heard, for reminders (their counts are durable,
+    /// in the ledger).
+    reminders: Reminders,
     /// Every deadline: settles, re-reads, rename grace, retries, beads
     /// deferrals, the tracker resync.
     timers: Timers,
@@ -85,6 +91,7 @@ impl Engine {
             plans: Plans::default(),
             tasks: Tasks::default(),
             sessions: Sessions::default(),
+            reminders: Reminders::default(),
             timers: Timers::default(),
             baseline,
         }
@@ -109,6 +116,18 @@ impl Engine {
             self.timers.cancel(&Timer::Resync);
         }
         self.config = config;
+        // Reminders may have been turned on or their interval changed:
+        // judge every observed session again (armed timers are judged
+        // again when they fire).
+        for (session, observed) in self.sessions.observed() {
+            self.reminders.rearm(
+                &self.config,
+                session,
+                Some(observed),
+                &self.ledger,
+                &mut self.timers,
+            );
+        }
     }
 
     /// Whether the first-start baseline is still being taken.
@@ -172,10 +191,7 @@ impl Engine {
                 }
                 false
             }
-            Input::Delivered { session, seq } => {
-                let cap = cx.config.outbox_cap;
-                cx.ledger.on_delivered(session, seq, cap, cx.timers, cx.fx)
-            }
+            Input::Delivered { session, seq } => self.on_delivered(now, session, seq, &mut fx),
             Input::Undeliverable { session, seq, why } => {
                 let at = cx
                     .ledger
@@ -189,8 +205,7 @@ impl Engine {
                 false
             }
             Input::SessionState { session, state } => {
-                self.sessions
-                    .on_state(now, session, state, cx.config, cx.ledger, cx.timers);
+                self.on_session_state(now, session, state);
                 false
             }
             Input::QueuedBehindTurn { session } => {
@@ -223,11 +238,72 @@ impl Engine {
                 false
             }
         };
+        self.after_progress(now);
         if refill {
             self.refill(&mut fx);
         }
         self.run_timers(now, &mut fx);
         fx
+    }
+
+    /// A prompt reached its session: for an observed session, when it was
+    /// heard starts its item's reminder clock. Returns whether a capped
+    /// outbox drained (every source is diffed again).
+    fn on_delivered(&mut self, now: Now, session: String, seq: u64, fx: &mut Vec<Effect>) -> bool {
+        let heard = self.ledger.memory.outbox.get(&session).and_then(|q| {
+            q.iter()
+                .find(|p| p.seq == seq)
+                .map(|p| (p.source.clone(), p.item.clone()))
+        });
+        let observed = self.sessions.observed().get(&session);
+        // Only sessions seen idle or busy can be reminded.
+        if let Some((source, item)) = heard.filter(|_| observed.is_some()) {
+            self.reminders.heard(now, &session, &source, &item);
+        }
+        let cap = self.config.outbox_cap;
+        let refill = self
+            .ledger
+            .on_delivered(session.clone(), seq, cap, &mut self.timers, fx);
+        self.reminders.rearm(
+            &self.config,
+            &session,
+            observed,
+            &self.ledger,
+            &mut self.timers,
+        );
+        refill
+    }
+
+    /// A session's observed state changed (or it is no longer listed):
+    /// retries, then its reminders judged again.
+    fn on_session_state(&mut self, now: Now, session: String, state: Option<AgentState>) {
+        let (config, ledger, timers) = (&self.config, &mut self.ledger, &mut self.timers);
+        self.sessions
+            .on_state(now, session.clone(), state, config, ledger, timers);
+        self.reminders.prune(ledger);
+        let observed = self.sessions.observed().get(&session);
+        self.reminders
+            .rearm(config, &session, observed, ledger, timers);
+    }
+
+    /// Sessions that checked a step restart their reminder clocks there.
+    fn after_progress(&mut self, now: Now) {
+        let progressed = std::mem::take(&mut self.ledger.progressed);
+        if progressed.is_empty() {
+            return;
+        }
+        self.reminders.prune(&self.ledger);
+        for (session, source) in progressed {
+            self.reminders.progressed(now, session.clone(), source);
+            let observed = self.sessions.observed().get(&session);
+            self.reminders.rearm(
+                &self.config,
+                &session,
+                observed,
+                &self.ledger,
+                &mut self.timers,
+            );
+        }
     }
 
     /// A capped outbox drained: wake-ups refused at the cap were left
@@ -269,6 +345,19 @@ impl Engine {
                 Timer::BeadsDue => fx.push(Effect::ReadBeads),
                 Timer::Vanished(_) => list = true,
                 Timer::Retry(session) => self.ledger.wake_lane(session),
+                Timer::Remind(session, source, item) => {
+                    let open = self.open_item(&session, &source, &item);
+                    let observed = self.sessions.observed().get(&session);
+                    let key = (session, source, item);
+                    let mut cx = Cx {
+                        config: &self.config,
+                        ledger: &mut self.ledger,
+                        timers: &mut self.timers,
+                        fx,
+                        baseline: self.baseline,
+                    };
+                    self.reminders.on_due(now, key, open, observed, &mut cx);
+                }
                 Timer::Release(session) => {
                     self.ledger.release(&session);
                 }
@@ -320,6 +409,62 @@ impl Engine {
             .collect()
     }
 
+    /// What a reminder to `session` names of an announced item that is
+    /// still open work in a live source; `None` for a checked step, an
+    /// ended plan, a task claimed by another session's assignee, a note.
+    fn open_item(&self, session: &str, source: &Source, item: &Item) -> Option<Open> {
+        match item {
+            Item::Step(key) => {
+                let plan = self.plans.plans.get(source)?;
+                if !plan.lifecycle.is_live() {
+                    return None;
+                }
+                let (label, title) = plan.summary.as_ref()?.open.get(key)?.clone();
+                let file = display_name(&plan.path);
+                let call = format!("task_complete(\"{file}\", \"{title}\")");
+                Some(Open {
+                    label,
+                    title,
+                    path: plan.path.display().to_string(),
+                    file,
+                    call,
+                })
+            }
+            Item::Task(id) => {
+                // Claimed by another session's assignee: not this one's work.
+                let key = (source.clone(), id.clone());
+                if let Some(who) = self.tasks.task_assignees.get(&key) {
+                    if self.config.assignees.get(who).map(String::as_str) != Some(session) {
+                        return None;
+                    }
+                }
+                let title = self.tasks.task_titles.get(&(source.clone(), id.clone()));
+                let call = match source {
+                    Source::Mount(m) => format!("complete {id} (written to {m}/ctl)"),
+                    _ => format!("bd close {id}"),
+                };
+                Some(Open {
+                    label: id.clone(),
+                    title: title.cloned().unwrap_or_else(|| id.clone()),
+                    file: source.to_string(),
+                    path: source.to_string(),
+                    call,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Every open announced step or task, its reminders sent and the next
+    /// one due, for `status`.
+    pub fn reminders(&self) -> Vec<ReminderView> {
+        let observed = self.sessions.observed();
+        self.reminders
+            .views(&self.config, &self.ledger, observed, |who, s, i| {
+                self.open_item(who, s, i)
+            })
+    }
+
     /// Every session whose state is observed, and since when.
     pub fn sessions(&self) -> &BTreeMap<String, sessions::Observed> {
         self.sessions.observed()
@@ -368,6 +513,7 @@ mod config;
 mod context;
 mod ledger;
 mod plans;
+mod reminders;
 pub mod sessions;
 mod tasks;
 #[cfg(test)]

@@ -25,6 +25,21 @@ pub const TASK_VARS: &[&str] = &["id", "title", "mount", "assignee", "session", 
 /// Placeholders the all-steps-done prompt may use.
 pub const DONE_VARS: &[&str] = &["goal", "file", "path", "plan", "session", "done_file"];
 
+/// Placeholders a reminder may use.
+pub const REMIND_VARS: &[&str] = &[
+    "id", "title", "file", "path", "session", "ago", "n", "max", "call",
+];
+
+/// The default reminder: what is still open, since when, and the exact
+/// call that closes it — worded apart from the first prompt, so an agent
+/// (and a person reading the transcript) sees it is being asked again.
+pub const DEFAULT_REMIND: &str = "\
+[reveille] Reminder {n} of {max}: {id} is still open: {title}
+It was announced to you {ago} ago and is not checked yet.
+Plan file: {path}
+If it is finished, call {call}; if it is blocked, say what blocks it.
+";
+
 /// The default step prompt: the goal, the step's id, title, description and
 /// dependencies, and the plan file so the agent can call `task_complete`.
 /// The file is named by its whole path: a session checklist's bare name is
@@ -227,6 +242,7 @@ mod tests {
         assert!(check(DEFAULT_TASK, TASK_VARS).is_ok());
         assert!(check(DEFAULT_CLAIM, TASK_VARS).is_ok());
         assert!(check(DEFAULT_COMPLETED, TASK_VARS).is_ok());
+        assert!(check(DEFAULT_REMIND, REMIND_VARS).is_ok());
         let err = check("x {nope}", STEP_VARS).unwrap_err();
         assert!(err.0.contains("{nope}"), "{err}");
         assert!(check("x {title", STEP_VARS).is_err());

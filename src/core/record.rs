@@ -105,6 +105,14 @@ pub struct Announced {
     /// Recorded on the very first start without a prompt.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub baseline: bool,
+    /// Reminders sent for it since the session last made progress in its
+    /// source: durable, so a restart neither repeats nor resets them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reminded: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A prompt recorded in a session's outbox and not yet delivered.
@@ -171,6 +179,18 @@ pub enum Record {
     Cursor { cursor: Cursor },
     /// The first-start baseline is complete.
     Baselined,
+    /// Reminder `n` of an announced item, with its prompt: recorded before
+    /// it is written, like an announcement.
+    Remind {
+        source: Source,
+        item: Item,
+        session: String,
+        n: u32,
+        pending: Pending,
+    },
+    /// The session made progress in the source (a step checked): its
+    /// reminder counts there start again.
+    RemindReset { source: Source, session: String },
 }
 
 /// The durable memory: announced sets, outboxes, sequence, cursor.
@@ -213,6 +233,7 @@ impl Memory {
                 let announced = Announced {
                     session: session.clone(),
                     baseline: *baseline,
+                    reminded: 0,
                 };
                 self.announced
                     .entry(source.clone())
@@ -247,6 +268,29 @@ impl Memory {
             }
             Record::Cursor { cursor } => self.cursor = Some(*cursor),
             Record::Baselined => self.baselined = true,
+            Record::Remind {
+                source,
+                item,
+                session,
+                n,
+                pending,
+            } => {
+                let entry = self.announced.get_mut(source).and_then(|i| i.get_mut(item));
+                if let Some(a) = entry {
+                    a.reminded = a.reminded.max(*n);
+                }
+                let queue = self.outbox.entry(session.clone()).or_default();
+                if !queue.iter().any(|q| q.seq == pending.seq) {
+                    queue.push_back(pending.clone());
+                }
+                self.next_seq = self.next_seq.max(pending.seq + 1);
+            }
+            Record::RemindReset { source, session } => {
+                let items = self.announced.get_mut(source).into_iter().flatten();
+                for (_, a) in items.filter(|(_, a)| a.session.as_ref() == Some(session)) {
+                    a.reminded = 0;
+                }
+            }
         }
     }
 

@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 use tokio::signal::unix::{signal, Signal, SignalKind};
@@ -30,6 +30,7 @@ use crate::shell::checklists::{self, Claim};
 use crate::shell::deliver::{Deliverer, Framing, Outcome, Reached};
 use crate::shell::ollie::{self, Submitted};
 use crate::shell::read::{read_capped, read_fresh, PlanFiles};
+use crate::shell::reminders;
 use crate::shell::sessions::{SessionTree, TreeChange};
 use crate::shell::store::{Store, StoreError};
 use crate::shell::systemd::Notifier;
@@ -90,7 +91,10 @@ pub fn engine_config(s: &Settings) -> EngineConfig {
         task: prompt::DEFAULT_TASK.to_string(),
         claim: pick(&s.prompt.claim_template, prompt::DEFAULT_CLAIM),
         completed: pick(&s.prompt.completed_template, prompt::DEFAULT_COMPLETED),
+        remind: pick(&s.prompt.remind_template, prompt::DEFAULT_REMIND),
     };
+    c.remind_after = s.sessions.remind_after;
+    c.remind_max = s.sessions.remind_max;
     c
 }
 
@@ -112,6 +116,11 @@ pub fn check_templates(s: &Settings) -> Result<(), String> {
             "prompt.completed_template",
             &s.prompt.completed_template,
             prompt::TASK_VARS,
+        ),
+        (
+            "prompt.remind_template",
+            &s.prompt.remind_template,
+            prompt::REMIND_VARS,
         ),
     ];
     for (key, template, vars) in checks {
@@ -182,6 +191,7 @@ fn emit(project: &str, l: &Log) {
                 mount = l.mount.as_deref(),
                 file = l.file.as_deref(),
                 line = l.line.map(|n| n as u64),
+                reminder = l.reminder,
                 "{}",
                 l.message
             )
@@ -381,6 +391,8 @@ struct Daemon {
     checklists: Option<Claim>,
     /// The plan files read last, held open for their next rewrite.
     plan_files: PlanFiles,
+    /// What `reminders.json` last held, so it is written only on change.
+    reminders_written: Vec<u8>,
 }
 
 impl Daemon {
@@ -636,6 +648,7 @@ impl Daemon {
                 for change in changes {
                     self.on_tree_change(change);
                 }
+                self.write_reminders_file();
             }
             Err(e) => {
                 if !self.tree_failing {
@@ -701,6 +714,15 @@ impl Daemon {
         {
             let _ = std::fs::remove_file(&tmp);
         }
+    }
+
+    /// `reminders.json`: the open announced items, their sessions' states
+    /// and reminders, for `reveille status` (a view, never read back).
+    fn write_reminders_file(&mut self) {
+        let views = self.engine.reminders();
+        let observed = self.tree.as_ref().map(|t| t.sessions());
+        let items = reminders::items(views, self.now(), SystemTime::now(), observed);
+        reminders::write(self.store.dir(), &items, &mut self.reminders_written);
     }
 
     /// Say how a root is watched.
@@ -1004,6 +1026,7 @@ impl Daemon {
             tree_failing: false,
             checklists,
             plan_files: PlanFiles::default(),
+            reminders_written: Vec::new(),
         };
         let wakers = Wakers {
             events,

@@ -10,6 +10,7 @@
 //! - `sessions`: an ollie-9p session tree followed through its `idx`;
 //! - `tail`: the tracker's event log, by byte offset;
 //! - `store`: the journal, the snapshot and the one-instance lock;
+//! - `reminders`: `reminders.json`, the open announced items for status;
 //! - `status`: `reveille status`, offline from the state directory;
 //! - `why`: `reveille why`, what each step of one plan waits for;
 //! - `ignored`: plan-like files whose names break the rule, reported once;
@@ -22,6 +23,7 @@ pub mod ignored;
 pub mod logging;
 pub mod ollie;
 pub mod read;
+pub mod reminders;
 pub mod sessions;
 pub mod status;
 pub mod store;

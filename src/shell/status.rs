@@ -19,6 +19,7 @@ use crate::core::ready_report::{one_line, StepRef};
 use crate::core::record::{Announced, Cursor, Item, Memory, Record};
 use crate::shell::daemon::engine_config;
 use crate::shell::read::read_capped;
+use crate::shell::reminders;
 use crate::shell::store::read_memory;
 use crate::shell::watch::list_plans;
 
@@ -178,6 +179,9 @@ pub struct Status {
     pub tasks: BTreeMap<String, Vec<AnnouncedView>>,
     /// The tracker event log position.
     pub events: Option<Cursor>,
+    /// Open announced steps and tasks, their sessions' states and
+    /// reminders, as the running daemon last wrote them.
+    pub reminders: Vec<reminders::OpenItem>,
     /// Every session reveille knows of: its observed state, what is
     /// pending for it, and what was delivered to it and is still open.
     pub sessions: Vec<SessionView>,
@@ -421,6 +425,11 @@ pub fn gather(settings: &Settings) -> Result<Status, String> {
         outbox,
         tasks,
         events: memory.cursor,
+        // Only a running daemon's view is current.
+        reminders: match running_pid(dir) {
+            Some(_) => reminders::read(dir),
+            None => Vec::new(),
+        },
         sessions: sessions_view(dir, memory, &k),
     })
 }
@@ -545,6 +554,10 @@ pub fn render(s: &Status) -> String {
     for (source, items) in &s.tasks {
         let ids: Vec<String> = items.iter().map(announced_line).collect();
         out.push_str(&format!("tasks   {source}: {}\n", ids.join(", ")));
+    }
+    let now = std::time::SystemTime::now();
+    for item in &s.reminders {
+        out.push_str(&format!("open    {}\n", reminders::line(item, now)));
     }
     render_outbox(&mut out, s);
     render_sessions(&mut out, s);

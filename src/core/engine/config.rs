@@ -26,6 +26,8 @@ pub struct Templates {
     pub task: String,
     pub claim: String,
     pub completed: String,
+    /// The reminder of an announced step or task still open.
+    pub remind: String,
 }
 
 impl Default for Templates {
@@ -36,6 +38,7 @@ impl Default for Templates {
             task: prompt::DEFAULT_TASK.into(),
             claim: prompt::DEFAULT_CLAIM.into(),
             completed: prompt::DEFAULT_COMPLETED.into(),
+            remind: prompt::DEFAULT_REMIND.into(),
         }
     }
 }
@@ -85,6 +88,11 @@ pub struct EngineConfig {
     pub resync: Option<Duration>,
     /// The beads `issues.jsonl` file name, for prompts (`None`: not watched).
     pub beads_file: Option<String>,
+    /// How long an observed session is idle with announced work open
+    /// before its first reminder (`None`: never remind).
+    pub remind_after: Option<Duration>,
+    /// Reminders per item, at most, until the session makes progress.
+    pub remind_max: u32,
 }
 
 impl EngineConfig {
@@ -110,6 +118,8 @@ impl EngineConfig {
             notify_completed: false,
             resync: None,
             beads_file: None,
+            remind_after: None,
+            remind_max: 3,
         }
     }
 }

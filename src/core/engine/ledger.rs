@@ -51,6 +51,9 @@ pub(super) struct Ledger {
     /// Sessions told "outbox full" in the current streak (it ends when the
     /// outbox is empty).
     full_said: BTreeSet<String>,
+    /// (session, source) pairs where the session checked a step since the
+    /// coordinator last looked: their reminder clocks start again.
+    pub(super) progressed: Vec<(String, Source)>,
     /// Sessions whose next prompt waits until the agent has run what it
     /// has queued (see `Sessions::on_queued`).
     held: BTreeSet<String>,

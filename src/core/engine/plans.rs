@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use super::config::{EngineConfig, Mode, Now};
 use super::context::Cx;
 use super::ledger::Wake;
+use super::reminders;
 use super::timers::{Recheck, Timer};
 use crate::core::effect::{Effect, Level, Log};
 use crate::core::input::{Change, FileRead};
@@ -72,6 +73,8 @@ pub(super) struct Summary {
     pub(super) checked: usize,
     /// Ready steps: (label, title).
     pub(super) ready: Vec<(String, String)>,
+    /// Unchecked steps by key: (label, title), for reminders.
+    pub(super) open: BTreeMap<String, (String, String)>,
 }
 
 impl Summary {
@@ -89,6 +92,12 @@ impl Summary {
                 .ready()
                 .into_iter()
                 .map(|i| (plan.steps[i].label.clone(), plan.steps[i].title.clone()))
+                .collect(),
+            open: plan
+                .steps
+                .iter()
+                .filter(|s| s.status != StepStatus::Checked)
+                .map(|s| (s.key.clone(), (s.label.clone(), s.title.clone())))
                 .collect(),
         }
     }
@@ -697,8 +706,14 @@ impl Plans {
             _ => false,
         });
         for item in leaving {
+            let by = cx.ledger.memory.announced[source][&item].session.clone();
             cx.ledger
                 .unannounce(source, item, "its step was checked", cx.fx);
+            // A step checked is progress: its session's reminder counts
+            // in this plan start again.
+            if let Some(session) = by {
+                reminders::progress(cx.ledger, source, &session, cx.fx);
+            }
         }
         kept_missing
     }

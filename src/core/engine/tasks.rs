@@ -44,6 +44,10 @@ pub(super) struct Tasks {
     mount_rechecks: BTreeMap<String, Recheck>,
     /// Tracker task titles by source and id, for claim/completed prompts.
     pub(super) task_titles: BTreeMap<(Source, String), String>,
+    /// The assignee of each ready task that has one, as its source last
+    /// listed it: a task claimed by someone else's assignee is not open
+    /// work of the session it was announced to (no reminder).
+    pub(super) task_assignees: BTreeMap<(Source, String), String>,
     /// Per mount, beads claimed by a current-shape `claimed` event (which
     /// names no assignee) whose claimer is still to be read from the
     /// mount's `list` file.
@@ -379,6 +383,8 @@ impl Tasks {
             .unwrap_or_default();
         self.task_titles
             .retain(|(s, id), _| s != source || announced.contains(id.as_str()));
+        self.task_assignees
+            .retain(|(s, id), _| s != source || announced.contains(id.as_str()));
     }
 
     fn title_of(&self, source: &Source, id: &str) -> String {
@@ -530,6 +536,11 @@ impl Tasks {
         for task in tasks {
             self.task_titles
                 .insert((source.clone(), task.id.clone()), task.title.clone());
+            let key = (source.clone(), task.id.clone());
+            match &task.assignee {
+                Some(who) => self.task_assignees.insert(key, who.clone()),
+                None => self.task_assignees.remove(&key),
+            };
             let item = Item::Task(task.id.clone());
             if cx.ledger.memory.is_announced(source, &item) {
                 continue;

@@ -40,6 +40,8 @@ struct Sim {
     delivered: Vec<(String, String, String)>,
     logs: Vec<Log>,
     records: Vec<Record>,
+    /// When each record was written (virtual clock).
+    recorded_at: Vec<Duration>,
     /// Wall-clock seconds handed to the engine with beads reads.
     unix: i64,
 }
@@ -56,6 +58,7 @@ impl Sim {
 impl World for Sim {
     fn record(&mut self, record: &Record) {
         self.records.push(record.clone());
+        self.recorded_at.push(self.now);
     }
     fn log(&mut self, log: Log) {
         self.logs.push(log);
@@ -116,6 +119,7 @@ impl Rig {
                 delivered: Vec::new(),
                 logs: Vec::new(),
                 records: Vec::new(),
+                recorded_at: Vec::new(),
                 unix: 1_800_000_000,
             },
         }
@@ -1490,3 +1494,5 @@ fn a_fresh_ready_file_missing_a_task_is_read_again_before_the_task_is_forgotten(
         .memory()
         .is_announced(&src("mount:proj"), &Item::Task("bd-1".into())));
 }
+
+mod reminders;

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::config::Now;
+use crate::core::record::Item;
 use crate::core::source::Source;
 
 /// What a deadline is for. The order of the variants is the order in which
@@ -27,6 +28,9 @@ pub(super) enum Timer {
     Vanished(Source),
     /// A session's lane backs off after a failed write.
     Retry(String),
+    /// An item announced to an idle session may be due a reminder:
+    /// (session, source, item).
+    Remind(String, Source, Item),
     /// A held session has looked idle long enough: release its lane.
     Release(String),
 }

@@ -1,0 +1,350 @@
+//! Reminders: an observed session that sits idle while a step or task
+//! announced to it is still open is told again, boundedly.
+//!
+//! The rule, as pure functions of engine time: reminder `k + 1` of an item
+//! is due once its session has been idle for `remind_after × 2^k`, counted
+//! from the later of "idle since" and "its last prompt was heard"; at most
+//! `remind_max` per item; none while the session is busy, not observed, or
+//! still has a prompt for the item in its outbox. The count is durable (in
+//! the announced entry, moved only by `Remind` and `RemindReset` records);
+//! the clock is not — after a restart it counts from the state first seen.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use super::config::{EngineConfig, Now};
+use super::context::Cx;
+use super::ledger::Ledger;
+use super::sessions::Observed;
+use super::timers::{Timer, Timers};
+use crate::core::effect::{Effect, Level, Log};
+use crate::core::prompt;
+use crate::core::record::{Item, Pending, Record};
+use crate::core::source::Source;
+
+/// What a reminder names of an open item, from the part that owns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Open {
+    /// The id agents see (`s3`, a task id).
+    pub(super) label: String,
+    pub(super) title: String,
+    /// The plan file name or tracker source.
+    pub(super) file: String,
+    /// The plan's whole path (or the source again for tasks).
+    pub(super) path: String,
+    /// The exact call that closes it.
+    pub(super) call: String,
+}
+
+/// One open announced item as `status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ReminderView {
+    pub session: String,
+    pub source: Source,
+    pub id: String,
+    pub title: String,
+    /// Engine time its first prompt was heard in this run (`None`: before
+    /// a restart, or not delivered yet).
+    #[serde(skip)]
+    pub heard_at: Option<Now>,
+    /// Reminders sent since the session's last progress in the source.
+    pub sent: u32,
+    pub max: u32,
+    /// Engine time the next reminder is due (`None`: none will be, as
+    /// things stand: busy, not observed, pending, capped or disabled).
+    #[serde(skip)]
+    pub next_at: Option<Now>,
+}
+
+type Key = (String, Source, Item);
+
+/// The non-durable half of the reminder state: when prompts were heard.
+#[derive(Debug, Default)]
+pub(super) struct Reminders {
+    /// When a prompt for the item (announcement or reminder) was last
+    /// delivered in this run: an interval counts from after it.
+    heard: BTreeMap<Key, Now>,
+    /// When its first prompt was delivered in this run ("announced … ago").
+    first: BTreeMap<Key, Now>,
+    /// When the session last checked a step of the source in this run: a
+    /// step checked in a turn too short for the state poll to see still
+    /// restarts the clock.
+    progress: BTreeMap<(String, Source), Now>,
+}
+
+/// When reminder `sent + 1` is due: `after × 2^sent` past `base`, or never
+/// once `max` are sent. Intervals never shrink: the count only grows until
+/// progress resets it.
+pub(super) fn due_at(after: Duration, max: u32, sent: u32, base: Now) -> Option<Now> {
+    if sent >= max {
+        return None;
+    }
+    let factor = 1u32.checked_shl(sent).unwrap_or(u32::MAX);
+    Some(base + after.saturating_mul(factor))
+}
+
+/// Whether an item is work a session can be reminded of: a step or a
+/// task. Claims, completions and the all-done nudge are notes.
+fn is_work(item: &Item) -> bool {
+    matches!(item, Item::Step(_) | Item::Task(_))
+}
+
+impl Reminders {
+    /// A prompt for `item` reached `session`.
+    pub(super) fn heard(&mut self, now: Now, session: &str, source: &Source, item: &Item) {
+        let key = (session.to_string(), source.clone(), item.clone());
+        self.first.entry(key.clone()).or_insert(now);
+        self.heard.insert(key, now);
+    }
+
+    /// `session` checked a step of `source`.
+    pub(super) fn progressed(&mut self, now: Now, session: String, source: Source) {
+        self.progress.insert((session, source), now);
+    }
+
+    /// Forget what is kept for `session`'s items that left the announced
+    /// set, so the maps hold only what is still announced.
+    pub(super) fn prune(&mut self, ledger: &Ledger) {
+        let announced = |(session, source, item): &Key| {
+            ledger
+                .memory
+                .announced
+                .get(source)
+                .and_then(|items| items.get(item))
+                .is_some_and(|a| a.session.as_ref() == Some(session))
+        };
+        self.heard.retain(|k, _| announced(k));
+        self.first.retain(|k, _| announced(k));
+        self.progress
+            .retain(|(_, source), _| ledger.memory.announced.contains_key(source));
+    }
+
+    /// The items announced to `session`, open and not waiting in its
+    /// outbox, with their reminder counts.
+    fn open_items<'a>(
+        ledger: &'a Ledger,
+        session: &'a str,
+    ) -> impl Iterator<Item = (&'a Source, &'a Item, u32)> + 'a {
+        // Once, not per item: an outbox may hold a thousand prompts.
+        let pending: BTreeSet<(&Source, &Item)> = ledger
+            .memory
+            .outbox
+            .get(session)
+            .into_iter()
+            .flatten()
+            .map(|p| (&p.source, &p.item))
+            .collect();
+        ledger
+            .memory
+            .announced
+            .iter()
+            .flat_map(|(s, items)| items.iter().map(move |(i, a)| (s, i, a)))
+            .filter(move |(_, i, a)| a.session.as_deref() == Some(session) && is_work(i))
+            .filter(move |(s, i, _)| !pending.contains(&(*s, *i)))
+            .map(|(s, i, a)| (s, i, a.reminded))
+    }
+
+    /// When the next reminder of one item is due, as things stand.
+    fn next_at(
+        &self,
+        config: &EngineConfig,
+        observed: Option<&Observed>,
+        key: &Key,
+        sent: u32,
+    ) -> Option<Now> {
+        let after = config.remind_after?;
+        let o = observed.filter(|o| o.state.is_idle())?;
+        let progress = self.progress.get(&(key.0.clone(), key.1.clone()));
+        let base = [self.heard.get(key), progress]
+            .into_iter()
+            .flatten()
+            .fold(o.since, |base, t| base.max(*t));
+        due_at(after, config.remind_max, sent, base)
+    }
+
+    /// Arm a reminder timer for every open item of `session` that will be
+    /// due. Timers of items no longer eligible are left: each is judged
+    /// again when it fires.
+    pub(super) fn rearm(
+        &self,
+        config: &EngineConfig,
+        session: &str,
+        observed: Option<&Observed>,
+        ledger: &Ledger,
+        timers: &mut Timers,
+    ) {
+        // Nothing can come due for a session not seen idle (a named pipe
+        // never is): skip the walk over the announced set.
+        if config.remind_after.is_none() || !observed.is_some_and(|o| o.state.is_idle()) {
+            return;
+        }
+        for (source, item, sent) in Self::open_items(ledger, session) {
+            let key = (session.to_string(), source.clone(), item.clone());
+            if let Some(at) = self.next_at(config, observed, &key, sent) {
+                timers.set(Timer::Remind(key.0, key.1, key.2), at);
+            }
+        }
+    }
+
+    /// A reminder timer fired: judge the item again and, if it is still
+    /// due, record the reminder (before it is written) and queue it.
+    pub(super) fn on_due(
+        &self,
+        now: Now,
+        key: Key,
+        open: Option<Open>,
+        observed: Option<&Observed>,
+        cx: &mut Cx,
+    ) {
+        let Cx {
+            config,
+            ledger,
+            timers,
+            fx,
+            ..
+        } = cx;
+        let (session, source, item) = &key;
+        let Some(open) = open else { return };
+        let Some((_, _, sent)) =
+            Self::open_items(ledger, session).find(|(s, i, _)| *s == source && *i == item)
+        else {
+            return;
+        };
+        let Some(at) = self.next_at(config, observed, &key, sent) else {
+            return;
+        };
+        if at > now {
+            timers.set(
+                Timer::Remind(session.clone(), source.clone(), item.clone()),
+                at,
+            );
+            return;
+        }
+        if ledger.memory.outbox.get(session).map_or(0, |q| q.len()) >= config.outbox_cap {
+            return;
+        }
+        let n = sent + 1;
+        let since = self.first.get(&key).copied().unwrap_or(at);
+        let text = render(config, &open, session, n, now.saturating_sub(since));
+        let pending = Pending {
+            seq: ledger.memory.next_seq,
+            source: source.clone(),
+            item: item.clone(),
+            step: open.label.clone(),
+            plan: open.file.clone(),
+            text,
+        };
+        ledger.record(
+            Record::Remind {
+                source: source.clone(),
+                item: item.clone(),
+                session: session.clone(),
+                n,
+                pending,
+            },
+            fx,
+        );
+        fx.push(Effect::Log(
+            Log::new(
+                Level::Info,
+                format!(
+                    "reminded session {session} of {} (reminder {n} of {}): still open after it went idle",
+                    open.label, config.remind_max
+                ),
+            )
+            .plan(source)
+            .step(&open.label)
+            .session(session)
+            .file(&open.file)
+            .reminder(n),
+        ));
+        ledger.wake_lane(session.clone());
+    }
+
+    /// Every open announced item, for `status`.
+    pub(super) fn views(
+        &self,
+        config: &EngineConfig,
+        ledger: &Ledger,
+        observed: &BTreeMap<String, Observed>,
+        open: impl Fn(&str, &Source, &Item) -> Option<Open>,
+    ) -> Vec<ReminderView> {
+        let sessions = ledger.memory.announced.values().flat_map(|items| {
+            items
+                .iter()
+                .filter(|(i, _)| is_work(i))
+                .filter_map(|(_, a)| a.session.clone())
+        });
+        let sessions: BTreeSet<String> = sessions.collect();
+        let mut out = Vec::new();
+        for session in sessions {
+            for (source, item, sent) in Self::open_items(ledger, &session) {
+                let Some(o) = open(&session, source, item) else {
+                    continue;
+                };
+                let key = (session.clone(), source.clone(), item.clone());
+                out.push(ReminderView {
+                    session: session.clone(),
+                    source: source.clone(),
+                    id: o.label,
+                    title: o.title,
+                    heard_at: self.first.get(&key).copied(),
+                    sent,
+                    max: config.remind_max,
+                    next_at: self.next_at(config, observed.get(&session), &key, sent),
+                });
+            }
+        }
+        out
+    }
+}
+
+/// Progress: `session` checked a step of `source`, so its reminder counts
+/// there start again (recorded only when there is a count to reset).
+pub(super) fn progress(ledger: &mut Ledger, source: &Source, session: &str, fx: &mut Vec<Effect>) {
+    ledger
+        .progressed
+        .push((session.to_string(), source.clone()));
+    let counted = ledger.memory.announced.get(source).is_some_and(|items| {
+        items
+            .values()
+            .any(|a| a.session.as_deref() == Some(session) && a.reminded > 0)
+    });
+    if counted {
+        ledger.record(
+            Record::RemindReset {
+                source: source.clone(),
+                session: session.to_string(),
+            },
+            fx,
+        );
+    }
+}
+
+/// A reminder's text from the configured template.
+fn render(config: &EngineConfig, open: &Open, session: &str, n: u32, ago: Duration) -> String {
+    prompt::render(
+        &config.templates.remind,
+        &[
+            ("id", &open.label),
+            ("title", &open.title),
+            ("file", &open.file),
+            ("path", &open.path),
+            ("session", session),
+            ("ago", &human(ago)),
+            ("n", &n.to_string()),
+            ("max", &config.remind_max.to_string()),
+            ("call", &open.call),
+        ],
+    )
+}
+
+/// `45s`, `12m`, `3h 5m`: how long, for a person or an agent.
+pub fn human(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m {}s", s / 60, s % 60),
+        _ => format!("{}h {}m", s / 3600, (s % 3600) / 60),
+    }
+}

@@ -1,0 +1,477 @@
+//! Reminders: an idle session with announced work still open is told
+//! again, after doubling intervals, at most `remind_max` times; never for a
+//! checked step, an ended plan or a busy session.
+
+use super::*;
+use crate::core::session::AgentState;
+
+const AFTER: Duration = Duration::from_secs(10);
+
+/// A started rig whose session `s1` is observed idle, reminders on.
+fn reminding(max: u32) -> Rig {
+    let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
+    config.default_session = Some("s1".into());
+    config.remind_after = Some(AFTER);
+    config.remind_max = max;
+    let memory = Memory {
+        baselined: true,
+        ..Memory::default()
+    };
+    let mut rig = Rig::new(config, Some(memory));
+    rig.world.readers.insert("s1".into(), true);
+    rig.startup();
+    rig.state(Some(AgentState::Idle));
+    rig
+}
+
+impl Rig {
+    fn state(&mut self, state: Option<AgentState>) {
+        self.feed(Input::SessionState {
+            session: "s1".into(),
+            state,
+        });
+    }
+
+    /// A turn: busy now, idle `len` later.
+    fn turn(&mut self, len: Duration) {
+        self.state(Some(AgentState::Busy("thinking".into())));
+        self.advance(len);
+        self.state(Some(AgentState::Idle));
+    }
+
+    /// Advance to `at` through every timer on the way, as the daemon's
+    /// deadline does.
+    fn run_until(&mut self, at: Duration) {
+        while let Some(next) = self.engine.poll_timeout().filter(|&t| t <= at) {
+            self.now = self.now.max(next);
+            self.feed(Input::Tick);
+        }
+        self.now = at;
+        self.feed(Input::Tick);
+    }
+
+    /// The reminders recorded so far: (step label, n).
+    fn reminders(&self) -> Vec<(String, u32)> {
+        self.world
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Record::Remind { pending, n, .. } => Some((pending.step.clone(), *n)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn an_idle_session_is_reminded_after_doubling_intervals_up_to_the_cap() {
+    let mut rig = reminding(3);
+    rig.write(NAME, &stock(&[false, false]));
+    assert_eq!(rig.take_delivered(), vec!["s1"]);
+    // The agent takes the prompt, works a second and stops without ticking.
+    rig.turn(Duration::from_secs(1));
+    let idle = rig.now;
+    rig.run_until(idle + AFTER - Duration::from_millis(1));
+    assert!(rig.reminders().is_empty(), "too early");
+    rig.run_until(idle + AFTER);
+    assert_eq!(rig.reminders(), vec![("s1".to_string(), 1)]);
+    let (_, _, text) = rig.world.delivered.last().unwrap().clone();
+    assert!(text.contains("Reminder 1 of 3"), "{text}");
+    let call = format!("task_complete(\"{NAME}\", \"Step 1\")");
+    assert!(text.contains(&call), "{text}");
+    assert!(text.contains("announced to you 11s ago"), "{text}");
+    let log = rig
+        .world
+        .logs
+        .iter()
+        .find(|l| l.reminder == Some(1))
+        .unwrap();
+    assert_eq!(log.step.as_deref(), Some("s1"));
+    // The reminder starts a turn; the second comes 2×AFTER after it ends.
+    rig.turn(Duration::from_secs(1));
+    let idle = rig.now;
+    rig.run_until(idle + 2 * AFTER - Duration::from_millis(1));
+    assert_eq!(rig.reminders().len(), 1);
+    rig.run_until(idle + 2 * AFTER);
+    assert_eq!(rig.reminders().last(), Some(&("s1".to_string(), 2)));
+    rig.turn(Duration::from_secs(1));
+    let idle = rig.now;
+    rig.run_until(idle + 4 * AFTER);
+    assert_eq!(rig.reminders().last(), Some(&("s1".to_string(), 3)));
+    rig.turn(Duration::from_secs(1));
+    rig.run_until(rig.now + 100 * AFTER);
+    assert_eq!(rig.reminders().len(), 3, "never beyond remind_max");
+}
+
+#[test]
+fn a_step_ticked_in_time_gets_no_reminder_and_progress_restarts_the_count() {
+    let mut rig = reminding(2);
+    rig.write(NAME, &stock(&[false, false, false]));
+    rig.turn(Duration::from_secs(1));
+    rig.run_until(rig.now + AFTER);
+    assert_eq!(rig.reminders(), vec![("s1".to_string(), 1)]);
+    // Reminded, the agent ticks s1: s2 is announced, with a fresh count.
+    rig.state(Some(AgentState::Busy("calling: task_complete".into())));
+    rig.write(NAME, &stock(&[true, false, false]));
+    rig.advance(Duration::from_secs(1));
+    rig.state(Some(AgentState::Idle));
+    rig.run_until(rig.now + AFTER);
+    assert_eq!(rig.reminders().last(), Some(&("s2".to_string(), 1)));
+    // Ticked within the interval: nothing more for s2.
+    rig.state(Some(AgentState::Busy("thinking".into())));
+    rig.write(NAME, &stock(&[true, true, false]));
+    rig.state(Some(AgentState::Idle));
+    rig.write(NAME, &stock(&[true, true, true]));
+    rig.run_until(rig.now + 100 * AFTER);
+    let s2_s3: Vec<_> = rig
+        .reminders()
+        .into_iter()
+        .filter(|(s, _)| s != "s1")
+        .collect();
+    assert_eq!(s2_s3, vec![("s2".to_string(), 1)]);
+}
+
+#[test]
+fn a_busy_or_unobserved_session_and_an_ended_plan_get_no_reminder() {
+    let mut rig = reminding(3);
+    rig.write(NAME, &stock(&[false, false]));
+    rig.state(Some(AgentState::Busy("thinking".into())));
+    rig.run_until(rig.now + 100 * AFTER);
+    assert!(rig.reminders().is_empty(), "busy");
+    rig.state(None);
+    rig.run_until(rig.now + 100 * AFTER);
+    assert!(rig.reminders().is_empty(), "not observed");
+    rig.state(Some(AgentState::Idle));
+    rig.rename(NAME, DONE);
+    rig.run_until(rig.now + 100 * AFTER);
+    assert!(rig.reminders().is_empty(), "done plan");
+}
+
+#[test]
+fn zero_disables_reminders() {
+    let mut rig = reminding(3);
+    let mut config = rig.engine.config().clone();
+    config.remind_after = None;
+    rig.engine.reconfigure(config);
+    rig.write(NAME, &stock(&[false]));
+    rig.turn(Duration::from_secs(1));
+    rig.run_until(rig.now + 100 * AFTER);
+    assert!(rig.reminders().is_empty());
+}
+
+#[test]
+fn a_restart_keeps_the_count_and_restarts_the_idle_clock() {
+    let mut rig = reminding(3);
+    rig.write(NAME, &stock(&[false, false]));
+    rig.turn(Duration::from_secs(1));
+    rig.run_until(rig.now + AFTER);
+    rig.turn(Duration::from_secs(1));
+    assert_eq!(rig.reminders().len(), 1);
+    // kill -9: memory is what the journal held.
+    let memory = rig.engine.memory().clone();
+    let mut again = Rig::new(rig.engine.config().clone(), Some(memory));
+    again.world.readers.insert("s1".into(), true);
+    again.world.files = rig.world.files.clone();
+    again.startup();
+    again.now = Duration::from_secs(1000);
+    again.state(Some(AgentState::Idle));
+    let seen = again.now;
+    again.run_until(seen + 2 * AFTER - Duration::from_millis(1));
+    assert!(again.reminders().is_empty(), "no repeat of reminder 1");
+    again.run_until(seen + 2 * AFTER);
+    assert_eq!(again.reminders(), vec![("s1".to_string(), 2)]);
+}
+
+#[test]
+fn a_reminder_recorded_but_not_written_goes_out_after_a_restart_once() {
+    let mut rig = reminding(3);
+    rig.write(NAME, &stock(&[false, false]));
+    rig.turn(Duration::from_secs(1));
+    rig.world.readers.insert("s1".into(), false);
+    rig.run_until(rig.now + AFTER);
+    assert_eq!(rig.reminders().len(), 1);
+    assert_eq!(rig.engine.memory().pending_total(), 1);
+    let memory = rig.engine.memory().clone();
+    let mut again = Rig::new(rig.engine.config().clone(), Some(memory));
+    again.world.readers.insert("s1".into(), true);
+    again.world.files = rig.world.files.clone();
+    again.startup();
+    assert_eq!(again.take_delivered(), vec!["s1"]);
+    assert!(again.reminders().is_empty(), "not recorded again");
+}
+
+#[test]
+fn a_reminder_not_yet_written_is_withdrawn_when_its_step_is_checked() {
+    let mut rig = reminding(3);
+    rig.write(NAME, &stock(&[false, false]));
+    rig.turn(Duration::from_secs(1));
+    rig.world.readers.insert("s1".into(), false);
+    rig.run_until(rig.now + AFTER);
+    rig.write(NAME, &stock(&[true, false]));
+    let outbox = &rig.engine.memory().outbox["s1"];
+    assert!(outbox.iter().all(|p| p.step != "s1"), "{outbox:?}");
+}
+
+#[test]
+fn status_shows_reminders_sent_and_the_next_due() {
+    let mut rig = reminding(3);
+    rig.write(NAME, &stock(&[false, false]));
+    rig.turn(Duration::from_secs(1));
+    let idle = rig.now;
+    let views = rig.engine.reminders();
+    assert_eq!(views.len(), 1);
+    assert_eq!((views[0].id.as_str(), views[0].sent), ("s1", 0));
+    assert_eq!(views[0].next_at, Some(idle + AFTER));
+    rig.run_until(idle + AFTER);
+    rig.turn(Duration::from_secs(1));
+    let views = rig.engine.reminders();
+    assert_eq!(views[0].sent, 1);
+    assert_eq!(views[0].next_at, Some(rig.now + 2 * AFTER));
+}
+
+/// What the property test does to the session and its plan.
+#[derive(Debug, Clone)]
+enum Act {
+    Wait(u64),
+    Turn(u64),
+    Busy,
+    Idle,
+    Gone,
+    Tick,
+    Finish,
+}
+
+fn act() -> impl Strategy<Value = Act> {
+    prop_oneof![
+        4 => (1u64..60_000).prop_map(Act::Wait),
+        2 => (1u64..5_000).prop_map(Act::Turn),
+        1 => Just(Act::Busy),
+        1 => Just(Act::Idle),
+        1 => Just(Act::Gone),
+        2 => Just(Act::Tick),
+        1 => Just(Act::Finish),
+    ]
+}
+
+/// What the property test believes of the session and its plan, and the
+/// reminders it has seen, each checked against the rule as it is recorded.
+struct Model {
+    max: u32,
+    checked: Vec<bool>,
+    name: &'static str,
+    busy: bool,
+    observed: bool,
+    /// Per step: when its reminders were recorded, and how many since the
+    /// last progress.
+    sent: BTreeMap<String, (Vec<Duration>, u32)>,
+    /// Records already judged.
+    seen: usize,
+}
+
+impl Model {
+    /// Judge every record written since the last look.
+    fn check(&mut self, rig: &Rig) -> Result<(), TestCaseError> {
+        let records = &rig.world.records[self.seen..];
+        let times = &rig.world.recorded_at[self.seen..];
+        self.seen = rig.world.records.len();
+        for (r, &at) in records.iter().zip(times) {
+            let Record::Remind { pending, n, .. } = r else {
+                continue;
+            };
+            let step = pending.step.clone();
+            let i: usize = step[1..].parse().unwrap();
+            prop_assert!(!self.checked[i - 1], "reminded of checked {}", step);
+            prop_assert!(self.name != DONE, "reminded in a done plan");
+            prop_assert!(
+                self.observed && !self.busy,
+                "reminded a busy or unobserved session"
+            );
+            let entry = self.sent.entry(step).or_default();
+            entry.1 += 1;
+            prop_assert_eq!(*n, entry.1);
+            prop_assert!(*n <= self.max, "beyond remind_max");
+            // Intervals never shrink: reminder k+1 comes at least
+            // AFTER·2^k after reminder k.
+            if let (Some(&last), true) = (entry.0.last(), *n > 1) {
+                prop_assert!(at >= last + AFTER * (1 << (*n - 1)));
+            }
+            entry.0.push(at);
+        }
+        Ok(())
+    }
+
+    fn set(&mut self, rig: &mut Rig, state: Option<AgentState>) -> Result<(), TestCaseError> {
+        self.observed = state.is_some();
+        self.busy = state.as_ref().is_some_and(|s| !s.is_idle());
+        rig.state(state);
+        self.check(rig)
+    }
+}
+
+proptest! {
+    #[test]
+    fn reminders_respect_the_rule(max in 0u32..4, acts in proptest::collection::vec(act(), 1..40)) {
+        let mut rig = reminding(max);
+        let mut m = Model {
+            max,
+            checked: vec![false; 4],
+            name: NAME,
+            busy: false,
+            observed: true,
+            sent: BTreeMap::new(),
+            seen: 0,
+        };
+        rig.write(NAME, &stock(&m.checked));
+        m.check(&rig)?;
+        let busy = || Some(AgentState::Busy("thinking".into()));
+        for a in acts {
+            match a {
+                Act::Wait(ms) => rig.run_until(rig.now + Duration::from_millis(ms)),
+                Act::Turn(ms) => {
+                    m.set(&mut rig, busy())?;
+                    rig.run_until(rig.now + Duration::from_millis(ms));
+                    m.check(&rig)?;
+                    m.set(&mut rig, Some(AgentState::Idle))?;
+                }
+                Act::Busy => m.set(&mut rig, busy())?,
+                Act::Idle => m.set(&mut rig, Some(AgentState::Idle))?,
+                Act::Gone => m.set(&mut rig, None)?,
+                Act::Tick => {
+                    if let Some(i) = m.checked.iter().position(|c| !c) {
+                        m.checked[i] = true;
+                        rig.write(m.name, &stock(&m.checked));
+                        // Progress: every count in this plan starts again.
+                        for (_, n) in m.sent.values_mut() {
+                            *n = 0;
+                        }
+                    }
+                }
+                Act::Finish => {
+                    if m.name != DONE {
+                        rig.rename(m.name, DONE);
+                        m.name = DONE;
+                    }
+                }
+            }
+            m.check(&rig)?;
+        }
+    }
+}
+
+#[test]
+fn a_task_is_reminded_while_ready_unless_claimed_for_another_session() {
+    let mut rig = tracker_rig(false);
+    let mut config = rig.engine.config().clone();
+    config.remind_after = Some(AFTER);
+    rig.engine.reconfigure(config);
+    rig.startup();
+    set_ready(
+        &mut rig,
+        &[
+            ("bd-1", "-", "Fix the build"),
+            ("bd-2", "agent-1", "Write docs"),
+        ],
+    );
+    events(
+        &mut rig,
+        &[r#"{"type":"updated","id":"bd-1","mount":"proj"}"#],
+    );
+    // bd-1 is claimed for a session reveille does not route to; bd-2 by
+    // the assignee of a1, its own session.
+    set_ready(
+        &mut rig,
+        &[
+            ("bd-1", "agent-9", "Fix the build"),
+            ("bd-2", "agent-1", "Write docs"),
+        ],
+    );
+    events(
+        &mut rig,
+        &[r#"{"type":"updated","id":"bd-2","mount":"proj"}"#],
+    );
+    for session in ["s1", "a1"] {
+        rig.feed(Input::SessionState {
+            session: session.into(),
+            state: Some(AgentState::Idle),
+        });
+    }
+    rig.run_until(rig.now + AFTER);
+    assert_eq!(rig.reminders(), vec![("bd-2".to_string(), 1)]);
+    let text = &rig.world.delivered.last().unwrap().2;
+    assert!(
+        text.contains("Write docs") && text.contains("complete bd-2"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_step_checked_restarts_the_count_and_the_clock_of_the_others() {
+    let mut rig = reminding(3);
+    let plan = "# Ship it\n\n- [x] Root\n- [ ] A (after: 1)\n- [ ] B (after: 1)\n";
+    rig.write(NAME, plan);
+    assert_eq!(rig.take_delivered(), vec!["s2", "s3"]);
+    rig.turn(Duration::from_secs(1));
+    let idle = rig.now;
+    rig.run_until(idle + AFTER);
+    assert_eq!(rig.reminders().len(), 2);
+    // A is checked in a turn too short for the state poll to see: the
+    // session never looks busy, yet B's count and clock start again.
+    rig.run_until(rig.now + Duration::from_secs(4));
+    let progress = rig.now;
+    rig.write(NAME, &plan.replace("- [ ] A", "- [x] A"));
+    rig.run_until(progress + AFTER - Duration::from_millis(1));
+    assert_eq!(rig.reminders().len(), 2, "the clock restarted");
+    rig.run_until(progress + AFTER);
+    assert_eq!(rig.reminders().last(), Some(&("s3".to_string(), 1)));
+}
+
+#[test]
+fn turning_reminders_on_by_reload_arms_them_for_idle_sessions() {
+    let mut rig = reminding(3);
+    let mut config = rig.engine.config().clone();
+    config.remind_after = None;
+    rig.engine.reconfigure(config.clone());
+    rig.write(NAME, &stock(&[false]));
+    rig.turn(Duration::from_secs(1));
+    config.remind_after = Some(AFTER);
+    let reload = rig.now;
+    rig.engine.reconfigure(config);
+    rig.run_until(reload + AFTER);
+    assert_eq!(rig.reminders(), vec![("s1".to_string(), 1)]);
+}
+
+#[test]
+fn tracker_notes_are_never_reminded_of() {
+    let mut rig = tracker_rig(false);
+    let mut config = rig.engine.config().clone();
+    config.remind_after = Some(AFTER);
+    rig.engine.reconfigure(config);
+    rig.startup();
+    for session in ["s1", "a1"] {
+        rig.feed(Input::SessionState {
+            session: session.into(),
+            state: Some(AgentState::Idle),
+        });
+    }
+    set_ready(&mut rig, &[("bd-1", "-", "Fix the build")]);
+    events(
+        &mut rig,
+        &[r#"{"type":"created","id":"bd-1","mount":"proj"}"#],
+    );
+    // Claimed by agent-1 (a1): it leaves the ready set; a1 is told of the
+    // claim, s1 keeps who holds it — notes, both.
+    set_ready(&mut rig, &[]);
+    let claim = r#"{"id":"u-1","ts":1708598530,"source":"beads/proj","type":"BeadClaimed","data":{"bead_id":"bd-1","assignee":"agent-1","mount":"proj"}}"#;
+    events(&mut rig, &[claim]);
+    let notes = rig.engine.memory().announced[&src("mount:proj")].clone();
+    assert!(
+        notes.keys().all(|i| !matches!(i, Item::Task(_))),
+        "{notes:?}"
+    );
+    assert!(
+        notes.keys().any(|i| matches!(i, Item::Claim(..))),
+        "{notes:?}"
+    );
+    rig.run_until(rig.now + 100 * AFTER);
+    assert!(rig.reminders().is_empty(), "{:?}", rig.reminders());
+}
