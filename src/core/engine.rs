@@ -22,7 +22,7 @@ use super::input::Input;
 use super::lifecycle::Lifecycle;
 use super::record::{Memory, Record};
 use super::source::Source;
-pub use config::{EngineConfig, Mode, Now, Templates};
+pub use config::{EngineConfig, Fanout, Mode, Now, Templates};
 use context::Cx;
 use ledger::Ledger;
 use plans::{Origin, Plans, ReadKind};
@@ -166,6 +166,7 @@ impl Engine {
                         format!("first start: {n} already-ready {} recorded as the baseline, not announced", if n == 1 { "step or task" } else { "steps and tasks" }),
                     )));
                 }
+                children::respawn_planned(&mut cx);
                 false
             }
             Input::Delivered { session, seq } => {
@@ -185,8 +186,15 @@ impl Engine {
                 false
             }
             Input::SessionState { session, state } => {
+                let back = children::on_state(&mut cx, &session, state.is_some());
                 self.sessions
                     .on_state(now, session, state, cx.ledger, cx.timers);
+                read_again(&self.plans, back, cx.fx);
+                false
+            }
+            Input::ChildSpawned { child, outcome } => {
+                let back = children::on_spawned(&mut cx, &child, outcome);
+                read_again(&self.plans, back, cx.fx);
                 false
             }
             Input::Tick => false,
@@ -210,6 +218,14 @@ impl Engine {
                 false
             }
         };
+        let mut cx = Cx {
+            config: &self.config,
+            ledger: &mut self.ledger,
+            timers: &mut self.timers,
+            fx: &mut fx,
+            baseline: self.baseline,
+        };
+        children::reap_idle(&mut cx, self.sessions.observed());
         if refill {
             self.refill(&mut fx);
         }
@@ -332,6 +348,22 @@ impl Engine {
     }
 }
 
+/// A step handed back by a child is announced again (to the parent) by its
+/// plan's next read.
+fn read_again(plans: &Plans, source: Option<Source>, fx: &mut Vec<Effect>) {
+    let Some(path) = source
+        .and_then(|s| plans.plans.get(&s))
+        .map(|p| p.path.clone())
+    else {
+        return;
+    };
+    fx.push(Effect::Read {
+        path,
+        complete: true,
+    });
+}
+
+mod children;
 mod config;
 mod context;
 mod ledger;

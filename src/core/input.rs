@@ -86,6 +86,12 @@ pub enum Input {
         session: String,
         state: Option<AgentState>,
     },
+    /// The answer to `Effect::Spawn`: the child was seen to exist (at this
+    /// wall-clock time, unix milliseconds), or could not be created.
+    ChildSpawned {
+        child: String,
+        outcome: Result<u64, String>,
+    },
     /// Timers may be due; carries nothing but the `now` beside it.
     Tick,
     /// New complete lines of the tracker's event log, each with the byte

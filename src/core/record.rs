@@ -28,6 +28,9 @@ pub enum Item {
     Claim(String, String),
     /// A task completed elsewhere, told to the session it was announced to.
     Completed(String),
+    /// A plan step a child session completed, told to the parent, by the
+    /// step's key.
+    ChildDone(String),
 }
 
 impl fmt::Display for Item {
@@ -38,6 +41,7 @@ impl fmt::Display for Item {
             Item::Task(id) => write!(f, "task:{id}"),
             Item::Claim(id, who) => write!(f, "claim:{id}\t{who}"),
             Item::Completed(id) => write!(f, "completed:{id}"),
+            Item::ChildDone(k) => write!(f, "child-done:{k}"),
         }
     }
 }
@@ -53,6 +57,7 @@ impl Item {
             "step" => Item::Step(rest.to_string()),
             "task" => Item::Task(rest.to_string()),
             "completed" => Item::Completed(rest.to_string()),
+            "child-done" => Item::ChildDone(rest.to_string()),
             "claim" => {
                 let (id, who) = rest.split_once('\t')?;
                 Item::Claim(id.to_string(), who.to_string())
@@ -64,7 +69,7 @@ impl Item {
     /// The step or task id the journal shows for this item.
     pub fn label(&self) -> &str {
         match self {
-            Item::Step(k) => k,
+            Item::Step(k) | Item::ChildDone(k) => k,
             Item::AllDone => "all-done",
             Item::Task(id) | Item::Claim(id, _) | Item::Completed(id) => id,
         }
@@ -126,6 +131,52 @@ pub struct Cursor {
     pub head: u64,
 }
 
+/// Where a child session reveille made for one step stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChildState {
+    /// Recorded before its `s/new` is written; not yet seen to exist.
+    Planned,
+    /// Seen to exist, its step open.
+    Working,
+    /// Its step is checked: killed once it is idle (or kept).
+    Done,
+    /// Gone (killed from outside, or could not be created) before its step
+    /// was checked: the step went back to the parent, and goes there again
+    /// if it is announced anew.
+    HandedBack,
+}
+
+impl ChildState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChildState::Planned => "planned",
+            ChildState::Working => "working",
+            ChildState::Done => "done",
+            ChildState::HandedBack => "handed back",
+        }
+    }
+}
+
+/// A child session reveille made for one step of a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Child {
+    /// The session of the plan, which fanned the step out.
+    pub parent: String,
+    /// The plan.
+    pub source: Source,
+    /// The step, by its key.
+    pub item: Item,
+    /// The id agents see (`s2`).
+    pub step: String,
+    /// The plan file name, for logs and status.
+    pub plan: String,
+    pub state: ChildState,
+    /// When it was seen to exist (unix milliseconds, from the shell).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since_unix_ms: Option<u64>,
+}
+
 /// One durable change. Appended to the journal before the shell acts on it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "r", rename_all = "snake_case")]
@@ -153,6 +204,12 @@ pub enum Record {
     Cursor { cursor: Cursor },
     /// The first-start baseline is complete.
     Baselined,
+    /// A child session, as it stands now (recorded before it is created,
+    /// and at every move after).
+    Child { id: String, child: Child },
+    /// A child session is no longer followed (reaped, or gone after its
+    /// step was done).
+    ChildEnded { id: String },
 }
 
 /// The durable memory: announced sets, outboxes, sequence, cursor.
@@ -176,6 +233,9 @@ pub struct Memory {
     /// Whether the first-start baseline was taken.
     #[serde(default)]
     pub baselined: bool,
+    /// The child sessions reveille made, by session id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub children: BTreeMap<String, Child>,
 }
 
 impl Memory {
@@ -229,6 +289,12 @@ impl Memory {
             }
             Record::Cursor { cursor } => self.cursor = Some(*cursor),
             Record::Baselined => self.baselined = true,
+            Record::Child { id, child } => {
+                self.children.insert(id.clone(), child.clone());
+            }
+            Record::ChildEnded { id } => {
+                self.children.remove(id);
+            }
         }
     }
 
@@ -315,6 +381,7 @@ mod tests {
             Item::Task("bd-1".into()),
             Item::Claim("bd-1".into(), "agent".into()),
             Item::Completed("bd-2".into()),
+            Item::ChildDone("step two".into()),
         ] {
             assert_eq!(Item::parse(&item.to_string()), Some(item));
         }

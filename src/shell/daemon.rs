@@ -20,8 +20,8 @@ use tokio::time::Instant;
 
 use crate::config::{self, Settings};
 use crate::core::driver::{drive, World};
-use crate::core::effect::{Delivery, Level, Log};
-use crate::core::engine::{Engine, EngineConfig, Mode, Templates};
+use crate::core::effect::{Delivery, Level, Log, Spawn};
+use crate::core::engine::{Engine, EngineConfig, Fanout, Mode, Templates};
 use crate::core::input::{Change, FileRead, Input, Undeliverable};
 use crate::core::prompt;
 use crate::core::record::Record;
@@ -30,6 +30,7 @@ use crate::shell::deliver::{Deliverer, Framing, Outcome, Reached};
 use crate::shell::ollie::{self, Submitted};
 use crate::shell::read::{read_capped, read_fresh};
 use crate::shell::sessions::{SessionTree, TreeChange};
+use crate::shell::spawn::Spawner;
 use crate::shell::store::{Store, StoreError};
 use crate::shell::systemd::Notifier;
 use crate::shell::tail::{PipeTail, Tail};
@@ -73,6 +74,11 @@ pub fn engine_config(s: &Settings) -> EngineConfig {
     c.mounts = s.events.mounts.clone();
     c.assignees = s.events.assignees.clone();
     c.notify_completed = s.events.notify_completed;
+    c.fanout = Fanout {
+        max_children: s.fanout.max_children,
+        max_total: s.fanout.max_total,
+        keep_children: s.fanout.keep_children,
+    };
     c.beads_file = s
         .beads
         .issues_jsonl
@@ -174,6 +180,7 @@ fn emit(project: &str, l: &Log) {
                     .map(|p| p.strip_prefix("plan:").unwrap_or(p)),
                 step = l.step.as_deref(),
                 session = l.session.as_deref(),
+                parent = l.parent.as_deref(),
                 mount = l.mount.as_deref(),
                 file = l.file.as_deref(),
                 line = l.line.map(|n| n as u64),
@@ -240,6 +247,7 @@ struct Carry<'a> {
     store_failing: &'a mut bool,
     watch: &'a Watch,
     deliverer: &'a Deliverer,
+    spawner: &'a Spawner,
     background: &'a mut usize,
 }
 
@@ -266,6 +274,15 @@ impl World for Carry<'_> {
 
     fn read_beads(&mut self) -> Option<(FileRead, i64)> {
         beads_read(self.settings)
+    }
+
+    fn spawn(&mut self, spawn: &Spawn) -> Option<Input> {
+        self.spawner.spawn(spawn);
+        None
+    }
+
+    fn reap(&mut self, child: &str) {
+        self.spawner.reap(child, &self.settings.project.name);
     }
 
     fn deliver(&mut self, d: &Delivery) -> Option<Result<(), Undeliverable>> {
@@ -313,6 +330,8 @@ struct Daemon {
     store: Store,
     watch: Watch,
     deliverer: Deliverer,
+    /// Creates and kills child sessions (fan-out).
+    spawner: Spawner,
     notifier: Notifier,
     /// The engine's clock origin.
     started: Instant,
@@ -358,6 +377,7 @@ impl Daemon {
             store_failing: &mut self.store_failing,
             watch: &self.watch,
             deliverer: &self.deliverer,
+            spawner: &self.spawner,
             background: &mut self.background,
         };
         drive(&mut self.engine, &mut world, now, input);
@@ -813,6 +833,9 @@ impl Daemon {
                 self.deliverer.enqueue = new.sessions.enqueue.clone();
                 self.deliverer.framing = framing(&new);
                 self.deliverer.submit = new.sessions.delivery == config::Delivery::Auto;
+                self.spawner.sessions_dir = new.sessions.dir.clone();
+                self.spawner.backend = new.fanout.backend.clone();
+                self.spawner.model = new.fanout.model.clone();
                 if new.sessions.dir != self.settings.sessions.dir {
                     self.tree = None;
                 }
@@ -863,6 +886,8 @@ impl Signals {
 struct Wakers {
     events: WatchEvents,
     outcomes: mpsc::UnboundedReceiver<Outcome>,
+    /// Outcomes of child session creates (`Input::ChildSpawned`).
+    spawned: mpsc::UnboundedReceiver<Input>,
     signals: Signals,
 }
 
@@ -911,6 +936,13 @@ impl Daemon {
             submit: settings.sessions.delivery == config::Delivery::Auto,
             outcomes: outcomes_tx,
         };
+        let (spawned_tx, spawned) = mpsc::unbounded_channel::<Input>();
+        let spawner = Spawner {
+            sessions_dir: settings.sessions.dir.clone(),
+            backend: settings.fanout.backend.clone(),
+            model: settings.fanout.model.clone(),
+            outcomes: spawned_tx,
+        };
         let signals = Signals::install()?;
         let tail = settings
             .events
@@ -923,6 +955,7 @@ impl Daemon {
             store,
             watch,
             deliverer,
+            spawner,
             notifier: Notifier::from_env(),
             started: Instant::now(),
             sync_at: None,
@@ -938,6 +971,7 @@ impl Daemon {
         let wakers = Wakers {
             events,
             outcomes,
+            spawned,
             signals,
         };
         Ok((d, wakers))
@@ -1006,6 +1040,7 @@ impl Daemon {
                 }
                 _ = w.events.wake.notified() => self.check_overflow(&w.events),
                 Some(outcome) = w.outcomes.recv() => self.on_outcome(outcome),
+                Some(input) = w.spawned.recv() => self.feed(input),
                 ready = async {
                     match &self.pipe {
                         Some(pipe) => pipe.readable().await,

@@ -21,6 +21,7 @@ pub mod logging;
 pub mod ollie;
 pub mod read;
 pub mod sessions;
+pub mod spawn;
 pub mod status;
 pub mod store;
 pub mod systemd;

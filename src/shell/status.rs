@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::config::Settings;
 use crate::core::driver::{drive, World};
-use crate::core::effect::{Delivery, Log};
+use crate::core::effect::{Delivery, Log, Spawn};
 use crate::core::engine::{Engine, EngineConfig, PlanView};
 use crate::core::input::{FileRead, Input, Undeliverable};
 use crate::core::lifecycle::Lifecycle;
@@ -106,6 +106,10 @@ impl World for Look<'_> {
     fn read_beads(&mut self) -> Option<(FileRead, i64)> {
         None
     }
+    fn spawn(&mut self, _: &Spawn) -> Option<Input> {
+        None
+    }
+    fn reap(&mut self, _: &str) {}
     fn deliver(&mut self, _: &Delivery) -> Option<Result<(), Undeliverable>> {
         None
     }

@@ -40,6 +40,27 @@ impl Default for Templates {
     }
 }
 
+/// Fan-out: child sessions for the parallel steps of a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fanout {
+    /// Working children per plan; 0 = off.
+    pub max_children: usize,
+    /// Working children across the project.
+    pub max_total: usize,
+    /// Keep a child after its step is checked.
+    pub keep_children: bool,
+}
+
+impl Default for Fanout {
+    fn default() -> Fanout {
+        Fanout {
+            max_children: 0,
+            max_total: 8,
+            keep_children: false,
+        }
+    }
+}
+
 /// What the engine needs to know of the configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineConfig {
@@ -76,6 +97,8 @@ pub struct EngineConfig {
     pub notify_completed: bool,
     /// The beads `issues.jsonl` file name, for prompts (`None`: not watched).
     pub beads_file: Option<String>,
+    /// Child sessions for parallel steps (off by default).
+    pub fanout: Fanout,
 }
 
 impl EngineConfig {
@@ -99,6 +122,7 @@ impl EngineConfig {
             assignees: BTreeMap::new(),
             notify_completed: false,
             beads_file: None,
+            fanout: Fanout::default(),
         }
     }
 }
