@@ -7,6 +7,7 @@ mod config_example;
 mod core_purity;
 mod daemon;
 mod doubles;
+mod fanout;
 mod hostile;
 mod reliability;
 mod systemd;

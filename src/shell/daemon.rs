@@ -24,7 +24,7 @@ use crate::core::effect::{Delivery, Level, Log, Spawn};
 use crate::core::engine::{Engine, EngineConfig, Fanout, Mode, Templates};
 use crate::core::input::{Change, FileRead, Input, Undeliverable};
 use crate::core::prompt;
-use crate::core::record::Record;
+use crate::core::record::{ChildState, Record};
 use crate::core::session::check_name;
 use crate::shell::deliver::{Deliverer, Framing, Outcome, Reached};
 use crate::shell::ollie::{self, Submitted};
@@ -603,6 +603,7 @@ impl Daemon {
                 for change in changes {
                     self.on_tree_change(change);
                 }
+                self.children_unlisted();
             }
             Err(e) => {
                 if !self.tree_failing {
@@ -610,6 +611,31 @@ impl Daemon {
                     tracing::warn!(project = %project, "cannot read {}: {e}; session states unknown until it can be read", self.settings.sessions.dir.join("idx").display());
                 }
             }
+        }
+    }
+
+    /// A child confirmed (seen in `idx` by its create) and missing from a
+    /// later read of `idx` is gone, even if no poll ever listed it — one
+    /// killed within a poll of its creation would otherwise never be seen
+    /// to go, and its step never handed back.
+    fn children_unlisted(&mut self) {
+        let Some(tree) = &self.tree else { return };
+        let gone: Vec<String> = self
+            .engine
+            .memory()
+            .children
+            .iter()
+            .filter(|(id, c)| {
+                matches!(c.state, ChildState::Working | ChildState::Done)
+                    && !tree.sessions().contains_key(*id)
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for session in gone {
+            self.feed(Input::SessionState {
+                session,
+                state: None,
+            });
         }
     }
 

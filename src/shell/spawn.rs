@@ -137,13 +137,31 @@ fn read_cfg(path: &Path) -> std::io::Result<BTreeMap<String, String>> {
         .collect())
 }
 
-/// A synthetic file read to its end (its reported size means nothing).
+/// A synthetic file read to its end (its reported size means nothing), in
+/// as few `read(2)`s as possible: each read at an offset is served from the
+/// content as it is *then*, so a file read in pieces while it changes
+/// (`cfg`'s `state=idle` becoming `state=thinking`) comes back shifted and
+/// torn. One large buffer makes it one read for any `cfg` or `idx` of
+/// ordinary size (a plain `read_to_string` starts with a 32-byte probe).
 fn read_capped(path: &Path) -> std::io::Result<String> {
-    let mut text = String::new();
-    std::fs::File::open(path)?
-        .take(READ_CAP)
-        .read_to_string(&mut text)?;
-    Ok(text)
+    let mut file = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; 256 << 10];
+    let mut len = 0;
+    loop {
+        let n = file.read(&mut buf[len..])?;
+        if n == 0 {
+            break;
+        }
+        len += n;
+        if len == buf.len() {
+            if len as u64 >= READ_CAP {
+                break;
+            }
+            buf.resize(len * 2, 0);
+        }
+    }
+    buf.truncate(len);
+    Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
 /// One open, one write, one close: ollie-9p acts on the text at close.

@@ -156,6 +156,55 @@ pub struct IgnoredView {
     pub rule: String,
 }
 
+/// A child session reveille made for one step (fan-out).
+#[derive(Debug, Serialize)]
+pub struct ChildView {
+    pub id: String,
+    /// The session of the plan, which fanned the step out.
+    pub parent: String,
+    /// The plan's identity and file.
+    pub plan: String,
+    pub file: String,
+    /// The step it works on (`s2`).
+    pub step: String,
+    /// `planned` (asked for, not yet seen), `working`, `done` (its step is
+    /// checked; killed once idle unless kept), `handed back`.
+    pub state: &'static str,
+    /// Seconds since it was seen to exist.
+    pub age_s: Option<u64>,
+}
+
+fn children(memory: &Memory) -> Vec<ChildView> {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    memory
+        .children
+        .iter()
+        .map(|(id, c)| ChildView {
+            id: id.clone(),
+            parent: c.parent.clone(),
+            plan: c.source.to_string(),
+            file: c.plan.clone(),
+            step: c.step.clone(),
+            state: c.state.as_str(),
+            age_s: c.since_unix_ms.map(|t| now_ms.saturating_sub(t) / 1000),
+        })
+        .collect()
+}
+
+fn render_children(out: &mut String, s: &Status) {
+    for c in &s.children {
+        let age = c
+            .age_s
+            .map_or_else(|| "not seen yet".to_string(), |a| format!("{a}s old"));
+        out.push_str(&format!(
+            "child   {}: {} of {}, parent {}, {}, {age}\n",
+            c.id, c.step, c.file, c.parent, c.state
+        ));
+    }
+}
+
 /// Everything `status` shows.
 #[derive(Debug, Serialize)]
 pub struct Status {
@@ -179,6 +228,8 @@ pub struct Status {
     pub tasks: BTreeMap<String, Vec<AnnouncedView>>,
     /// The tracker event log position.
     pub events: Option<Cursor>,
+    /// Child sessions made for parallel steps (fan-out).
+    pub children: Vec<ChildView>,
 }
 
 /// One plan.
@@ -335,6 +386,7 @@ pub fn gather(settings: &Settings) -> Result<Status, String> {
         outbox,
         tasks,
         events: memory.cursor,
+        children: children(memory),
     })
 }
 
@@ -431,6 +483,7 @@ pub fn render(s: &Status) -> String {
         let ids: Vec<String> = items.iter().map(announced_line).collect();
         out.push_str(&format!("tasks   {source}: {}\n", ids.join(", ")));
     }
+    render_children(&mut out, s);
     render_outbox(&mut out, s);
     if let Some(c) = &s.events {
         out.push_str(&format!(
