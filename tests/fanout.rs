@@ -147,11 +147,22 @@ fn three_parallel_steps_run_in_the_parent_and_two_children_and_the_join_reaches_
     wait_until("the children to be reaped", T, || {
         children_of(&ollie).is_empty().then_some(())
     });
+    // Journal entries about a child name it and its parent.
     let journal = daemon.log();
-    assert!(
-        journal.contains(&format!("killing child session {beta}")),
-        "{journal}"
-    );
+    for what in [
+        format!("creating child session {beta}"),
+        format!("announced s2 to session {beta}"),
+        format!("killing child session {beta}"),
+    ] {
+        let line = journal
+            .lines()
+            .find(|l| l.contains(&what))
+            .unwrap_or_else(|| panic!("no {what:?} in\n{journal}"));
+        assert!(
+            line.contains(&format!("session=\"{beta}\"")) && line.contains("parent=\"agent\""),
+            "{line}"
+        );
+    }
 }
 
 #[test]

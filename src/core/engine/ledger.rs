@@ -70,6 +70,15 @@ impl Ledger {
         fx.push(Effect::Record(record));
     }
 
+    /// A journal entry about `session` names its parent too when it is a
+    /// child reveille made (`PARENT=`).
+    fn with_parent(&self, log: Log, session: &str) -> Log {
+        match self.memory.children.get(session) {
+            Some(child) => log.parent(&child.parent),
+            None => log,
+        }
+    }
+
     /// A session showed signs of a reader: a lane backing off retries now.
     pub(super) fn poke(&mut self, now: Now, session: String, timers: &mut Timers) {
         // Backing off (never while a write is in flight): retry now.
@@ -138,16 +147,15 @@ impl Ledger {
             },
             fx,
         );
-        fx.push(Effect::Log(
-            Log::new(
-                Level::Info,
-                format!("announced {step} to session {session}"),
-            )
-            .plan(source)
-            .step(&step)
-            .session(session)
-            .file(&plan),
-        ));
+        let log = Log::new(
+            Level::Info,
+            format!("announced {step} to session {session}"),
+        )
+        .plan(source)
+        .step(&step)
+        .session(session)
+        .file(&plan);
+        fx.push(Effect::Log(self.with_parent(log, session)));
         self.dirty_lanes.insert(session.to_string());
         true
     }
@@ -265,12 +273,11 @@ impl Ledger {
             ));
         }
         if let Some((source, step)) = step {
-            fx.push(Effect::Log(
-                Log::new(Level::Debug, format!("delivered {step}"))
-                    .plan(&source)
-                    .step(&step)
-                    .session(&session),
-            ));
+            let log = Log::new(Level::Debug, format!("delivered {step}"))
+                .plan(&source)
+                .step(&step)
+                .session(&session);
+            fx.push(Effect::Log(self.with_parent(log, &session)));
         }
         let refill = self.drained(&session, cap);
         self.dirty_lanes.insert(session);
