@@ -54,6 +54,8 @@ pub struct PlanView {
 /// - `Tasks` (`engine/tasks.rs`): tracker mounts and events, the beads
 ///   file, task titles, mounts known only by their events.
 /// - `Sessions` (`engine/sessions.rs`): what is known of each session.
+/// - children (`engine/children.rs`): fan-out's rules over the child
+///   sessions recorded in the ledger's memory.
 /// - `Timers` (`engine/timers.rs`): every deadline, in one table.
 ///
 /// Each part gets what it needs of the others through a `Cx`, so borrows
