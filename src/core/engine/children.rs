@@ -110,7 +110,9 @@ pub(super) struct StepRef<'a> {
 /// the parent (off, capped, or handed back once already).
 pub(super) fn assign(cx: &mut Cx, source: &Source, step: StepRef, parent: &str) -> Option<String> {
     let fan = cx.config.fanout;
-    if fan.max_children == 0 || cx.baseline {
+    // Only plans of the plan directory: a session's own checklist (and a
+    // plan.json, which `task_complete` does not tick) stays with its session.
+    if fan.max_children == 0 || cx.baseline || !matches!(source, Source::Plan(_)) {
         return None;
     }
     let children = &cx.ledger.memory.children;
@@ -209,8 +211,16 @@ pub(super) fn on_spawned(cx: &mut Cx, id: &str, outcome: Result<u64, String>) ->
                 ..child
             };
             let id = id.to_string();
-            cx.ledger.record(Record::Child { id, child }, cx.fx);
+            cx.ledger.record(
+                Record::Child {
+                    id: id.clone(),
+                    child,
+                },
+                cx.fx,
+            );
             cx.fx.push(Effect::Log(log));
+            // Its prompt waited for it to exist.
+            cx.ledger.wake_lane(id);
             None
         }
         Ok(_) => None,

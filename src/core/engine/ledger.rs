@@ -11,7 +11,7 @@ use super::config::{EngineConfig, Now};
 use super::timers::{Timer, Timers};
 use crate::core::effect::{Delivery, Effect, Level, Log};
 use crate::core::input::Undeliverable;
-use crate::core::record::{Item, Memory, Pending, Record};
+use crate::core::record::{ChildState, Item, Memory, Pending, Record};
 use crate::core::source::Source;
 
 /// The delivery lane of one session: at most one prompt in flight, retries
@@ -341,6 +341,12 @@ impl Ledger {
                 continue;
             }
             timers.cancel(&retry);
+            // A child not yet seen to exist: its prompt waits for it
+            // (`wake_lane` once it is listed) rather than failing writes.
+            let planned = self.memory.children.get(&session);
+            if planned.is_some_and(|c| c.state == ChildState::Planned) {
+                continue;
+            }
             let Some(front) = self.memory.outbox.get(&session).and_then(|q| q.front()) else {
                 continue;
             };
