@@ -220,7 +220,11 @@ fn read_all(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
         .open(path)?;
-    let mut out = Vec::new();
+    // Room for the whole file up front: each read at an offset is served
+    // from the content as it is then, so a file read in pieces while a
+    // session's state changes comes back shifted and torn (an empty Vec
+    // makes `read_to_end` start with a 32-byte probe read).
+    let mut out = Vec::with_capacity(256 << 10);
     file.take(cap).read_to_end(&mut out)?;
     Ok(out)
 }
