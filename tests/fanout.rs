@@ -287,3 +287,50 @@ fn the_cap_holds_and_steps_beyond_it_go_to_the_parent() {
         "{text}"
     );
 }
+
+#[test]
+fn kill_9_as_soon_as_a_child_is_recorded_makes_no_second_child() {
+    let Some((ollie, _cwd, project)) = setup(1) else {
+        return;
+    };
+    let daemon = Daemon::start(&project);
+    let plan = parallel_plan(&project.plan_dir);
+    // The record is in the journal before this line is logged; its create
+    // may or may not have been written when the kill lands.
+    daemon.wait_log("creating child session", T);
+    daemon.kill9();
+    let handed = working_agents(&ollie, &plan);
+    let daemon = Daemon::start(&project);
+    wait_join(&handed);
+    let ever: std::collections::BTreeSet<String> = ollie
+        .all_turns()
+        .iter()
+        .map(|t| t.session.clone())
+        .filter(|s| s != PARENT)
+        .collect();
+    assert_eq!(ever.len(), 1, "{ever:?}\n{}", daemon.log());
+    let handed = handed.lock().unwrap().clone();
+    let mut steps: Vec<&str> = handed.iter().map(|(_, s, _)| s.as_str()).collect();
+    steps.sort();
+    steps.dedup();
+    assert_eq!(steps, vec!["Alpha", "Beta", "Gamma", "Join"], "{handed:?}");
+}
+
+#[test]
+fn check_shows_the_fanout_keys_with_where_they_come_from() {
+    let mut project = Project::new();
+    project.set("fanout", "max_children", "2");
+    let out = project.run(&["check"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = |key: &str| {
+        text.lines()
+            .find(|l| l.starts_with(key))
+            .unwrap_or_else(|| panic!("no {key} in\n{text}"))
+            .to_string()
+    };
+    assert!(line("fanout.max_children").contains("= 2"), "{text}");
+    assert!(line("fanout.max_children").contains("# file"), "{text}");
+    assert!(line("fanout.max_total").contains("= 8"), "{text}");
+    assert!(line("fanout.keep_children").contains("= false"), "{text}");
+    assert!(line("fanout.model").contains("default"), "{text}");
+}

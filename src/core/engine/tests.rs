@@ -1525,6 +1525,53 @@ mod fanout {
     }
 
     #[test]
+    fn kept_children_are_not_killed_and_free_their_slot_when_done() {
+        let mut rig = rig(1, 1);
+        let mut config = rig.engine.config().clone();
+        config.fanout.keep_children = true;
+        rig.engine.reconfigure(config);
+        rig.write(NAME, &parallel([false; 4]));
+        let id = rig.world.spawned[0].child.clone();
+        appear(&mut rig, &id, AgentState::Idle);
+        rig.write(NAME, &parallel([false, true, false, false]));
+        rig.feed(Input::SessionState {
+            session: id.clone(),
+            state: Some(AgentState::Idle),
+        });
+        assert!(rig.world.reaped.is_empty());
+        assert_eq!(
+            children(&rig),
+            vec![(id.clone(), "s2".into(), ChildState::Done)]
+        );
+        // A done child no longer counts against max_total = 1: another
+        // plan's parallel step gets a child.
+        rig.write(
+            "20261130T101600_b1b2c3d4--other__todo.md",
+            &parallel([false; 4]),
+        );
+        assert_eq!(rig.world.spawned.len(), 2, "{:?}", rig.world.spawned);
+        // Gone (killed by a person): no longer followed, nothing handed back.
+        rig.feed(Input::SessionState {
+            session: id.clone(),
+            state: None,
+        });
+        assert!(!rig.engine.memory().children.contains_key(&id));
+    }
+
+    #[test]
+    fn session_checklists_never_fan_out() {
+        let mut rig = rig(2, 8);
+        let path = PathBuf::from(SESSIONS).join("p/plan");
+        rig.world.files.insert(path.clone(), parallel([false; 4]));
+        rig.feed(Input::Changed {
+            path,
+            change: Change::Closed,
+        });
+        assert!(rig.world.spawned.is_empty());
+        assert_eq!(rig.take_delivered(), vec!["s1", "s2", "s3"]);
+    }
+
+    #[test]
     fn the_project_cap_holds_across_plans() {
         let mut rig = rig(2, 1);
         rig.write(NAME, &parallel([false; 4]));
