@@ -159,14 +159,8 @@ impl Engine {
                 false
             }
             Input::StartupDone => {
-                if self.baseline {
-                    self.baseline = false;
-                    let n: usize = cx.ledger.memory.announced.values().map(BTreeMap::len).sum();
-                    cx.ledger.record(Record::Baselined, cx.fx);
-                    cx.fx.push(Effect::Log(Log::new(
-                        Level::Info,
-                        format!("first start: {n} already-ready {} recorded as the baseline, not announced", if n == 1 { "step or task" } else { "steps and tasks" }),
-                    )));
+                if std::mem::take(&mut self.baseline) {
+                    baseline_taken(&mut cx);
                 }
                 children::respawn_planned(&mut cx);
                 false
@@ -348,6 +342,21 @@ impl Engine {
     pub fn plan_count(&self) -> usize {
         self.plans.plans.len()
     }
+}
+
+/// The first-start baseline is complete: say how much it holds.
+fn baseline_taken(cx: &mut Cx) {
+    let n: usize = cx.ledger.memory.announced.values().map(BTreeMap::len).sum();
+    cx.ledger.record(Record::Baselined, cx.fx);
+    let what = if n == 1 {
+        "step or task"
+    } else {
+        "steps and tasks"
+    };
+    cx.fx.push(Effect::Log(Log::new(
+        Level::Info,
+        format!("first start: {n} already-ready {what} recorded as the baseline, not announced"),
+    )));
 }
 
 /// A step handed back by a child is announced again (to the parent) by its
