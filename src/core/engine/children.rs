@@ -285,14 +285,16 @@ fn hand_back(cx: &mut Cx, id: &str, why: &str) -> Option<Source> {
     Some(source)
 }
 
-/// A step left the announced set (checked, or gone from its plan) while
-/// `holder` held it. A child's step done: the parent is told once, and the
-/// child waits to be reaped. A step once handed back forgets that.
+/// A step left the announced set (`checked`, or gone from its plan) while
+/// `holder` held it. A child's step done: the parent is told once (not for
+/// a step that was removed), and the child waits to be reaped. A step once
+/// handed back forgets that.
 pub(super) fn step_left(
     cx: &mut Cx,
     source: &Source,
     plan: &Plan,
     key: &str,
+    checked: bool,
     holder: Option<&str>,
 ) {
     let item = Item::Step(key.to_string());
@@ -330,7 +332,7 @@ pub(super) fn step_left(
         cx.fx,
     );
     let done = Item::ChildDone(key.to_string());
-    if cx.ledger.memory.is_announced(source, &done) {
+    if !checked || cx.ledger.memory.is_announced(source, &done) {
         return;
     }
     let wake = Wake {
@@ -342,6 +344,40 @@ pub(super) fn step_left(
     };
     cx.ledger
         .announce(cx.config.outbox_cap, source, wake, cx.fx);
+}
+
+/// A plan ended (done, abandoned, deleted): its working children have
+/// nothing left to do — they are killed once idle, like a child whose step
+/// is done, and their steps are not handed back (the plan wakes no one).
+pub(super) fn plan_ended(cx: &mut Cx, source: &Source, why: &str) {
+    let of_plan: Vec<(String, Child)> = cx
+        .ledger
+        .memory
+        .children
+        .iter()
+        .filter(|(_, c)| c.source == *source)
+        .map(|(id, c)| (id.clone(), c.clone()))
+        .collect();
+    for (id, child) in of_plan {
+        match child.state {
+            ChildState::Planned | ChildState::Working => {
+                cx.fx.push(Effect::Log(
+                    Log::new(Level::Info, format!("child session {id} is done: {why}"))
+                        .plan(source)
+                        .step(&child.step)
+                        .session(&id)
+                        .parent(&child.parent),
+                ));
+                let child = Child {
+                    state: ChildState::Done,
+                    ..child
+                };
+                cx.ledger.record(Record::Child { id, child }, cx.fx);
+            }
+            ChildState::HandedBack => cx.ledger.record(Record::ChildEnded { id }, cx.fx),
+            ChildState::Done => {}
+        }
+    }
 }
 
 /// Kill every child whose step is done and which is idle now, unless

@@ -290,6 +290,7 @@ impl Plans {
         if old_live && !live {
             cx.ledger
                 .withdraw_source(&pp.source, "its plan ended", cx.fx);
+            children::plan_ended(cx, &pp.source, "its plan ended");
         }
         let forget_missing = how.complete && !trust.fresh;
         if self.reconcile_plan(&pp.source, &plan, forget_missing, cx) && trust.fresh {
@@ -514,6 +515,7 @@ impl Plans {
             for source in stale {
                 cx.ledger
                     .withdraw_source(&source, "its plan was deleted", cx.fx);
+                children::plan_ended(cx, &source, "its plan was deleted");
                 cx.ledger.record(Record::DropSource { source }, cx.fx);
             }
         }
@@ -552,6 +554,7 @@ impl Plans {
         }
         cx.ledger
             .withdraw_source(source, "its plan was deleted", cx.fx);
+        children::plan_ended(cx, source, "its plan was deleted");
         if cx.ledger.memory.announced.contains_key(source) {
             cx.ledger.record(
                 Record::DropSource {
@@ -705,7 +708,8 @@ impl Plans {
             cx.ledger
                 .unannounce(source, item.clone(), "its step was checked", cx.fx);
             if let Item::Step(key) = &item {
-                children::step_left(cx, source, plan, key, holder.as_deref());
+                let checked = existing.contains(key.as_str());
+                children::step_left(cx, source, plan, key, checked, holder.as_deref());
             }
         }
         kept_missing

@@ -1559,6 +1559,37 @@ mod fanout {
     }
 
     #[test]
+    fn children_of_an_ended_plan_are_reaped_and_hand_nothing_back() {
+        let mut rig = rig(2, 8);
+        rig.write(NAME, &parallel([false; 4]));
+        let ids: Vec<String> = rig.world.spawned.iter().map(|s| s.child.clone()).collect();
+        appear(&mut rig, &ids[0], AgentState::Busy("thinking".into()));
+        rig.take_delivered();
+        rig.delete(NAME);
+        rig.settle();
+        assert!(
+            children(&rig).iter().all(|c| c.2 == ChildState::Done),
+            "{:?}",
+            children(&rig)
+        );
+        rig.feed(Input::SessionState {
+            session: ids[0].clone(),
+            state: Some(AgentState::Idle),
+        });
+        assert_eq!(rig.world.reaped, vec![ids[0].clone()]);
+        assert!(
+            rig.take_delivered().is_empty(),
+            "nobody told of a deleted plan"
+        );
+        // Its slots are free: a new plan fans out again.
+        rig.write(
+            "20261130T101600_b1b2c3d4--other__todo.md",
+            &parallel([false; 4]),
+        );
+        assert_eq!(rig.world.spawned.len(), 4);
+    }
+
+    #[test]
     fn session_checklists_never_fan_out() {
         let mut rig = rig(2, 8);
         let path = PathBuf::from(SESSIONS).join("p/plan");
