@@ -86,6 +86,9 @@ pub struct Delivery {
     pub plan: String,
     /// For `jsonl` framing: the step or task id.
     pub step: String,
+    /// The parent, when the session is a child reveille made (fan-out),
+    /// for the journal.
+    pub parent: Option<String>,
 }
 
 /// An effect for the shell to carry out.

@@ -217,22 +217,22 @@ fn beads_read(settings: &Settings) -> Option<(FileRead, i64)> {
 
 /// Say how a prompt reached its session: for an ollie-9p session,
 /// whether it woke an idle agent or queued behind a running turn.
-fn log_reached(project: &str, session: &str, step: &str, reached: &Reached) {
+fn log_reached(project: &str, session: &str, parent: Option<&str>, step: &str, reached: &Reached) {
     let Reached::Submitted(how) = reached else {
         return;
     };
     match how {
         Submitted::Woke => {
-            tracing::info!(project = %project, session = %session, step = %step, "woke idle session {session} for {step}")
+            tracing::info!(project = %project, session = %session, parent = parent, step = %step, "woke idle session {session} for {step}")
         }
         Submitted::WokeUnconfirmed => {
-            tracing::info!(project = %project, session = %session, step = %step, "submitted {step} to idle session {session}; its turn was not seen starting within {:?}", ollie::CONFIRM_TIMEOUT)
+            tracing::info!(project = %project, session = %session, parent = parent, step = %step, "submitted {step} to idle session {session}; its turn was not seen starting within {:?}", ollie::CONFIRM_TIMEOUT)
         }
         Submitted::Queued(state) => {
-            tracing::info!(project = %project, session = %session, step = %step, "queued {step} behind the running turn of {session} ({state})")
+            tracing::info!(project = %project, session = %session, parent = parent, step = %step, "queued {step} behind the running turn of {session} ({state})")
         }
         Submitted::StateUnknown => {
-            tracing::info!(project = %project, session = %session, step = %step, "submitted {step} to session {session} (its state could not be read)")
+            tracing::info!(project = %project, session = %session, parent = parent, step = %step, "submitted {step} to session {session} (its state could not be read)")
         }
     }
 }
@@ -289,9 +289,13 @@ impl World for Carry<'_> {
         let outcome = self.deliverer.deliver(d);
         match &outcome {
             None => *self.background += 1,
-            Some(Ok(reached)) => {
-                log_reached(&self.settings.project.name, &d.session, &d.step, reached)
-            }
+            Some(Ok(reached)) => log_reached(
+                &self.settings.project.name,
+                &d.session,
+                d.parent.as_deref(),
+                &d.step,
+                reached,
+            ),
             Some(Err(_)) => {}
         }
         outcome.map(|r| r.map(|_| ()))
@@ -462,9 +466,11 @@ impl Daemon {
         self.background = self.background.saturating_sub(1);
         let input = match outcome.result {
             Ok(reached) => {
+                let parent = self.engine.memory().children.get(&outcome.session);
                 log_reached(
                     &self.settings.project.name,
                     &outcome.session,
+                    parent.map(|c| c.parent.as_str()),
                     &outcome.step,
                     &reached,
                 );
@@ -641,6 +647,14 @@ impl Daemon {
 
     fn on_tree_change(&mut self, change: TreeChange) {
         let project = self.settings.project.name.clone();
+        // A child reveille made names its parent (`PARENT=`).
+        let parent_of = |d: &Daemon, session: &str| {
+            d.engine
+                .memory()
+                .children
+                .get(session)
+                .map(|c| c.parent.clone())
+        };
         match change {
             TreeChange::Appeared(session) => {
                 let state = self
@@ -648,7 +662,8 @@ impl Daemon {
                     .as_ref()
                     .and_then(|t| t.sessions().get(&session))
                     .map(|o| o.state.clone());
-                tracing::debug!(project = %project, session = %session, "session {session} appeared");
+                let parent = parent_of(self, &session);
+                tracing::debug!(project = %project, session = %session, parent = parent.as_deref(), "session {session} appeared");
                 self.feed(Input::SessionState { session, state });
             }
             TreeChange::Gone(session) => {
@@ -658,14 +673,16 @@ impl Daemon {
                     .outbox
                     .get(&session)
                     .map_or(0, |q| q.len());
-                tracing::info!(project = %project, session = %session, "session {session} is gone (killed, or renamed); {pending} undelivered prompt(s) kept in its outbox");
+                let parent = parent_of(self, &session);
+                tracing::info!(project = %project, session = %session, parent = parent.as_deref(), "session {session} is gone (killed, or renamed); {pending} undelivered prompt(s) kept in its outbox");
                 self.feed(Input::SessionState {
                     session,
                     state: None,
                 });
             }
             TreeChange::State { session, from, to } => {
-                tracing::debug!(project = %project, session = %session, "session {session}: {from} → {to}");
+                let parent = parent_of(self, &session);
+                tracing::debug!(project = %project, session = %session, parent = parent.as_deref(), "session {session}: {from} → {to}");
                 self.feed(Input::SessionState {
                     session,
                     state: Some(to),

@@ -352,11 +352,12 @@ impl Ledger {
             };
             lane.inflight = Some(front.seq);
             return Some(Delivery {
-                session,
                 seq: front.seq,
                 text: front.text.clone(),
                 plan: front.plan.clone(),
                 step: front.step.clone(),
+                parent: self.memory.children.get(&session).map(|c| c.parent.clone()),
+                session,
             });
         }
         None
