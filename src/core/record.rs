@@ -374,6 +374,49 @@ mod tests {
     }
 
     #[test]
+    fn child_records_are_idempotent_and_round_trip() {
+        let child = Child {
+            parent: "agent".into(),
+            source: Source::Plan("p".into()),
+            item: Item::Step("beta".into()),
+            step: "s2".into(),
+            plan: "p.md".into(),
+            state: ChildState::Working,
+            since_unix_ms: Some(5),
+        };
+        let records = [
+            Record::Child {
+                id: "agent.s2-1".into(),
+                child: Child {
+                    state: ChildState::Planned,
+                    since_unix_ms: None,
+                    ..child.clone()
+                },
+            },
+            Record::Child {
+                id: "agent.s2-1".into(),
+                child: child.clone(),
+            },
+        ];
+        let mut once = Memory::default();
+        records.iter().for_each(|r| once.apply(r));
+        let mut twice = once.clone();
+        records.iter().for_each(|r| twice.apply(r));
+        assert_eq!(once, twice);
+        assert_eq!(once.children["agent.s2-1"], child);
+        for r in &records {
+            let line = serde_json::to_string(r).unwrap();
+            assert_eq!(&serde_json::from_str::<Record>(&line).unwrap(), r);
+        }
+        let text = serde_json::to_string(&once).unwrap();
+        assert_eq!(serde_json::from_str::<Memory>(&text).unwrap(), once);
+        once.apply(&Record::ChildEnded {
+            id: "agent.s2-1".into(),
+        });
+        assert!(once.children.is_empty());
+    }
+
+    #[test]
     fn records_and_memory_round_trip_through_json() {
         for item in [
             Item::Step("a:b\tc".into()),
