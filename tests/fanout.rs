@@ -338,3 +338,24 @@ fn check_shows_the_fanout_keys_with_where_they_come_from() {
     assert!(line("fanout.keep_children").contains("= false"), "{text}");
     assert!(line("fanout.model").contains("default"), "{text}");
 }
+
+#[test]
+fn children_take_the_parents_cwd_and_backend_and_the_configured_model() {
+    let Some((ollie, cwd, mut project)) = setup(1) else {
+        return;
+    };
+    std::fs::write(ollie.session_dir(PARENT).join("cfg"), "backend=ollama\n").unwrap();
+    project.set("fanout", "model", "\"small\"");
+    let _daemon = Daemon::start(&project);
+    parallel_plan(&project.plan_dir);
+    let child = wait_until("a child", T, || children_of(&ollie).pop());
+    let idx = std::fs::read_to_string(ollie.sessions_dir().join("idx")).unwrap();
+    let row: Vec<&str> = idx
+        .lines()
+        .find(|l| l.starts_with(&format!("{child}\t")))
+        .unwrap_or_else(|| panic!("{child} not in idx:\n{idx}"))
+        .split('\t')
+        .collect();
+    let parent_cwd = cwd.path().display().to_string();
+    assert_eq!(&row[2..], [parent_cwd.as_str(), "ollama", "small"], "{idx}");
+}
