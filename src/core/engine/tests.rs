@@ -1404,8 +1404,16 @@ mod fanout {
                 .collect::<Vec<_>>(),
             vec!["s2", "s3"]
         );
-        // The parent got s1 at once; the children's prompts wait for them.
+        // The parent got s1 at once; the children's prompts wait for them,
+        // without a write tried at a session that is not there yet.
         assert_eq!(rig.take_delivered(), vec!["s1"]);
+        rig.settle();
+        let tried = rig
+            .world
+            .logs
+            .iter()
+            .any(|l| l.message.starts_with("cannot deliver"));
+        assert!(!tried, "{:?}", rig.world.logs);
         for id in &spawned {
             appear(&mut rig, id, AgentState::Idle);
         }
