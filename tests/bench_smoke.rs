@@ -2,6 +2,9 @@
 //! every part runs against the real daemon and produces figures. Speed is
 //! not judged here — benchmarks are not timed assertions.
 
+// The harness brings its own copy of the ollie-9p double (the benchmark
+// binary has no tests/util); in this crate that double is also util::ollie.
+#[allow(clippy::duplicate_mod)]
 #[path = "../benches/wake/harness/mod.rs"]
 mod harness;
 
@@ -34,6 +37,18 @@ fn the_wake_benchmark_runs_at_smoke_size_and_produces_every_figure() {
             report.rows.iter().any(|r| r.figure.contains(figure)),
             "no figure {figure:?} in\n{md}"
         );
+    }
+    // The agent rows need the ollie-9p double, which needs FUSE.
+    if harness::agents::unavailable().is_none() {
+        for figure in [
+            "idle agent's turn starts, p50",
+            "5 sessions: FUSE requests/s",
+        ] {
+            assert!(
+                report.rows.iter().any(|r| r.figure.contains(figure)),
+                "no figure {figure:?} in\n{md}"
+            );
+        }
     }
     assert_eq!(report.scale.len(), 2, "{md}");
     for s in &report.scale {

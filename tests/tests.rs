@@ -1,6 +1,7 @@
 //! The one integration-test binary (`autotests = false`): every module here
 //! is a group of tests, `util` is their shared harness.
 
+mod agents;
 mod bench_smoke;
 mod cli;
 mod config_example;
@@ -11,4 +12,5 @@ mod fanout;
 mod hostile;
 mod reliability;
 mod systemd;
+mod tracker9p;
 mod util;

@@ -59,6 +59,10 @@ pub(crate) fn entries(s: &Settings) -> Vec<(String, String)> {
     add("events.mounts", format!("[{}]", mounts.join(", ")));
     add("events.poll_interval_ms", ms(e.poll_interval));
     add("events.notify_completed", e.notify_completed.to_string());
+    add(
+        "events.resync_ms",
+        e.resync.map_or_else(|| "0".to_string(), ms),
+    );
     if e.assignees.is_empty() {
         add("events.assignees", "{}".to_string());
     }

@@ -54,6 +54,7 @@ pub(crate) struct RawEvents {
     pub mounts: Vec<String>,
     pub poll_interval_ms: u64,
     pub notify_completed: bool,
+    pub resync_ms: u64,
     pub assignees: BTreeMap<String, String>,
 }
 
@@ -130,6 +131,7 @@ impl RawConfig {
                 mounts: Vec::new(),
                 poll_interval_ms: 250,
                 notify_completed: false,
+                resync_ms: 0,
                 assignees: BTreeMap::new(),
             },
             beads: RawBeads {

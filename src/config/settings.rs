@@ -199,6 +199,9 @@ pub struct EventSettings {
     pub poll_interval: Duration,
     /// Tell a session when its task was completed elsewhere.
     pub notify_completed: bool,
+    /// Read every mount's ready list this often with no event asking;
+    /// `None` (0, the default) never.
+    pub resync: Option<Duration>,
     /// Tracker assignee → session id.
     pub assignees: BTreeMap<String, String>,
 }
@@ -541,6 +544,10 @@ fn events(e: &RawEvents, project: &str, env: &EnvSnapshot, bad: &mut Problems) -
             3_600_000,
         )),
         notify_completed: e.notify_completed,
+        resync: match e.resync_ms {
+            0 => None,
+            ms => Some(bad.keep(millis("events.resync_ms", ms, 1000, 86_400_000))),
+        },
         assignees,
     }
 }

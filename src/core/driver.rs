@@ -28,6 +28,9 @@ pub trait World {
     fn list(&mut self) -> Vec<PathBuf>;
     /// A tracker mount's ready file, and whether it is fresh.
     fn read_mount(&mut self, mount: &str) -> (FileRead, bool);
+    /// A tracker mount's `list` file (every bead not closed, with its
+    /// assignee).
+    fn read_mount_list(&mut self, mount: &str) -> FileRead;
     /// The beads `issues.jsonl` with the wall-clock second it was read at,
     /// or `None` when none is configured.
     fn read_beads(&mut self) -> Option<(FileRead, i64)>;
@@ -103,6 +106,10 @@ fn carry_out(engine: &Engine, world: &mut impl World, effect: Effect) -> Option<
         Effect::Reap { child } => {
             world.reap(&child);
             None
+        }
+        Effect::ReadMountList { mount } => {
+            let read = world.read_mount_list(&mount);
+            Some(Input::MountListRead { mount, read })
         }
         Effect::ReadBeads => world
             .read_beads()

@@ -105,6 +105,10 @@ pub enum Effect {
     Log(Log),
     /// Read `<beads_root>/<mount>/ready`; answer with `Input::MountRead`.
     ReadMount { mount: String },
+    /// Read `<beads_root>/<mount>/list` (every bead not closed, with its
+    /// assignee); answer with `Input::MountListRead`. Asked for when a
+    /// `claimed` event names no assignee: 9beads keeps it only there.
+    ReadMountList { mount: String },
     /// Read the beads `issues.jsonl`; answer with `Input::BeadsRead`.
     ReadBeads,
     /// Create child session `child` with the parent's working directory;

@@ -67,7 +67,7 @@ pub struct Engine {
     tasks: Tasks,
     sessions: Sessions,
     /// Every deadline: settles, re-reads, rename grace, retries, beads
-    /// deferrals.
+    /// deferrals, the tracker resync.
     timers: Timers,
     /// True from a first start (no memory) until `StartupDone`.
     baseline: bool,
@@ -106,6 +106,10 @@ impl Engine {
     /// shell afterwards (a `Listed { read_all: true }`), since routes,
     /// templates or the mode may have changed.
     pub fn reconfigure(&mut self, config: EngineConfig) {
+        if config.resync.is_none() {
+            // Turned off: no deadline left behind.
+            self.timers.cancel(&Timer::Resync);
+        }
         self.config = config;
     }
 
@@ -181,16 +185,14 @@ impl Engine {
                     .on_activity(now, session, cx.ledger, cx.timers);
                 false
             }
-            Input::SessionState { session, state } => {
-                let back = children::on_state(&mut cx, &session, state.is_some());
-                self.sessions
-                    .on_state(now, session, state, cx.ledger, cx.timers);
+            input @ (Input::SessionState { .. } | Input::ChildSpawned { .. }) => {
+                let back = on_session(now, input, &mut self.sessions, &mut cx);
                 read_again(&self.plans, back, cx.fx);
                 false
             }
-            Input::ChildSpawned { child, outcome } => {
-                let back = children::on_spawned(&mut cx, &child, outcome);
-                read_again(&self.plans, back, cx.fx);
+            Input::QueuedBehindTurn { session } => {
+                self.sessions
+                    .on_queued(now, &session, cx.config, cx.ledger, cx.timers);
                 false
             }
             Input::Tick => false,
@@ -207,6 +209,10 @@ impl Engine {
             }
             Input::MountRead { mount, read, fresh } => {
                 self.tasks.on_mount_read(now, &mount, read, fresh, &mut cx);
+                false
+            }
+            Input::MountListRead { mount, read } => {
+                self.tasks.on_mount_list_read(&mount, read, &mut cx);
                 false
             }
             Input::BeadsRead { read, now_unix } => {
@@ -264,14 +270,33 @@ impl Engine {
                 }),
                 Timer::Recheck(path) => fx.push(self.plans.recheck_due(path)),
                 Timer::MountRecheck(mount) => fx.push(self.tasks.recheck_due(mount)),
+                Timer::Resync => self.resync(now, fx),
                 Timer::BeadsDue => fx.push(Effect::ReadBeads),
                 Timer::Vanished(_) => list = true,
                 Timer::Retry(session) => self.ledger.wake_lane(session),
+                Timer::Release(session) => {
+                    self.ledger.release(&session);
+                }
             }
         }
         if list {
             self.plans.listing = true;
             fx.push(Effect::List { read_all: false });
+        }
+    }
+
+    /// `events.resync_ms` came due: read every mount's ready list (9beads
+    /// writes no event for `unclaim`, `open`, `reopen`, `defer`, `dep`,
+    /// `undep`, `update`).
+    fn resync(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        let Some(every) = self.config.resync else {
+            return;
+        };
+        self.timers.set(Timer::Resync, now + every);
+        for mount in &self.config.mounts {
+            fx.push(Effect::ReadMount {
+                mount: mount.clone(),
+            });
         }
     }
 
@@ -341,6 +366,21 @@ impl Engine {
     /// Number of tracked plans.
     pub fn plan_count(&self) -> usize {
         self.plans.plans.len()
+    }
+}
+
+/// A session's state, or a child's create answered: the sessions part and
+/// fan-out both hear of it. Returns the plan to read again when a child
+/// handed its step back.
+fn on_session(now: Now, input: Input, sessions: &mut Sessions, cx: &mut Cx) -> Option<Source> {
+    match input {
+        Input::SessionState { session, state } => {
+            let back = children::on_state(cx, &session, state.is_some());
+            sessions.on_state(now, session, state, cx.config, cx.ledger, cx.timers);
+            back
+        }
+        Input::ChildSpawned { child, outcome } => children::on_spawned(cx, &child, outcome),
+        _ => None,
     }
 }
 

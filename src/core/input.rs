@@ -92,6 +92,9 @@ pub enum Input {
         child: String,
         outcome: Result<u64, String>,
     },
+    /// A prompt was submitted to a session whose state is observed while a
+    /// turn was running: it waits in the agent's own queue.
+    QueuedBehindTurn { session: String },
     /// Timers may be due; carries nothing but the `now` beside it.
     Tick,
     /// New complete lines of the tracker's event log, each with the byte
@@ -111,6 +114,8 @@ pub enum Input {
         /// place may be caught half written (see `PlanRead::fresh`).
         fresh: bool,
     },
+    /// The answer to `Effect::ReadMountList`: `<beads_root>/<mount>/list`.
+    MountListRead { mount: String, read: FileRead },
     /// The beads `issues.jsonl`, with the wall-clock time (unix seconds) it
     /// is judged at, for `defer_until`.
     BeadsRead { read: FileRead, now_unix: i64 },

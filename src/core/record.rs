@@ -31,6 +31,12 @@ pub enum Item {
     /// A plan step a child session completed, told to the parent, by the
     /// step's key.
     ChildDone(String),
+    /// Who has a tracker task that left the ready set without being closed
+    /// (claimed, blocked again): the claimer's session, else the session
+    /// it was announced to. No prompt of its own; it tells a later
+    /// `completed` event whom to tell: (id, title), the title kept here so
+    /// that the engine's title cache need not grow with held tasks.
+    Held(String, String),
 }
 
 impl fmt::Display for Item {
@@ -42,6 +48,7 @@ impl fmt::Display for Item {
             Item::Claim(id, who) => write!(f, "claim:{id}\t{who}"),
             Item::Completed(id) => write!(f, "completed:{id}"),
             Item::ChildDone(k) => write!(f, "child-done:{k}"),
+            Item::Held(id, title) => write!(f, "held:{id}\t{title}"),
         }
     }
 }
@@ -58,6 +65,10 @@ impl Item {
             "task" => Item::Task(rest.to_string()),
             "completed" => Item::Completed(rest.to_string()),
             "child-done" => Item::ChildDone(rest.to_string()),
+            "held" => {
+                let (id, title) = rest.split_once('\t')?;
+                Item::Held(id.to_string(), title.to_string())
+            }
             "claim" => {
                 let (id, who) = rest.split_once('\t')?;
                 Item::Claim(id.to_string(), who.to_string())
@@ -71,7 +82,7 @@ impl Item {
         match self {
             Item::Step(k) | Item::ChildDone(k) => k,
             Item::AllDone => "all-done",
-            Item::Task(id) | Item::Claim(id, _) | Item::Completed(id) => id,
+            Item::Task(id) | Item::Claim(id, _) | Item::Completed(id) | Item::Held(id, _) => id,
         }
     }
 }
@@ -129,6 +140,13 @@ pub struct Cursor {
     /// inode when the tracker restarts, but not its first event.
     #[serde(default)]
     pub head: u64,
+    /// A hash of the bytes just before `offset` (the end of the last line
+    /// consumed), 0 when unknown. A restarted tracker that re-mounts the
+    /// same projects begins its new log with the very same bytes, so the
+    /// head alone cannot tell; the new log passing our offset between two
+    /// polls (size never seen below it) has different bytes here.
+    #[serde(default)]
+    pub last: u64,
 }
 
 /// Where a child session reveille made for one step stands.
@@ -359,6 +377,7 @@ mod tests {
                     ino: 2,
                     offset: 3,
                     head: 4,
+                    last: 5,
                 },
             },
         ];
@@ -425,6 +444,7 @@ mod tests {
             Item::Claim("bd-1".into(), "agent".into()),
             Item::Completed("bd-2".into()),
             Item::ChildDone("step two".into()),
+            Item::Held("bd-3".into(), "A\ttitle".into()),
         ] {
             assert_eq!(Item::parse(&item.to_string()), Some(item));
         }

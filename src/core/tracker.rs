@@ -331,39 +331,66 @@ pub fn valid_id(s: &str) -> bool {
     super::session::check_name(s).is_ok() && !s.starts_with('.')
 }
 
-/// One row of `<beads_root>/<mount>/ready`.
+/// One row of a 9beads list file: `<mount>/ready`, `<mount>/list`,
+/// `<mount>/deferred`, `<mount>/closed` or their root versions (9beads'
+/// `readMountList` in `p9/server.go` writes them all the same way).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadyRow {
     /// The bead id, checked with [`valid_id`].
     pub id: String,
-    /// As the tracker wrote it (`open` in practice); kept for the engine to
-    /// decide, not interpreted here.
+    /// As the tracker wrote it (`open`, `in_progress`, `deferred`,
+    /// `closed`, …); kept for the engine to decide, not interpreted here.
     pub status: String,
-    /// How many beads block this one (0 in a well-formed ready file).
+    /// How many dependencies the bead has, of any kind and whether or not
+    /// they are closed (9beads counts `GetDependencies`); 0 for the `-`
+    /// 9beads writes when there are none. A ready bead can have some.
     pub blockers: u32,
-    /// `None` for `-`.
+    /// `None` for `-` (unassigned). 9beads' `claim` without a name assigns
+    /// the literal `9beads`, which is kept as written.
     pub assignee: Option<String>,
-    /// Last-update stamp, opaque; `None` for `-`.
+    /// Last-update stamp (`YYYY-MM-DD` from 9beads), opaque; `None` for `-`.
     pub updated: Option<String>,
-    /// The rest of the line; empty for `-`.
+    /// The rest of the line, tabs included; control characters other than
+    /// tab (a NUL would end a prompt on a `nul`-framed pipe) become spaces,
+    /// and a title written with newlines in it comes back joined by spaces.
+    /// Empty for `-`.
     pub title: String,
 }
 
-/// Parse a mount's `ready` file: one bead per line, tab-separated
-/// `id status blockers-count assignee updated title`. Blank lines are
-/// skipped; a row with too few fields, a non-numeric count or an invalid id
-/// is a [`LineError`] and is dropped, the other rows are still returned.
+/// Parse one of 9beads' list files (see [`ReadyRow`]): one bead per line,
+/// tab-separated `id status blockers assignee updated title`. Blank lines
+/// are skipped. 9beads writes a title verbatim, so a title with a newline
+/// in it continues on the next line: a line with no tab right after a row
+/// is that row's title going on. A row with too few fields, a blockers
+/// count that is neither `-` nor a number, or an invalid id is a
+/// [`LineError`] and is dropped; the other rows are still returned.
 pub fn parse_ready(text: &str) -> (Vec<ReadyRow>, Vec<LineError>) {
-    let mut rows = Vec::new();
+    let mut rows: Vec<ReadyRow> = Vec::new();
     let mut errors = Vec::new();
+    // Whether the previous line was a row whose title may go on.
+    let mut open_row = false;
     for (i, raw) in text.lines().enumerate() {
         let line = raw.strip_suffix('\r').unwrap_or(raw);
         if line.trim().is_empty() {
+            open_row = false;
+            continue;
+        }
+        if open_row && !line.contains('\t') {
+            if let Some(row) = rows.last_mut() {
+                row.title.push(' ');
+                row.title.push_str(&clean_title(line));
+            }
             continue;
         }
         match parse_ready_row(line) {
-            Ok(row) => rows.push(row),
-            Err(message) => errors.push(LineError::new(i + 1, message)),
+            Ok(row) => {
+                rows.push(row);
+                open_row = true;
+            }
+            Err(message) => {
+                errors.push(LineError::new(i + 1, message));
+                open_row = false;
+            }
         }
     }
     (rows, errors)
@@ -380,10 +407,16 @@ fn parse_ready_row(line: &str) -> Result<ReadyRow, String> {
     if !valid_id(id) {
         return Err(format!("invalid bead id {}", quoted(id)));
     }
-    let blockers = blockers
-        .trim()
-        .parse::<u32>()
-        .map_err(|_| format!("blockers count {} is not a number", quoted(blockers)))?;
+    let blockers = match blockers.trim() {
+        // 9beads writes `-` for a bead with no dependencies at all.
+        "-" | "" => 0,
+        n => n.parse::<u32>().map_err(|_| {
+            format!(
+                "blockers count {} is neither `-` nor a number",
+                quoted(blockers)
+            )
+        })?,
+    };
     let dash = |s: &str| (s != "-" && !s.is_empty()).then(|| s.to_string());
     Ok(ReadyRow {
         id: id.to_string(),
@@ -391,8 +424,17 @@ fn parse_ready_row(line: &str) -> Result<ReadyRow, String> {
         blockers,
         assignee: dash(assignee),
         updated: dash(updated),
-        title: dash(title).unwrap_or_default(),
+        title: dash(title).map(|t| clean_title(&t)).unwrap_or_default(),
     })
+}
+
+/// A title as a prompt can carry it: control characters but tab become
+/// spaces.
+fn clean_title(title: &str) -> String {
+    title
+        .chars()
+        .map(|c| if c.is_control() && c != '\t' { ' ' } else { c })
+        .collect()
 }
 
 /// A bead file, `<beads_root>/<mount>/<id>`.

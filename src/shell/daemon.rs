@@ -70,6 +70,9 @@ pub fn engine_config(s: &Settings) -> EngineConfig {
     c.settle = s.project.settle;
     c.retry_initial = s.sessions.retry_initial;
     c.retry_max = s.sessions.retry_max;
+    // Two state polls: a gap between chained turns that one poll caught
+    // is not taken for the end of the chain.
+    c.idle_settle = (s.sessions.state_poll * 2).max(std::time::Duration::from_millis(100));
     c.outbox_cap = s.sessions.outbox_cap;
     c.mounts = s.events.mounts.clone();
     c.assignees = s.events.assignees.clone();
@@ -79,6 +82,7 @@ pub fn engine_config(s: &Settings) -> EngineConfig {
         max_total: s.fanout.max_total,
         keep_children: s.fanout.keep_children,
     };
+    c.resync = s.events.resync;
     c.beads_file = s
         .beads
         .issues_jsonl
@@ -210,6 +214,19 @@ fn mount_read(settings: &Settings, mount: &str) -> (FileRead, bool) {
     }
 }
 
+/// `<beads_root>/<mount>/list`, where 9beads keeps a claimed bead's
+/// assignee. Read whole at once: a synthetic file has no half-written
+/// state, and a claim is told from it at most once.
+fn mount_list_read(settings: &Settings, mount: &str) -> FileRead {
+    match check_name(mount) {
+        Ok(()) => read_capped(
+            &settings.events.beads_root.join(mount).join("list"),
+            TRACKER_FILE_CAP,
+        ),
+        Err(why) => FileRead::Failed(format!("mount name {why}")),
+    }
+}
+
 fn beads_read(settings: &Settings) -> Option<(FileRead, i64)> {
     let path = settings.beads.issues_jsonl.as_ref()?;
     Some((read_capped(path, TRACKER_FILE_CAP), unix_now()))
@@ -270,6 +287,10 @@ impl World for Carry<'_> {
 
     fn read_mount(&mut self, mount: &str) -> (FileRead, bool) {
         mount_read(self.settings, mount)
+    }
+
+    fn read_mount_list(&mut self, mount: &str) -> FileRead {
+        mount_list_read(self.settings, mount)
     }
 
     fn read_beads(&mut self) -> Option<(FileRead, i64)> {
@@ -474,6 +495,12 @@ impl Daemon {
                     &outcome.step,
                     &reached,
                 );
+                if matches!(reached, Reached::Submitted(Submitted::Queued(_))) {
+                    // Before `Delivered`, which would offer the next prompt.
+                    self.feed(Input::QueuedBehindTurn {
+                        session: outcome.session.clone(),
+                    });
+                }
                 Input::Delivered {
                     session: outcome.session,
                     seq: outcome.seq,

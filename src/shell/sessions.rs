@@ -214,20 +214,40 @@ fn content_hash(bytes: &[u8]) -> u64 {
 }
 
 /// Read a synthetic file to its end (its reported size means nothing).
+/// Over FUSE with direct I/O every `read(2)` is one request to the
+/// server, so the buffer starts large: an `idx` of 100 sessions is two
+/// reads (the data, then end of file), not the dozen a small first buffer
+/// growing by doubling would take.
 fn read_all(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
     use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
+    let mut file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
         .open(path)?;
-    // Room for the whole file up front: each read at an offset is served
-    // from the content as it is then, so a file read in pieces while a
-    // session's state changes comes back shifted and torn (an empty Vec
-    // makes `read_to_end` start with a 32-byte probe read).
-    let mut out = Vec::with_capacity(256 << 10);
-    file.take(cap).read_to_end(&mut out)?;
+    let cap = usize::try_from(cap).unwrap_or(usize::MAX);
+    let mut out = vec![0u8; READ_CHUNK.min(cap)];
+    let mut filled = 0;
+    loop {
+        if filled == out.len() {
+            if filled >= cap {
+                break;
+            }
+            out.resize((filled * 2).min(cap), 0);
+        }
+        match file.read(&mut out[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    out.truncate(filled);
     Ok(out)
 }
+
+/// The first read's size: far more than an `idx` of a few hundred
+/// sessions or a session checklist.
+const READ_CHUNK: usize = 64 << 10;
 
 #[cfg(test)]
 mod tests {

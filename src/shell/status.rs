@@ -103,6 +103,9 @@ impl World for Look<'_> {
     fn read_mount(&mut self, _: &str) -> (FileRead, bool) {
         (FileRead::Missing, false)
     }
+    fn read_mount_list(&mut self, _: &str) -> FileRead {
+        FileRead::Missing
+    }
     fn read_beads(&mut self) -> Option<(FileRead, i64)> {
         None
     }
@@ -230,6 +233,82 @@ pub struct Status {
     pub events: Option<Cursor>,
     /// Child sessions made for parallel steps (fan-out).
     pub children: Vec<ChildView>,
+    /// Every session reveille knows of: its observed state, what is
+    /// pending for it, and what was delivered to it and is still open.
+    pub sessions: Vec<SessionView>,
+}
+
+/// One session as `status` shows it.
+#[derive(Debug, Serialize)]
+pub struct SessionView {
+    pub id: String,
+    /// `idle`, `thinking`, `calling: <tool>`, …; `None` for sessions with
+    /// no observable state (named pipes, plain files) or not listed now.
+    pub state: Option<String>,
+    /// When the daemon saw it enter that state (unix milliseconds).
+    pub since_unix_ms: Option<u64>,
+    /// Prompts waiting in its outbox, by step or task id.
+    pub pending: Vec<String>,
+    /// Steps and tasks delivered to it and not yet checked or closed.
+    pub open: Vec<String>,
+}
+
+/// A session's state as the daemon last wrote it to `sessions.json`.
+#[derive(Debug, serde::Deserialize)]
+struct ObservedFile {
+    state: String,
+    since: u64,
+}
+
+/// The sessions view: `sessions.json` (states, written by the daemon when
+/// they change) joined with the memory's outboxes and announced items.
+fn sessions_view(dir: &Path, memory: &Memory, k: &Known) -> Vec<SessionView> {
+    let observed: BTreeMap<String, ObservedFile> = std::fs::read(dir.join("sessions.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    let mut views: BTreeMap<String, SessionView> = BTreeMap::new();
+    fn view<'a>(
+        views: &'a mut BTreeMap<String, SessionView>,
+        observed: &BTreeMap<String, ObservedFile>,
+        id: &str,
+    ) -> &'a mut SessionView {
+        views.entry(id.to_string()).or_insert_with(|| SessionView {
+            id: id.to_string(),
+            state: observed.get(id).map(|o| o.state.clone()),
+            since_unix_ms: observed.get(id).map(|o| o.since),
+            pending: Vec::new(),
+            open: Vec::new(),
+        })
+    }
+    for id in observed.keys() {
+        view(&mut views, &observed, id);
+    }
+    for (session, queue) in &memory.outbox {
+        view(&mut views, &observed, session).pending =
+            queue.iter().map(|p| p.step.clone()).collect();
+    }
+    for (source, items) in &memory.announced {
+        let plan = k
+            .plans
+            .iter()
+            .find(|p| &p.source == source)
+            .and_then(|p| k.parsed.get(&p.path));
+        for (item, a) in items {
+            let (Some(session), false) = (&a.session, a.baseline) else {
+                continue;
+            };
+            let pending = memory
+                .outbox
+                .get(session)
+                .is_some_and(|q| q.iter().any(|p| &p.source == source && &p.item == item));
+            if !pending && matches!(item, Item::Step(_) | Item::Task(_)) {
+                let id = announced_view(item, a, plan).id;
+                view(&mut views, &observed, session).open.push(id);
+            }
+        }
+    }
+    views.into_values().collect()
 }
 
 /// One plan.
@@ -268,8 +347,19 @@ fn announced_view(item: &Item, a: &Announced, plan: Option<&Plan>) -> AnnouncedV
         Item::Step(key) => plan.and_then(|p| p.steps.iter().find(|s| &s.key == key)),
         _ => None,
     };
+    let mut id = step.map_or_else(|| item.label().to_string(), |s| s.label.clone());
+    // Tracker notes share their task's id: say which note it is.
+    match item {
+        Item::Claim(_, who) => id.push_str(&format!(" (claim by {who} told)")),
+        Item::Completed(_) => id.push_str(" (completion told)"),
+        Item::Held(..) => id.push_str(&format!(
+            " (left the ready set; held by {})",
+            a.session.as_deref().unwrap_or("-")
+        )),
+        _ => {}
+    }
     AnnouncedView {
-        id: step.map_or_else(|| item.label().to_string(), |s| s.label.clone()),
+        id,
         title: step.map(|s| s.title.clone()),
         session: a.session.clone(),
         baseline: a.baseline,
@@ -387,6 +477,7 @@ pub fn gather(settings: &Settings) -> Result<Status, String> {
         tasks,
         events: memory.cursor,
         children: children(memory),
+        sessions: sessions_view(dir, memory, &k),
     })
 }
 
@@ -456,6 +547,34 @@ fn render_outbox(out: &mut String, s: &Status) {
     }
 }
 
+fn render_sessions(out: &mut String, s: &Status) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    for v in &s.sessions {
+        let state = match (&v.state, v.since_unix_ms) {
+            (Some(st), Some(since)) => {
+                format!("{st} for {}s", now.saturating_sub(since) / 1000)
+            }
+            (Some(st), None) => st.clone(),
+            _ => "state unknown".to_string(),
+        };
+        let list = |ids: &[String]| {
+            if ids.is_empty() {
+                "-".to_string()
+            } else {
+                ids.join(", ")
+            }
+        };
+        out.push_str(&format!(
+            "session {}: {state}; pending {}; delivered, open {}\n",
+            v.id,
+            list(&v.pending),
+            list(&v.open)
+        ));
+    }
+}
+
 /// The human-readable form.
 pub fn render(s: &Status) -> String {
     let mut out = String::new();
@@ -485,6 +604,7 @@ pub fn render(s: &Status) -> String {
     }
     render_children(&mut out, s);
     render_outbox(&mut out, s);
+    render_sessions(&mut out, s);
     if let Some(c) = &s.events {
         out.push_str(&format!(
             "events  offset {} (dev {}, inode {})\n",

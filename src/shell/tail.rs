@@ -57,16 +57,31 @@ fn head_hash(file: &mut File, size: u64) -> io::Result<u64> {
         return Ok(0);
     }
     let mut buf = [0u8; HEAD];
-    let n = HEAD;
     file.seek(SeekFrom::Start(0))?;
-    file.read_exact(&mut buf[..n])?;
-    // FNV-1a: stable across runs and platforms, which `DefaultHasher` is not.
+    file.read_exact(&mut buf)?;
+    Ok(fnv(&buf))
+}
+
+/// A hash of the (up to `HEAD`) bytes that end at `offset`; 0 at offset 0.
+fn last_hash(file: &File, offset: u64) -> io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    if offset == 0 {
+        return Ok(0);
+    }
+    let from = offset.saturating_sub(HEAD as u64);
+    let mut buf = vec![0u8; (offset - from) as usize];
+    file.read_exact_at(&mut buf, from)?;
+    Ok(fnv(&buf).max(1))
+}
+
+/// FNV-1a: stable across runs and platforms, which `DefaultHasher` is not.
+fn fnv(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in &buf[..n] {
+    for b in bytes {
         h ^= u64::from(*b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
-    Ok(h)
+    h
 }
 
 impl Tail {
@@ -95,11 +110,15 @@ impl Tail {
         let mut f = File::open(path).ok()?;
         let m = f.metadata().ok()?;
         let head = head_hash(&mut f, m.size()).ok()?;
+        // Only whole lines count as read: a first start mid-line would
+        // otherwise hash half a line.
+        let last = last_hash(&f, m.size()).ok()?;
         Some(Cursor {
             dev: m.dev(),
             ino: m.ino(),
             offset: m.size(),
             head,
+            last,
         })
     }
 
@@ -137,11 +156,12 @@ impl Tail {
                 restart = Some("was replaced (new inode)");
             } else if size < self.pos {
                 restart = Some("was truncated (size below the offset)");
-            } else if self.cursor.head != 0 {
-                let head = head_hash(&mut file, size)?;
-                if head != self.cursor.head {
-                    restart = Some("was rewritten (its first bytes changed)");
-                }
+            } else if self.cursor.head != 0 && head_hash(&mut file, size)? != self.cursor.head {
+                restart = Some("was rewritten (its first bytes changed)");
+            } else if self.cursor.last != 0
+                && last_hash(&file, self.cursor.offset)? != self.cursor.last
+            {
+                restart = Some("was rewritten (the bytes before the read offset changed)");
             }
         }
         if let Some(why) = restart {
@@ -160,12 +180,19 @@ impl Tail {
             out.cursor = self.cursor;
             return Ok(Some(out));
         }
+        // Up to the length stat reported (a synthetic file serves whatever
+        // it holds at open; reading to EOF instead could split a line the
+        // server is appending).
         let want = ((size - start) as usize).min(CHUNK);
         out.more = (size - start) as usize > CHUNK;
         file.seek(SeekFrom::Start(start))?;
         let mut buf = Vec::with_capacity(want);
         (&mut file).take(want as u64).read_to_end(&mut buf)?;
+        let before = self.cursor.offset;
         self.split(start, &buf, &mut out.lines);
+        if self.cursor.offset != before || (self.cursor.last == 0 && before > 0) {
+            self.cursor.last = last_hash(&file, self.cursor.offset)?;
+        }
         out.cursor = self.cursor;
         Ok(Some(out))
     }
@@ -398,6 +425,43 @@ mod tests {
         assert!(r.restarted.as_deref().unwrap().contains("first bytes"));
         assert_eq!(r.lines.len(), 2);
         assert!(r.lines[0].1.starts_with(b"bbb"));
+    }
+
+    /// 9beads restarted and re-mounted the same project: its new log opens
+    /// with the very same mount event (same head), and grew past our offset
+    /// before we looked (its size never seen below it).
+    #[test]
+    fn a_new_log_with_the_same_head_is_noticed_by_the_bytes_before_the_offset() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("events");
+        let mount = r#"{"cwd":"/home/u/src/proj","name":"proj","type":"mount"}"#;
+        let ev =
+            |kind: &str, id: &str| format!(r#"{{"id":"{id}","mount":"proj","type":"{kind}"}}"#);
+        append(&log, &format!("{mount}\n{}\n", ev("created", "bd-a1")));
+        let mut tail = Tail::new(&log, Some(Cursor::default()));
+        assert_eq!(tail.read().unwrap().unwrap().lines.len(), 2);
+        let restarted = format!(
+            "{mount}\n{}\n{}\n",
+            ev("claimed", "bd-b2"),
+            ev("completed", "bd-b2")
+        );
+        let mut f = std::fs::OpenOptions::new().write(true).open(&log).unwrap();
+        f.write_all(restarted.as_bytes()).unwrap();
+        let r = tail.read().unwrap().unwrap();
+        assert!(
+            r.restarted
+                .as_deref()
+                .unwrap()
+                .contains("before the read offset"),
+            "{:?}",
+            r.restarted
+        );
+        assert_eq!(r.lines.len(), 3);
+        // Growing normally afterwards is no restart.
+        append(&log, &format!("{}\n", ev("created", "bd-c3")));
+        let r = tail.read().unwrap().unwrap();
+        assert!(r.restarted.is_none());
+        assert_eq!(texts(&r), vec![ev("created", "bd-c3")]);
     }
 
     #[test]

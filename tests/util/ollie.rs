@@ -37,7 +37,11 @@
 //! (`input[3:]` out of range), and the fid path rewrite ollie-9p does on `rn`
 //! for files held open across a rename (here such a file reads empty).
 
+// Explicit paths, so the benchmark can include this file through `#[path]`
+// (a path-included file resolves child modules as a `mod.rs` would).
+#[path = "ollie/agent.rs"]
 mod agent;
+#[path = "ollie/files.rs"]
 mod files;
 
 use std::path::{Path, PathBuf};

@@ -9,6 +9,8 @@
 
 #![allow(dead_code)] // the smoke test uses less of it than the benchmark
 
+pub mod agents;
+pub mod doubles;
 pub mod fifo;
 pub mod latency;
 pub mod plans;
@@ -57,6 +59,11 @@ pub struct Params {
     pub idle_other: Duration,
     /// Events log sizes.
     pub events: Vec<usize>,
+    /// Agent wake-ups through the ollie-9p double; idle session counts
+    /// and window.
+    pub agent_wakes: usize,
+    pub idle_sessions: Vec<usize>,
+    pub idle_window: Duration,
     /// issues.jsonl size and end-to-end trials.
     pub issues: usize,
     pub beads_trials: usize,
@@ -76,6 +83,9 @@ impl Params {
                 events: vec![2_000],
                 issues: 200,
                 beads_trials: 2,
+                agent_wakes: 3,
+                idle_sessions: vec![1, 5],
+                idle_window: Duration::from_secs(1),
             },
             Size::Quick => Params {
                 lat_plans: 5,
@@ -88,6 +98,9 @@ impl Params {
                 events: vec![100_000],
                 issues: 10_000,
                 beads_trials: 5,
+                agent_wakes: 20,
+                idle_sessions: vec![1, 20, 100],
+                idle_window: Duration::from_secs(5),
             },
             Size::Full => Params {
                 lat_plans: 25,
@@ -100,6 +113,9 @@ impl Params {
                 events: vec![100_000, 1_000_000],
                 issues: 10_000,
                 beads_trials: 10,
+                agent_wakes: 100,
+                idle_sessions: vec![1, 20, 100],
+                idle_window: Duration::from_secs(20),
             },
         }
     }
@@ -130,7 +146,7 @@ impl Env {
 }
 
 /// Which parts to run.
-pub const PARTS: [&str; 4] = ["latency", "scale", "events", "beads"];
+pub const PARTS: [&str; 5] = ["latency", "scale", "events", "beads", "agents"];
 
 /// Nearest-rank percentile.
 pub fn percentile(v: &[Duration], p: f64) -> Duration {
@@ -545,8 +561,71 @@ pub fn run(env: &Env, size: Size, only: &[String]) -> Report {
             None,
         );
     }
+    if want("agents") {
+        agent_rows(env, &p, &mut r);
+    }
     r.elapsed = started.elapsed();
     r
+}
+
+/// Through the ollie-9p double over FUSE: an idle agent's wake latency
+/// beside a bare Submit, and the idle cost of a session tree by size.
+fn agent_rows(env: &Env, p: &Params, r: &mut Report) {
+    if let Some(why) = agents::unavailable() {
+        r.notes.push(format!(
+            "no ollie-9p double (needs FUSE: {why}): agent rows skipped"
+        ));
+        return;
+    }
+    eprintln!(
+        "agents: {} wake-ups through the ollie-9p double …",
+        p.agent_wakes
+    );
+    let bare = agents::bare_submit(p.agent_wakes);
+    let rev = agents::reveille(env, p.agent_wakes);
+    for (name, q) in [("p50", 50.0), ("p99", 99.0)] {
+        let (a, b) = (percentile(&rev, q), percentile(&bare, q));
+        let (target, pass) = if q == 50.0 {
+            ("≤ 50 ms", Some(a <= Duration::from_millis(50)))
+        } else {
+            ("", None)
+        };
+        r.row(
+            &format!("ollie agent: plan close → idle agent's turn starts, {name}"),
+            us(a),
+            &format!("{} (bare Submit)", us(b)),
+            &format!("{:.1}×", ratio(a, b)),
+            target,
+            pass,
+        );
+    }
+    let mut one = None;
+    for &n in &p.idle_sessions {
+        eprintln!("agents: {n} idle sessions for {:?} …", p.idle_window);
+        let c = agents::idle(env, n, p.idle_window);
+        let base = *one.get_or_insert(c.ops_per_s);
+        let (target, pass) = if n >= 100 {
+            ("≤ 10/s in total", Some(c.ops_per_s <= 10.0))
+        } else {
+            ("", None)
+        };
+        r.row(
+            &format!("idle ollie session tree, {n} sessions: FUSE requests/s"),
+            format!("{:.1}/s", c.ops_per_s),
+            &format!("{base:.1}/s (1 session)"),
+            &format!("{:.2}×", c.ops_per_s / base.max(1e-9)),
+            target,
+            pass,
+        );
+        r.row(
+            &format!("idle ollie session tree, {n} sessions: daemon context switches/s"),
+            format!("{:.1}/s", c.switches_per_s),
+            "",
+            "",
+            "",
+            None,
+        );
+    }
 }
 
 fn has(tool: &str) -> bool {

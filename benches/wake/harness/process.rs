@@ -26,6 +26,8 @@ pub struct Setup {
     pub issues: Option<PathBuf>,
     /// `[events.assignees]`.
     pub assignees: Vec<(String, String)>,
+    /// `[project] default_session`.
+    pub default_session: Option<String>,
 }
 
 impl Setup {
@@ -39,6 +41,7 @@ impl Setup {
             events: None,
             issues: None,
             assignees: Vec::new(),
+            default_session: None,
         };
         for d in [&s.plan_dir, &s.sessions_dir, &s.beads_root.join("bench")] {
             std::fs::create_dir_all(d).unwrap();
@@ -61,6 +64,9 @@ impl Setup {
         let mut t = String::new();
         t.push_str("[project]\nname = \"bench\"\n");
         t.push_str(&format!("plan_dir = {}\n", q(&self.plan_dir)));
+        if let Some(s) = &self.default_session {
+            t.push_str(&format!("default_session = {s:?}\n"));
+        }
         t.push_str("[sessions]\n");
         t.push_str(&format!("dir = {}\n", q(&self.sessions_dir)));
         t.push_str("[events]\n");

@@ -85,6 +85,11 @@ pub struct EngineConfig {
     /// First retry delay for an undeliverable prompt; doubles up to `retry_max`.
     pub retry_initial: Duration,
     pub retry_max: Duration,
+    /// How long a session that has a prompt waiting in its own queue must
+    /// look idle before its next prompt is written (see
+    /// `Sessions::on_queued`): longer than the gap between two chained
+    /// turns the state poll could catch.
+    pub idle_settle: Duration,
     /// Pending prompts kept per session; beyond it new wake-ups wait
     /// (unannounced, so nothing is lost) until the outbox drains.
     pub outbox_cap: usize,
@@ -95,6 +100,10 @@ pub struct EngineConfig {
     pub assignees: BTreeMap<String, String>,
     /// Tell a session when a task announced to it was completed elsewhere.
     pub notify_completed: bool,
+    /// Read every mount's ready list this often even with no event
+    /// (`events.resync_ms`): catches the changes 9beads writes no event
+    /// for in a quiet project. `None` (the default) never wakes for it.
+    pub resync: Option<Duration>,
     /// The beads `issues.jsonl` file name, for prompts (`None`: not watched).
     pub beads_file: Option<String>,
     /// Child sessions for parallel steps (off by default).
@@ -116,11 +125,13 @@ impl EngineConfig {
             rename_grace: Duration::from_millis(100),
             retry_initial: Duration::from_millis(50),
             retry_max: Duration::from_secs(2),
+            idle_settle: Duration::from_millis(100),
             outbox_cap: 1000,
             templates: Templates::default(),
             mounts: Vec::new(),
             assignees: BTreeMap::new(),
             notify_completed: false,
+            resync: None,
             beads_file: None,
             fanout: Fanout::default(),
         }

@@ -51,6 +51,9 @@ pub(super) struct Ledger {
     /// Sessions told "outbox full" in the current streak (it ends when the
     /// outbox is empty).
     full_said: BTreeSet<String>,
+    /// Sessions whose next prompt waits until the agent has run what it
+    /// has queued (see `Sessions::on_queued`).
+    held: BTreeSet<String>,
 }
 
 impl Ledger {
@@ -326,6 +329,25 @@ impl Ledger {
         self.dirty_lanes.insert(session);
     }
 
+    /// Hold `session`'s lane: nothing more is offered for it until
+    /// `release`.
+    pub(super) fn hold(&mut self, session: &str) {
+        self.held.insert(session.to_string());
+    }
+
+    /// Release a held lane; its next prompt is offered at once.
+    pub(super) fn release(&mut self, session: &str) -> bool {
+        let was = self.held.remove(session);
+        if was {
+            self.dirty_lanes.insert(session.to_string());
+        }
+        was
+    }
+
+    pub(super) fn is_held(&self, session: &str) -> bool {
+        self.held.contains(session)
+    }
+
     /// The next prompt to write, if a lane can send — asked by the shell
     /// when it is ready to write (as quinn's `poll_transmit`), so a prompt
     /// withdrawn by an input handled in the meantime is never written. Each
@@ -337,7 +359,11 @@ impl Ledger {
             let retry = Timer::Retry(session.clone());
             let lane = self.lanes.entry(session.clone()).or_default();
             // In flight, or backing off: the retry timer brings it back.
-            if lane.inflight.is_some() || timers.get(&retry).is_some_and(|at| at > now) {
+            // Held: its release does.
+            if lane.inflight.is_some()
+                || timers.get(&retry).is_some_and(|at| at > now)
+                || self.held.contains(&session)
+            {
                 continue;
             }
             timers.cancel(&retry);

@@ -959,3 +959,54 @@ fn render_queue(plan: &Plan, i: usize, file: &str, with_goal: bool) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trust(bytes: &[u8], complete: bool, fresh: bool, rechecked: u32) -> Trust {
+        let how = ReadKind { complete, fresh };
+        Trust::of(bytes, how, rechecked, PlanFormat::Markdown, 1 << 20)
+    }
+
+    #[test]
+    fn a_complete_read_that_is_not_fresh_is_believed_whole() {
+        let t = trust(b"# G\n- [ ] a\n- [ ] half", true, false, 0);
+        assert!(!t.fresh && !t.confirm_later);
+        assert_eq!(t.usable(b"# G\n- [ ] half"), b"# G\n- [ ] half");
+    }
+
+    #[test]
+    fn a_settle_read_counts_whole_lines_only() {
+        let t = trust(b"# G\n- [ ] half", false, false, 0);
+        assert_eq!(t.usable(b"# G\n- [ ] half"), b"# G\n");
+        assert_eq!(t.usable(b"no newline"), b"");
+    }
+
+    #[test]
+    fn a_fresh_read_ending_mid_line_is_trimmed_and_read_again() {
+        let t = trust(b"# G\n- [ ] half", true, true, 0);
+        assert!(t.fresh && t.confirm_later);
+        assert_eq!(t.usable(b"# G\n- [ ] half"), b"# G\n");
+        // Ending with a newline, it is acted on at once, and confirmed only
+        // if it lacks an announced step (the caller's decision).
+        let t = trust(b"# G\n- [ ] a\n", true, true, 0);
+        assert!(t.fresh && !t.confirm_later);
+    }
+
+    #[test]
+    fn a_file_that_stays_fresh_is_believed_after_the_last_recheck() {
+        let t = trust(b"# G\n- [ ] half", true, true, MAX_RECHECKS);
+        assert!(!t.fresh && !t.confirm_later);
+    }
+
+    #[test]
+    fn an_oversized_read_is_refused_whole_not_trimmed_under_the_cap() {
+        let how = ReadKind {
+            complete: false,
+            fresh: false,
+        };
+        let t = Trust::of(b"# G\n- [ ] a\nxx", how, 0, PlanFormat::Markdown, 4);
+        assert_eq!(t.usable(b"# G\n- [ ] a\nxx"), b"# G\n- [ ] a\nxx");
+    }
+}

@@ -15,14 +15,12 @@ use crate::core::beads;
 use crate::core::effect::{Effect, Level, Log};
 use crate::core::input::FileRead;
 use crate::core::lines::quoted;
+use crate::core::lines::LineError;
 use crate::core::prompt;
 use crate::core::record::{Cursor, Item, Memory, Record};
 use crate::core::source::Source;
 use crate::core::tracker::{parse_event, parse_ready, EventError, TrackerEvent};
-
-/// Claim and completion notes kept per source for de-duplication when a
-/// truncated log is read again; beyond this the oldest ids are forgotten.
-const MAX_NOTES: usize = 4096;
+use notes::{forget_held, forget_notes, hold, holder, prune_notes};
 
 /// The source of a 9beads mount.
 fn mount_source(mount: &str) -> Source {
@@ -46,6 +44,10 @@ pub(super) struct Tasks {
     mount_rechecks: BTreeMap<String, Recheck>,
     /// Tracker task titles by source and id, for claim/completed prompts.
     pub(super) task_titles: BTreeMap<(Source, String), String>,
+    /// Per mount, beads claimed by a current-shape `claimed` event (which
+    /// names no assignee) whose claimer is still to be read from the
+    /// mount's `list` file.
+    unresolved_claims: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// A task that is ready now, as a source reports it.
@@ -115,6 +117,15 @@ impl Tasks {
             }
         }
         for mount in std::mem::take(&mut self.dirty_mounts) {
+            // A current-shape `claimed` names no assignee; 9beads keeps it
+            // only in the mount's `list` (the bead is `in_progress` now, out
+            // of `ready`). The list is read first, so the claim is told
+            // while the task is still announced to the session it went to.
+            if self.unresolved_claims.contains_key(&mount) {
+                cx.fx.push(Effect::ReadMountList {
+                    mount: mount.clone(),
+                });
+            }
             cx.fx.push(Effect::ReadMount { mount });
         }
         // After the reads it causes: a crash before this record re-reads the
@@ -128,30 +139,23 @@ impl Tasks {
 
     fn on_event(&mut self, event: TrackerEvent, cx: &mut Cx) {
         match event {
-            TrackerEvent::Created { mount, .. }
-            | TrackerEvent::Failed { mount, .. }
-            | TrackerEvent::Updated { mount, .. } => {
+            TrackerEvent::Created { mount, .. } | TrackerEvent::Updated { mount, .. } => {
                 if Self::ours(cx.config, &mount) {
                     self.dirty_mounts.insert(mount);
                 }
             }
+            TrackerEvent::Failed { id, mount } => self.on_closed(&mount, id, "it failed", cx),
             TrackerEvent::Deleted { id, mount } => {
                 if Self::ours(cx.config, &mount) {
-                    self.forget_notes(&mount_source(&mount), &id, cx);
-                    self.dirty_mounts.insert(mount);
+                    forget_notes(&mount_source(&mount), &id, cx);
                 }
+                self.on_closed(&mount, id, "it was deleted", cx)
             }
             TrackerEvent::Completed { id, mount } => {
-                if !Self::ours(cx.config, &mount) {
-                    return;
+                if Self::ours(cx.config, &mount) {
+                    self.tell_completed(&mount_source(&mount), &id, cx);
                 }
-                let source = mount_source(&mount);
-                self.tell_completed(&source, &id, cx);
-                if self.events_only(&mount) {
-                    cx.ledger
-                        .unannounce(&source, Item::Task(id), "it was completed", cx.fx);
-                }
-                self.dirty_mounts.insert(mount);
+                self.on_closed(&mount, id, "it was completed", cx)
             }
             TrackerEvent::Claimed {
                 id,
@@ -206,55 +210,137 @@ impl Tasks {
         }
     }
 
-    /// A claim: announced to the assignee's session, once per
-    /// `(id, assignee)`.
+    /// A claim: one with its assignee (the older `BeadClaimed` carries it
+    /// in `data`) is announced at once; one without waits for the mount's
+    /// `list` row, read before its ready file.
     fn on_claimed(&mut self, id: String, mount: String, assignee: Option<String>, cx: &mut Cx) {
         if !Self::ours(cx.config, &mount) {
             return;
         }
         self.dirty_mounts.insert(mount.clone());
-        let Some(assignee) = assignee else {
-            return;
-        };
-        let source = mount_source(&mount);
-        let item = Item::Claim(id.clone(), assignee.clone());
+        match assignee {
+            Some(assignee) => self.announce_claim(&mount, &id, &assignee, None, cx),
+            None => {
+                self.unresolved_claims.entry(mount).or_default().insert(id);
+            }
+        }
+    }
+
+    /// Announce that `assignee` claimed bead `id` to the session the
+    /// assignee maps to, once per (bead, assignee); that session holds the
+    /// task from now on (a later `completed` is told there, when
+    /// `notify_completed` is on: nothing else reads it). An assignee
+    /// with no `[events.assignees]` entry — 9beads' default claimer, the
+    /// literal `9beads`, included — is said once and wakes nobody.
+    fn announce_claim(
+        &mut self,
+        mount: &str,
+        id: &str,
+        assignee: &str,
+        title: Option<&str>,
+        cx: &mut Cx,
+    ) {
+        let source = mount_source(mount);
+        let item = Item::Claim(id.to_string(), assignee.to_string());
         if cx.ledger.memory.is_announced(&source, &item) {
             return;
         }
-        let Some(session) = cx.config.assignees.get(&assignee).cloned() else {
+        let Some(session) = cx.config.assignees.get(assignee).cloned() else {
             self.say_once(
                 format!("claim-route:{assignee}"),
                 Log::new(
                     Level::Info,
                     format!("claims by {assignee:?} are not announced: no [events.assignees] entry maps it to a session"),
                 )
-                .mount(&mount),
+                .mount(mount),
                 cx,
             );
             return;
         };
-        let title = self.title_of(&source, &id);
+        let title = title.map_or_else(|| self.title_of(&source, id), str::to_string);
+        let name = source.to_string();
         let text = prompt::render(
             &cx.config.templates.claim,
-            &task_vars(
-                &id,
-                &title,
-                &mount,
-                Some(&assignee),
-                &session,
-                &source.to_string(),
-            ),
+            &task_vars(id, &title, mount, Some(assignee), &session, &name),
         );
-        self.prune_notes(&source, cx);
+        prune_notes(&source, cx);
         let wake = Wake {
             item,
             session: &session,
-            label: id,
-            plan: source.to_string(),
+            label: id.to_string(),
+            plan: name,
             text,
         };
-        cx.ledger
-            .announce(cx.config.outbox_cap, &source, wake, cx.fx);
+        if cx
+            .ledger
+            .announce(cx.config.outbox_cap, &source, wake, cx.fx)
+            && cx.config.notify_completed
+        {
+            hold(&source, id, &title, &session, cx);
+        }
+    }
+
+    /// The answer to `ReadMountList`: the claimers of the beads claimed
+    /// with no assignee in the event, from their `list` rows.
+    pub(super) fn on_mount_list_read(&mut self, mount: &str, read: FileRead, cx: &mut Cx) {
+        let claimed = self.unresolved_claims.remove(mount).unwrap_or_default();
+        let text = match read {
+            FileRead::Bytes(b) => String::from_utf8_lossy(&b).into_owned(),
+            FileRead::Missing | FileRead::Failed(_) => {
+                cx.fx.push(Effect::Log(
+                    Log::new(
+                        Level::Warn,
+                        format!(
+                            "cannot read {mount}/list to learn who claimed {}: claim not announced",
+                            claimed.iter().cloned().collect::<Vec<_>>().join(", ")
+                        ),
+                    )
+                    .mount(mount),
+                ));
+                return;
+            }
+        };
+        let (rows, errors) = parse_ready(&text);
+        self.report_row_errors(mount, "list", errors, cx);
+        for row in rows.into_iter().filter(|r| claimed.contains(&r.id)) {
+            // Unclaimed again, or closed, since the event: nothing to tell.
+            if row.status != "in_progress" {
+                continue;
+            }
+            if let Some(assignee) = &row.assignee {
+                let title = (!row.title.is_empty()).then_some(row.title.as_str());
+                self.announce_claim(mount, &row.id, assignee, title, cx);
+            }
+        }
+    }
+
+    /// Malformed rows of a mount's `ready` or `list` file: one warning per
+    /// row, naming the file and the line, said once.
+    fn report_row_errors(&mut self, mount: &str, file: &str, errors: Vec<LineError>, cx: &mut Cx) {
+        for e in errors {
+            self.say_once(
+                format!("rowerr:{mount}/{file}:{e}"),
+                Log::new(Level::Warn, format!("{mount}/{file}: {e}; row skipped"))
+                    .mount(mount)
+                    .file(&format!("{mount}/{file}"))
+                    .line(e.line),
+                cx,
+            );
+        }
+    }
+
+    /// A closed or deleted bead leaves at once (9beads appends the event
+    /// after the change, so its lists already agree): a prompt still
+    /// pending for it is withdrawn, and it is not mistaken for a task
+    /// someone still holds when the ready list shows it gone.
+    fn on_closed(&mut self, mount: &str, id: String, why: &str, cx: &mut Cx) {
+        if !Self::ours(cx.config, mount) {
+            return;
+        }
+        let source = mount_source(mount);
+        forget_held(&source, &id, cx);
+        cx.ledger.unannounce(&source, Item::Task(id), why, cx.fx);
+        self.dirty_mounts.insert(mount.to_string());
     }
 
     /// A legacy ready event: the news itself for a mount with no ready file
@@ -282,7 +368,14 @@ impl Tasks {
         let announced: BTreeSet<&str> = memory
             .announced
             .get(source)
-            .map(|items| items.keys().map(Item::label).collect())
+            .map(|items| {
+                items
+                    .keys()
+                    // A held task carries its own title.
+                    .filter(|i| !matches!(i, Item::Held(..)))
+                    .map(Item::label)
+                    .collect()
+            })
             .unwrap_or_default();
         self.task_titles
             .retain(|(s, id), _| s != source || announced.contains(id.as_str()));
@@ -301,28 +394,32 @@ impl Tasks {
         if !cx.config.notify_completed {
             return;
         }
+        // The session that had the task: it is still announced there, or
+        // it left the ready set (claimed, blocked) and is held there.
         let announced = cx
             .ledger
             .memory
             .announced
             .get(source)
             .and_then(|items| items.get(&Item::Task(id.to_string())))
-            .cloned();
-        let Some(session) = announced.filter(|a| !a.baseline).and_then(|a| a.session) else {
+            .filter(|a| !a.baseline)
+            .and_then(|a| a.session.clone())
+            .map(|s| (s, self.title_of(source, id)));
+        let Some((session, title)) = announced.or_else(|| holder(&cx.ledger.memory, source, id))
+        else {
             return;
         };
         let item = Item::Completed(id.to_string());
         if cx.ledger.memory.is_announced(source, &item) {
             return;
         }
-        let title = self.title_of(source, id);
         let name = source.to_string();
         let mount = source.mount().unwrap_or(&name);
         let text = prompt::render(
             &cx.config.templates.completed,
             &task_vars(id, &title, mount, None, &session, &name),
         );
-        self.prune_notes(source, cx);
+        prune_notes(source, cx);
         let wake = Wake {
             item,
             session: &session,
@@ -332,42 +429,6 @@ impl Tasks {
         };
         cx.ledger
             .announce(cx.config.outbox_cap, source, wake, cx.fx);
-    }
-
-    /// Forget the claim and completion notes of a task.
-    fn forget_notes(&mut self, source: &Source, id: &str, cx: &mut Cx) {
-        let notes = cx.ledger.memory.announced_where(source, |i| match i {
-            Item::Claim(c, _) | Item::Completed(c) => c == id,
-            _ => false,
-        });
-        for item in notes {
-            cx.ledger.record(
-                Record::Forget {
-                    source: source.clone(),
-                    item,
-                },
-                cx.fx,
-            );
-        }
-    }
-
-    /// Keep the notes of one source bounded.
-    fn prune_notes(&mut self, source: &Source, cx: &mut Cx) {
-        let notes = cx.ledger.memory.announced_where(source, |i| {
-            matches!(i, Item::Claim(..) | Item::Completed(_))
-        });
-        if notes.len() < MAX_NOTES {
-            return;
-        }
-        for item in notes.into_iter().take(MAX_NOTES / 4) {
-            cx.ledger.record(
-                Record::Forget {
-                    source: source.clone(),
-                    item,
-                },
-                cx.fx,
-            );
-        }
     }
 
     pub(super) fn on_mount_read(
@@ -411,21 +472,11 @@ impl Tasks {
         };
         self.events_only.remove(mount);
         let (rows, errors) = parse_ready(&text);
-        for e in errors {
-            self.say_once(
-                format!("readyerr:{mount}:{e}"),
-                Log::new(
-                    Level::Warn,
-                    format!("ready file of mount {mount}: {e}; row skipped"),
-                )
-                .mount(mount)
-                .line(e.line),
-                cx,
-            );
-        }
+        self.report_row_errors(mount, "ready", errors, cx);
         let tasks: Vec<ReadyTask> = rows
             .into_iter()
-            .filter(|r| r.status != "closed")
+            // Someone has an `in_progress` bead; a closed one is done.
+            .filter(|r| r.status != "closed" && r.status != "in_progress")
             .map(|r| ReadyTask {
                 id: r.id,
                 title: r.title,
@@ -452,11 +503,17 @@ impl Tasks {
                 now + cx.config.settle,
             );
         } else {
+            if cx.config.notify_completed && !leaving.is_empty() {
+                // Once per read, not per task: it scans every note.
+                prune_notes(&source, cx);
+            }
             for item in leaving {
+                self.hold_leaving(&source, &item, cx);
                 cx.ledger
                     .unannounce(&source, item, "it left the ready set", cx.fx);
             }
         }
+        arm_resync(now, cx);
         self.prune_titles(&source, &cx.ledger.memory);
         self.announce_tasks(&source, tasks, Some(mount), cx);
     }
@@ -493,6 +550,9 @@ impl Tasks {
             let Some(session) = self.task_route(source, task.assignee.as_deref(), cx) else {
                 continue;
             };
+            // Back in the ready set (unclaimed, reopened, unblocked): the
+            // claims and completion told about its last round are history.
+            forget_notes(source, &task.id, cx);
             let text = prompt::render(
                 &cx.config.templates.task,
                 &task_vars(
@@ -517,6 +577,32 @@ impl Tasks {
             {
                 return;
             }
+        }
+    }
+
+    /// A task announced to a session leaves the ready set: unless a claim
+    /// already named its holder or it was told completed, the session it
+    /// was announced to keeps holding it, so a later `completed` (which
+    /// names no one) reaches the session that had the task. Only kept while
+    /// `notify_completed` is on: nothing else reads it.
+    fn hold_leaving(&self, source: &Source, item: &Item, cx: &mut Cx) {
+        let Item::Task(id) = item else {
+            return;
+        };
+        if !cx.config.notify_completed || holder(&cx.ledger.memory, source, id).is_some() {
+            return;
+        }
+        let session = cx
+            .ledger
+            .memory
+            .announced
+            .get(source)
+            .and_then(|items| items.get(item))
+            .filter(|a| !a.baseline)
+            .and_then(|a| a.session.clone());
+        if let Some(session) = session {
+            let title = self.title_of(source, id);
+            hold(source, id, &title, &session, cx);
         }
     }
 
@@ -592,6 +678,14 @@ impl Tasks {
     }
 }
 
+/// `events.resync_ms`: the first mount read arms the timer, so a daemon
+/// with no tracker (or with resync off) never wakes for it.
+fn arm_resync(now: Now, cx: &mut Cx) {
+    if let Some(every) = cx.config.resync {
+        cx.timers.set_once(Timer::Resync, now + every);
+    }
+}
+
 fn task_vars<'a>(
     id: &'a str,
     title: &'a str,
@@ -609,3 +703,5 @@ fn task_vars<'a>(
         ("source", source),
     ]
 }
+
+mod notes;

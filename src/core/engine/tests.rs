@@ -1,5 +1,6 @@
-//! Engine tests: a simulated shell (an in-memory file system and sessions
-//! whose readers come and go) drives the engine on a virtual clock.
+//! Engine tests: a simulated world (an in-memory file system and sessions
+//! whose readers come and go) around the engine, driven on a virtual clock
+//! through the daemon's own loop, `core::driver::drive`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -79,6 +80,9 @@ impl World for Sim {
             self.file(Path::new(&format!("/beads/{mount}/ready"))),
             false,
         )
+    }
+    fn read_mount_list(&mut self, mount: &str) -> FileRead {
+        self.file(Path::new(&format!("/beads/{mount}/list")))
     }
     fn read_beads(&mut self) -> Option<(FileRead, i64)> {
         Some((self.file(Path::new("/beads/issues.jsonl")), self.unix))
@@ -1158,6 +1162,173 @@ fn a_completion_elsewhere_is_told_to_the_session_it_was_announced_to() {
         .engine
         .memory()
         .is_announced(&src("mount:proj"), &Item::Task("bd-7".into())));
+}
+
+/// 9beads' `claimed` names no assignee (p9/server.go `cmdClaim`); the
+/// claimer is in the mount's `list` row, the bead out of `ready`.
+#[test]
+fn a_current_shape_claim_is_told_to_the_claimer_found_in_the_list() {
+    let mut rig = tracker_rig(false);
+    rig.startup();
+    set_ready(&mut rig, &[("bd-1", "-", "Fix the build")]);
+    events(
+        &mut rig,
+        &[r#"{"type":"created","id":"bd-1","mount":"proj"}"#],
+    );
+    assert_eq!(rig.world.delivered.len(), 1);
+    rig.world.delivered.clear();
+    set_ready(&mut rig, &[]);
+    rig.world.files.insert(
+        PathBuf::from("/beads/proj/list"),
+        "bd-1\tin_progress\t-\tagent-1\t2026-11-30\tFix the build\n".into(),
+    );
+    let claim = r#"{"type":"claimed","id":"bd-1","mount":"proj"}"#;
+    events(&mut rig, &[claim]);
+    let got: Vec<(&str, &str)> = rig
+        .world
+        .delivered
+        .iter()
+        .map(|(s, st, _)| (s.as_str(), st.as_str()))
+        .collect();
+    assert_eq!(got, [("a1", "bd-1")]);
+    assert!(rig.world.delivered[0].2.contains("assigned to agent-1"));
+    // Repeated (a log read again): told once.
+    events(&mut rig, &[claim]);
+    assert_eq!(rig.world.delivered.len(), 1);
+    // Completed by anyone: the claimer's session had it, and hears so.
+    rig.world
+        .files
+        .insert(PathBuf::from("/beads/proj/list"), String::new());
+    events(
+        &mut rig,
+        &[r#"{"type":"completed","id":"bd-1","mount":"proj"}"#],
+    );
+    assert_eq!(rig.world.delivered.len(), 2);
+    assert_eq!(rig.world.delivered[1].0, "a1");
+    assert!(rig.world.delivered[1].2.contains("completed elsewhere"));
+}
+
+/// A ready list as 9beads writes it (`-` for no dependencies and no
+/// assignee) is announced; a truly malformed row is one warning naming the
+/// file and the line, said once, and the other rows still count.
+#[test]
+fn dash_rows_are_ready_and_a_malformed_row_is_one_warning_with_file_and_line() {
+    let mut rig = tracker_rig(false);
+    rig.startup();
+    rig.world.files.insert(
+        PathBuf::from("/beads/proj/ready"),
+        "bd-1\topen\t-\t-\t2026-11-30\tNo deps\nbd-2\topen\tmany\t-\t2026-11-30\tBad\n".into(),
+    );
+    for _ in 0..2 {
+        events(
+            &mut rig,
+            &[r#"{"id":"bd-1","mount":"proj","type":"created"}"#],
+        );
+    }
+    let got: Vec<&str> = rig
+        .world
+        .delivered
+        .iter()
+        .map(|(_, st, _)| st.as_str())
+        .collect();
+    assert_eq!(got, ["bd-1"]);
+    let warnings: Vec<&Log> = rig
+        .world
+        .logs
+        .iter()
+        .filter(|l| l.message.contains("row skipped"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0].file.as_deref(), Some("proj/ready"));
+    assert_eq!(warnings[0].line, Some(2));
+    assert!(warnings[0].message.starts_with("proj/ready: line 2: "));
+}
+
+/// The default claimer `9beads` maps to no session: nobody hears the
+/// claim, and the session the task was announced to still has it.
+#[test]
+fn a_claim_by_the_default_claimer_wakes_nobody_and_the_task_stays_with_its_session() {
+    let mut rig = tracker_rig(false);
+    rig.startup();
+    set_ready(&mut rig, &[("bd-2", "-", "Docs")]);
+    events(
+        &mut rig,
+        &[r#"{"type":"created","id":"bd-2","mount":"proj"}"#],
+    );
+    rig.world.delivered.clear();
+    set_ready(&mut rig, &[]);
+    rig.world.files.insert(
+        PathBuf::from("/beads/proj/list"),
+        "bd-2\tin_progress\t-\t9beads\t2026-11-30\tDocs\n".into(),
+    );
+    events(
+        &mut rig,
+        &[r#"{"type":"claimed","id":"bd-2","mount":"proj"}"#],
+    );
+    assert!(rig.world.delivered.is_empty(), "{:?}", rig.world.delivered);
+    assert!(rig
+        .world
+        .logs
+        .iter()
+        .any(|l| l.message.contains("claims by \"9beads\" are not announced")));
+    events(
+        &mut rig,
+        &[r#"{"type":"completed","id":"bd-2","mount":"proj"}"#],
+    );
+    let got: Vec<&str> = rig
+        .world
+        .delivered
+        .iter()
+        .map(|(s, _, _)| s.as_str())
+        .collect();
+    assert_eq!(got, ["s1"]);
+    // Unclaimed and back in the ready set later: announced again.
+    set_ready(&mut rig, &[("bd-2", "-", "Docs")]);
+    events(
+        &mut rig,
+        &[r#"{"type":"updated","id":"bd-x","mount":"proj"}"#],
+    );
+    assert_eq!(rig.world.delivered.len(), 2);
+}
+
+/// `events.resync_ms`: off, no deadline ever; on, every mount is read
+/// again with no event, so a silent `undep` is seen.
+#[test]
+fn resync_reads_ready_lists_without_events_only_when_on() {
+    let mut rig = tracker_rig(false);
+    rig.startup();
+    set_ready(&mut rig, &[]);
+    events(
+        &mut rig,
+        &[r#"{"type":"created","id":"bd-0","mount":"proj"}"#],
+    );
+    assert_eq!(rig.engine.poll_timeout(), None, "off: no wake-ups");
+
+    let mut rig = tracker_rig(false);
+    rig.engine.config.resync = Some(Duration::from_secs(30));
+    rig.startup();
+    set_ready(&mut rig, &[]);
+    events(
+        &mut rig,
+        &[r#"{"type":"created","id":"bd-0","mount":"proj"}"#],
+    );
+    let at = rig.engine.poll_timeout().expect("armed by the mount read");
+    set_ready(&mut rig, &[("bd-3", "-", "Unblocked by undep")]);
+    rig.now = at;
+    rig.feed(Input::Tick);
+    let got: Vec<&str> = rig
+        .world
+        .delivered
+        .iter()
+        .map(|(_, st, _)| st.as_str())
+        .collect();
+    assert_eq!(got, ["bd-3"]);
+    assert!(rig.engine.poll_timeout().unwrap() > at, "re-armed");
+    // Turned off by a reload: no deadline is left behind.
+    let mut config = rig.engine.config().clone();
+    config.resync = None;
+    rig.engine.reconfigure(config);
+    assert_eq!(rig.engine.poll_timeout(), None, "off after a reload");
 }
 
 #[test]

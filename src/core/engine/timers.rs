@@ -18,12 +18,17 @@ pub(super) enum Timer {
     Recheck(PathBuf),
     /// A mount's ready file read fresh, to read again once settled.
     MountRecheck(String),
+    /// `events.resync_ms`: read every mount's ready list with no event
+    /// asking (armed by the first mount read).
+    Resync,
     /// A deferred beads issue comes due: judge the file again.
     BeadsDue,
     /// A plan's file vanished: a listing decides whether it moved.
     Vanished(Source),
     /// A session's lane backs off after a failed write.
     Retry(String),
+    /// A held session has looked idle long enough: release its lane.
+    Release(String),
 }
 
 /// The deadlines.
@@ -79,4 +84,49 @@ impl Timers {
 pub(super) struct Recheck {
     pub(super) count: u32,
     pub(super) asked: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn the_next_deadline_is_the_earliest_and_a_settle_is_not_pushed_back() {
+        let mut t = Timers::default();
+        assert_eq!(t.next(), None);
+        t.set_once(Timer::Settle("/p/a".into()), ms(50));
+        t.set_once(Timer::Settle("/p/a".into()), ms(90));
+        t.set(Timer::Retry("s1".into()), ms(70));
+        assert_eq!(t.get(&Timer::Settle("/p/a".into())), Some(ms(50)));
+        assert_eq!(t.next(), Some(ms(50)));
+        t.cancel(&Timer::Settle("/p/a".into()));
+        assert_eq!(t.next(), Some(ms(70)));
+    }
+
+    #[test]
+    fn due_timers_come_out_once_in_their_order_and_kept_ones_wait() {
+        let mut t = Timers::default();
+        t.set(Timer::Retry("s1".into()), ms(10));
+        t.set(Timer::Vanished(Source::Plan("x".into())), ms(10));
+        t.set(Timer::BeadsDue, ms(10));
+        t.set(Timer::Settle("/p/a".into()), ms(10));
+        t.set(Timer::Recheck("/p/b".into()), ms(99));
+        let due = t.take_due(ms(10), |t| matches!(t, Timer::Vanished(_)));
+        assert_eq!(
+            due,
+            [
+                Timer::Settle("/p/a".into()),
+                Timer::BeadsDue,
+                Timer::Retry("s1".into()),
+            ]
+        );
+        assert!(t.take_due(ms(10), |_| false) == [Timer::Vanished(Source::Plan("x".into()))]);
+        assert_eq!(t.next(), Some(ms(99)));
+    }
 }

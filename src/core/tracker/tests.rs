@@ -271,6 +271,78 @@ fn ready_file_rows() {
     );
 }
 
+/// Rows exactly as 9beads' `readMountList` (p9/server.go) writes them: `-`
+/// for no dependencies and for no assignee, `YYYY-MM-DD`, the title verbatim.
+#[test]
+fn ready_file_rows_as_9beads_writes_them() {
+    let text = "bd-a1b2\topen\t-\t-\t2026-04-11\tFix the parser\n\
+                bd-c3d4\tin_progress\t2\t9beads\t2026-04-10\tTabs\tin\tthe title\n\
+                bd-e5f6\topen\t-\tagent-1\t2026-04-09\tA title\n\
+                written over two lines\n\
+                bd-0007\topen\t1\t-\t2026-04-09\tNUL\u{0}and \u{fffd} bytes\n";
+    let (rows, errors) = parse_ready(text);
+    assert!(errors.is_empty(), "{errors:?}");
+    /// id, status, blockers, assignee, updated, title.
+    type Row<'a> = (
+        &'a str,
+        &'a str,
+        u32,
+        Option<&'a str>,
+        Option<&'a str>,
+        &'a str,
+    );
+    let got: Vec<Row> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.id.as_str(),
+                r.status.as_str(),
+                r.blockers,
+                r.assignee.as_deref(),
+                r.updated.as_deref(),
+                r.title.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "bd-a1b2",
+                "open",
+                0,
+                None,
+                Some("2026-04-11"),
+                "Fix the parser"
+            ),
+            (
+                "bd-c3d4",
+                "in_progress",
+                2,
+                Some("9beads"),
+                Some("2026-04-10"),
+                "Tabs\tin\tthe title"
+            ),
+            (
+                "bd-e5f6",
+                "open",
+                0,
+                Some("agent-1"),
+                Some("2026-04-09"),
+                "A title written over two lines"
+            ),
+            (
+                "bd-0007",
+                "open",
+                1,
+                None,
+                Some("2026-04-09"),
+                "NUL and \u{fffd} bytes"
+            ),
+        ]
+    );
+}
+
 #[test]
 fn ready_file_bad_rows_are_reported_and_skipped() {
     let text = "bd-1\topen\t0\t-\t-\tGood one\n\

@@ -8,9 +8,9 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use super::super::fuse::{errno_for, Node, Tree};
 use super::agent::{Agent, Behaviour};
 use super::{Command, Flavour, Record};
-use crate::util::fuse::{errno_for, Node, Tree};
 
 /// Fixed files directly under `s/` (store/session.go `sessionStoreOrder`).
 const STORE_FILES: &[(&str, u16)] = &[
