@@ -10,7 +10,8 @@
 //!   `World` trait the shell implements.
 //! - [`shell`]: the workers around it — the event loop (`daemon`), inotify
 //!   and polling (`watch`), the tracker's event log (`tail`), FIFO and file
-//!   delivery (`deliver`), the journal and snapshot (`store`), `status`
+//!   delivery (`deliver`), child sessions for fan-out (`spawn`), the
+//!   journal and snapshot (`store`), `status`
 //!   and `why` (offline, from the state directory), the report of files
 //!   ignored for their names (`ignored`), sd_notify (`systemd`) and
 //!   `logging`.

@@ -8,6 +8,7 @@ mod config_example;
 mod core_purity;
 mod daemon;
 mod doubles;
+mod fanout;
 mod hostile;
 mod reliability;
 mod reminders;

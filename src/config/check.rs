@@ -84,6 +84,12 @@ pub(crate) fn entries(s: &Settings) -> Vec<(String, String)> {
     add("state.compact_bytes", s.state.compact_bytes.to_string());
     add("log.target", quoted(s.log.target.as_str()));
     add("log.level", quoted(&s.log.level));
+    let f = &s.fanout;
+    add("fanout.max_children", f.max_children.to_string());
+    add("fanout.max_total", f.max_total.to_string());
+    add("fanout.keep_children", f.keep_children.to_string());
+    add("fanout.backend", optional(&f.backend));
+    add("fanout.model", optional(&f.model));
     out
 }
 

@@ -17,6 +17,7 @@ pub(crate) struct RawConfig {
     pub prompt: RawPrompt,
     pub state: RawState,
     pub log: RawLog,
+    pub fanout: RawFanout,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -90,6 +91,16 @@ pub(crate) struct RawLog {
     pub level: String,
 }
 
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFanout {
+    pub max_children: u64,
+    pub max_total: u64,
+    pub keep_children: bool,
+    pub backend: String,
+    pub model: String,
+}
+
 impl RawConfig {
     /// The built-in defaults for project `name`: the lowest layer. They must
     /// work on a fresh machine with nothing configured — the daemon creates
@@ -146,6 +157,13 @@ impl RawConfig {
             log: RawLog {
                 target: "auto".into(),
                 level: "info".into(),
+            },
+            fanout: RawFanout {
+                max_children: 0,
+                max_total: 8,
+                keep_children: false,
+                backend: String::new(),
+                model: String::new(),
             },
         }
     }

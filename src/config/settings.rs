@@ -9,7 +9,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use super::expand::{expand_path, EnvSnapshot};
-use super::raw::{RawConfig, RawEvents, RawProject, RawSessions};
+use super::raw::{RawConfig, RawEvents, RawFanout, RawProject, RawSessions};
 
 use crate::core::session::check_name;
 pub use crate::core::session::MAX_NAME_BYTES;
@@ -135,6 +135,8 @@ pub struct Settings {
     pub state: StateSettings,
     /// `[log]`: logging target and filter.
     pub log: LogSettings,
+    /// `[fanout]`: child sessions for parallel steps of a plan.
+    pub fanout: FanoutSettings,
 }
 
 /// `[project]`.
@@ -248,6 +250,21 @@ pub struct StateSettings {
     pub sync_interval: Duration,
     /// Journal size that triggers compaction into the state file.
     pub compact_bytes: u64,
+}
+
+/// `[fanout]`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FanoutSettings {
+    /// Live children per plan; 0 turns fan-out off.
+    pub max_children: usize,
+    /// Live children across the project: each child costs money.
+    pub max_total: usize,
+    /// Keep a child after its step is checked instead of killing it.
+    pub keep_children: bool,
+    /// The children's backend; `None` = the parent's.
+    pub backend: Option<String>,
+    /// The children's model; `None` = the parent's.
+    pub model: Option<String>,
 }
 
 /// `[log]`.
@@ -401,6 +418,7 @@ impl Settings {
             target: bad.keep(parse_enum("log.target", &raw.log.target)),
             level: bad.keep(log_level(&raw.log.level)),
         };
+        let fanout = fanout(&raw.fanout, &mut bad);
         if !bad.0.is_empty() {
             return Err(bad.0);
         }
@@ -412,7 +430,33 @@ impl Settings {
             prompt,
             state,
             log,
+            fanout,
         })
+    }
+}
+
+/// A `s/new` value: one word (the create line is split on whitespace).
+fn word(key: &str, raw: &str) -> Result<Option<String>, Invalid> {
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    if raw.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(invalid(
+            key,
+            format!("{raw:?}"),
+            "must be one word (no spaces)",
+        ));
+    }
+    Ok(Some(raw.to_string()))
+}
+
+fn fanout(f: &RawFanout, bad: &mut Problems) -> FanoutSettings {
+    FanoutSettings {
+        max_children: bad.keep(range("fanout.max_children", f.max_children, 0, 64)) as usize,
+        max_total: bad.keep(range("fanout.max_total", f.max_total, 1, 256)) as usize,
+        keep_children: f.keep_children,
+        backend: bad.keep(word("fanout.backend", &f.backend)),
+        model: bad.keep(word("fanout.model", &f.model)),
     }
 }
 

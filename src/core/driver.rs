@@ -10,7 +10,7 @@
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
-use super::effect::{Delivery, Effect, Log};
+use super::effect::{Delivery, Effect, Log, Spawn};
 use super::engine::{Engine, EngineConfig, Now};
 use super::input::{FileRead, Input, Undeliverable};
 use super::record::Record;
@@ -38,6 +38,12 @@ pub trait World {
     /// `None` finishing in the background (its outcome comes later, as an
     /// input of its own).
     fn deliver(&mut self, delivery: &Delivery) -> Option<Result<(), Undeliverable>>;
+    /// Create a child session: `Some` with the `Input::ChildSpawned` when
+    /// the outcome is known now, `None` when it comes later (an input of
+    /// its own).
+    fn spawn(&mut self, spawn: &Spawn) -> Option<Input>;
+    /// Kill a child session.
+    fn reap(&mut self, child: &str);
 }
 
 /// Feed one input and carry out everything that follows from it.
@@ -95,6 +101,11 @@ fn carry_out(engine: &Engine, world: &mut impl World, effect: Effect) -> Option<
         Effect::ReadMount { mount } => {
             let (read, fresh) = world.read_mount(&mount);
             Some(Input::MountRead { mount, read, fresh })
+        }
+        Effect::Spawn(spawn) => world.spawn(&spawn),
+        Effect::Reap { child } => {
+            world.reap(&child);
+            None
         }
         Effect::ReadMountList { mount } => {
             let read = world.read_mount_list(&mount);

@@ -24,6 +24,8 @@ pub struct Log {
     /// Step or task id.
     pub step: Option<String>,
     pub session: Option<String>,
+    /// The parent of a child session the entry is about.
+    pub parent: Option<String>,
     pub mount: Option<String>,
     /// The file the entry is about.
     pub file: Option<String>,
@@ -51,6 +53,10 @@ impl Log {
     }
     pub fn session(mut self, session: &str) -> Log {
         self.session = Some(session.to_string());
+        self
+    }
+    pub fn parent(mut self, parent: &str) -> Log {
+        self.parent = Some(parent.to_string());
         self
     }
     pub fn file(mut self, file: &str) -> Log {
@@ -86,6 +92,9 @@ pub struct Delivery {
     pub plan: String,
     /// For `jsonl` framing: the step or task id.
     pub step: String,
+    /// The parent, when the session is a child reveille made (fan-out),
+    /// for the journal.
+    pub parent: Option<String>,
 }
 
 /// An effect for the shell to carry out.
@@ -108,4 +117,19 @@ pub enum Effect {
     ReadMountList { mount: String },
     /// Read the beads `issues.jsonl`; answer with `Input::BeadsRead`.
     ReadBeads,
+    /// Create child session `child` with the parent's working directory;
+    /// answer with `Input::ChildSpawned` once it is seen to exist (or not).
+    Spawn(Spawn),
+    /// Kill child session `child` (its step is done and it is idle).
+    Reap { child: String },
+}
+
+/// A child session to create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spawn {
+    /// Its id: `s/new name=`, deterministic, so a retry creates nothing.
+    pub child: String,
+    /// The session whose `cfg` gives its working directory (and, unless
+    /// configured, backend, model and agent).
+    pub parent: String,
 }

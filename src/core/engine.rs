@@ -23,7 +23,7 @@ use super::lifecycle::Lifecycle;
 use super::record::{Item, Memory, Record};
 use super::session::AgentState;
 use super::source::Source;
-pub use config::{EngineConfig, Mode, Now, Templates};
+pub use config::{EngineConfig, Fanout, Mode, Now, Templates};
 use context::Cx;
 use ledger::Ledger;
 use plans::{display_name, Origin, Plans, ReadKind};
@@ -57,6 +57,8 @@ pub struct PlanView {
 /// - `Tasks` (`engine/tasks.rs`): tracker mounts and events, the beads
 ///   file, task titles, mounts known only by their events.
 /// - `Sessions` (`engine/sessions.rs`): what is known of each session.
+/// - children (`engine/children.rs`): fan-out's rules over the child
+///   sessions recorded in the ledger's memory.
 /// - `Timers` (`engine/timers.rs`): every deadline, in one table.
 ///
 /// Each part gets what it needs of the others through a `Cx`, so borrows
@@ -180,15 +182,10 @@ impl Engine {
                 false
             }
             Input::StartupDone => {
-                if self.baseline {
-                    self.baseline = false;
-                    let n: usize = cx.ledger.memory.announced.values().map(BTreeMap::len).sum();
-                    cx.ledger.record(Record::Baselined, cx.fx);
-                    cx.fx.push(Effect::Log(Log::new(
-                        Level::Info,
-                        format!("first start: {n} already-ready {} recorded as the baseline, not announced", if n == 1 { "step or task" } else { "steps and tasks" }),
-                    )));
+                if std::mem::take(&mut self.baseline) {
+                    baseline_taken(&mut cx);
                 }
+                children::respawn_planned(&mut cx);
                 false
             }
             Input::Delivered { session, seq } => self.on_delivered(now, session, seq, &mut fx),
@@ -205,7 +202,15 @@ impl Engine {
                 false
             }
             Input::SessionState { session, state } => {
+                // A child gone before its step was done hands it back.
+                let back = children::on_state(&mut cx, &session, state.is_some());
+                read_again(&self.plans, back, cx.fx);
                 self.on_session_state(now, session, state);
+                false
+            }
+            Input::ChildSpawned { child, outcome } => {
+                let back = children::on_spawned(&mut cx, &child, outcome);
+                read_again(&self.plans, back, cx.fx);
                 false
             }
             Input::QueuedBehindTurn { session } => {
@@ -239,6 +244,14 @@ impl Engine {
             }
         };
         self.after_progress(now);
+        let mut cx = Cx {
+            config: &self.config,
+            ledger: &mut self.ledger,
+            timers: &mut self.timers,
+            fx: &mut fx,
+            baseline: self.baseline,
+        };
+        children::reap_idle(&mut cx, self.sessions.observed());
         if refill {
             self.refill(&mut fx);
         }
@@ -509,6 +522,37 @@ impl Engine {
     }
 }
 
+/// The first-start baseline is complete: say how much it holds.
+fn baseline_taken(cx: &mut Cx) {
+    let n: usize = cx.ledger.memory.announced.values().map(BTreeMap::len).sum();
+    cx.ledger.record(Record::Baselined, cx.fx);
+    let what = if n == 1 {
+        "step or task"
+    } else {
+        "steps and tasks"
+    };
+    cx.fx.push(Effect::Log(Log::new(
+        Level::Info,
+        format!("first start: {n} already-ready {what} recorded as the baseline, not announced"),
+    )));
+}
+
+/// A step handed back by a child is announced again (to the parent) by its
+/// plan's next read.
+fn read_again(plans: &Plans, source: Option<Source>, fx: &mut Vec<Effect>) {
+    let Some(path) = source
+        .and_then(|s| plans.plans.get(&s))
+        .map(|p| p.path.clone())
+    else {
+        return;
+    };
+    fx.push(Effect::Read {
+        path,
+        complete: true,
+    });
+}
+
+mod children;
 mod config;
 mod context;
 mod ledger;

@@ -86,6 +86,12 @@ pub enum Input {
         session: String,
         state: Option<AgentState>,
     },
+    /// The answer to `Effect::Spawn`: the child was seen to exist (at this
+    /// wall-clock time, unix milliseconds), or could not be created.
+    ChildSpawned {
+        child: String,
+        outcome: Result<u64, String>,
+    },
     /// A prompt was submitted to a session whose state is observed while a
     /// turn was running: it waits in the agent's own queue.
     QueuedBehindTurn { session: String },

@@ -28,6 +28,9 @@ pub enum Item {
     Claim(String, String),
     /// A task completed elsewhere, told to the session it was announced to.
     Completed(String),
+    /// A plan step a child session completed, told to the parent, by the
+    /// step's key.
+    ChildDone(String),
     /// Who has a tracker task that left the ready set without being closed
     /// (claimed, blocked again): the claimer's session, else the session
     /// it was announced to. No prompt of its own; it tells a later
@@ -44,6 +47,7 @@ impl fmt::Display for Item {
             Item::Task(id) => write!(f, "task:{id}"),
             Item::Claim(id, who) => write!(f, "claim:{id}\t{who}"),
             Item::Completed(id) => write!(f, "completed:{id}"),
+            Item::ChildDone(k) => write!(f, "child-done:{k}"),
             Item::Held(id, title) => write!(f, "held:{id}\t{title}"),
         }
     }
@@ -60,6 +64,7 @@ impl Item {
             "step" => Item::Step(rest.to_string()),
             "task" => Item::Task(rest.to_string()),
             "completed" => Item::Completed(rest.to_string()),
+            "child-done" => Item::ChildDone(rest.to_string()),
             "held" => {
                 let (id, title) = rest.split_once('\t')?;
                 Item::Held(id.to_string(), title.to_string())
@@ -75,7 +80,7 @@ impl Item {
     /// The step or task id the journal shows for this item.
     pub fn label(&self) -> &str {
         match self {
-            Item::Step(k) => k,
+            Item::Step(k) | Item::ChildDone(k) => k,
             Item::AllDone => "all-done",
             Item::Task(id) | Item::Claim(id, _) | Item::Completed(id) | Item::Held(id, _) => id,
         }
@@ -152,6 +157,52 @@ pub struct Cursor {
     pub last: u64,
 }
 
+/// Where a child session reveille made for one step stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChildState {
+    /// Recorded before its `s/new` is written; not yet seen to exist.
+    Planned,
+    /// Seen to exist, its step open.
+    Working,
+    /// Its step is checked: killed once it is idle (or kept).
+    Done,
+    /// Gone (killed from outside, or could not be created) before its step
+    /// was checked: the step went back to the parent, and goes there again
+    /// if it is announced anew.
+    HandedBack,
+}
+
+impl ChildState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChildState::Planned => "planned",
+            ChildState::Working => "working",
+            ChildState::Done => "done",
+            ChildState::HandedBack => "handed back",
+        }
+    }
+}
+
+/// A child session reveille made for one step of a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Child {
+    /// The session of the plan, which fanned the step out.
+    pub parent: String,
+    /// The plan.
+    pub source: Source,
+    /// The step, by its key.
+    pub item: Item,
+    /// The id agents see (`s2`).
+    pub step: String,
+    /// The plan file name, for logs and status.
+    pub plan: String,
+    pub state: ChildState,
+    /// When it was seen to exist (unix milliseconds, from the shell).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since_unix_ms: Option<u64>,
+}
+
 /// One durable change. Appended to the journal before the shell acts on it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "r", rename_all = "snake_case")]
@@ -191,6 +242,12 @@ pub enum Record {
     /// The session made progress in the source (a step checked): its
     /// reminder counts there start again.
     RemindReset { source: Source, session: String },
+    /// A child session, as it stands now (recorded before it is created,
+    /// and at every move after).
+    Child { id: String, child: Child },
+    /// A child session is no longer followed (reaped, or gone after its
+    /// step was done).
+    ChildEnded { id: String },
 }
 
 /// The durable memory: announced sets, outboxes, sequence, cursor.
@@ -214,6 +271,9 @@ pub struct Memory {
     /// Whether the first-start baseline was taken.
     #[serde(default)]
     pub baselined: bool,
+    /// The child sessions reveille made, by session id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub children: BTreeMap<String, Child>,
 }
 
 impl Memory {
@@ -290,6 +350,12 @@ impl Memory {
                 for (_, a) in items.filter(|(_, a)| a.session.as_ref() == Some(session)) {
                     a.reminded = 0;
                 }
+            }
+            Record::Child { id, child } => {
+                self.children.insert(id.clone(), child.clone());
+            }
+            Record::ChildEnded { id } => {
+                self.children.remove(id);
             }
         }
     }
@@ -371,6 +437,49 @@ mod tests {
     }
 
     #[test]
+    fn child_records_are_idempotent_and_round_trip() {
+        let child = Child {
+            parent: "agent".into(),
+            source: Source::Plan("p".into()),
+            item: Item::Step("beta".into()),
+            step: "s2".into(),
+            plan: "p.md".into(),
+            state: ChildState::Working,
+            since_unix_ms: Some(5),
+        };
+        let records = [
+            Record::Child {
+                id: "agent.s2-1".into(),
+                child: Child {
+                    state: ChildState::Planned,
+                    since_unix_ms: None,
+                    ..child.clone()
+                },
+            },
+            Record::Child {
+                id: "agent.s2-1".into(),
+                child: child.clone(),
+            },
+        ];
+        let mut once = Memory::default();
+        records.iter().for_each(|r| once.apply(r));
+        let mut twice = once.clone();
+        records.iter().for_each(|r| twice.apply(r));
+        assert_eq!(once, twice);
+        assert_eq!(once.children["agent.s2-1"], child);
+        for r in &records {
+            let line = serde_json::to_string(r).unwrap();
+            assert_eq!(&serde_json::from_str::<Record>(&line).unwrap(), r);
+        }
+        let text = serde_json::to_string(&once).unwrap();
+        assert_eq!(serde_json::from_str::<Memory>(&text).unwrap(), once);
+        once.apply(&Record::ChildEnded {
+            id: "agent.s2-1".into(),
+        });
+        assert!(once.children.is_empty());
+    }
+
+    #[test]
     fn records_and_memory_round_trip_through_json() {
         for item in [
             Item::Step("a:b\tc".into()),
@@ -378,6 +487,7 @@ mod tests {
             Item::Task("bd-1".into()),
             Item::Claim("bd-1".into(), "agent".into()),
             Item::Completed("bd-2".into()),
+            Item::ChildDone("step two".into()),
             Item::Held("bd-3".into(), "A\ttitle".into()),
         ] {
             assert_eq!(Item::parse(&item.to_string()), Some(item));

@@ -20,11 +20,11 @@ use tokio::time::Instant;
 
 use crate::config::{self, Settings};
 use crate::core::driver::{drive, World};
-use crate::core::effect::{Delivery, Level, Log};
-use crate::core::engine::{Engine, EngineConfig, Mode, Templates};
+use crate::core::effect::{Delivery, Level, Log, Spawn};
+use crate::core::engine::{Engine, EngineConfig, Fanout, Mode, Templates};
 use crate::core::input::{Change, FileRead, Input, Undeliverable};
 use crate::core::prompt;
-use crate::core::record::Record;
+use crate::core::record::{ChildState, Record};
 use crate::core::session::check_name;
 use crate::shell::checklists::{self, Claim};
 use crate::shell::deliver::{Deliverer, Framing, Outcome, Reached};
@@ -32,6 +32,7 @@ use crate::shell::ollie::{self, Submitted};
 use crate::shell::read::{read_capped, read_fresh, PlanFiles};
 use crate::shell::reminders;
 use crate::shell::sessions::{SessionTree, TreeChange};
+use crate::shell::spawn::Spawner;
 use crate::shell::store::{Store, StoreError};
 use crate::shell::systemd::Notifier;
 use crate::shell::tail::{PipeTail, Tail};
@@ -78,6 +79,11 @@ pub fn engine_config(s: &Settings) -> EngineConfig {
     c.mounts = s.events.mounts.clone();
     c.assignees = s.events.assignees.clone();
     c.notify_completed = s.events.notify_completed;
+    c.fanout = Fanout {
+        max_children: s.fanout.max_children,
+        max_total: s.fanout.max_total,
+        keep_children: s.fanout.keep_children,
+    };
     c.resync = s.events.resync;
     c.beads_file = s
         .beads
@@ -188,6 +194,7 @@ fn emit(project: &str, l: &Log) {
                     .map(|p| p.strip_prefix("plan:").unwrap_or(p)),
                 step = l.step.as_deref(),
                 session = l.session.as_deref(),
+                parent = l.parent.as_deref(),
                 mount = l.mount.as_deref(),
                 file = l.file.as_deref(),
                 line = l.line.map(|n| n as u64),
@@ -238,22 +245,22 @@ fn beads_read(settings: &Settings) -> Option<(FileRead, i64)> {
 
 /// Say how a prompt reached its session: for an ollie-9p session,
 /// whether it woke an idle agent or queued behind a running turn.
-fn log_reached(project: &str, session: &str, step: &str, reached: &Reached) {
+fn log_reached(project: &str, session: &str, parent: Option<&str>, step: &str, reached: &Reached) {
     let Reached::Submitted(how) = reached else {
         return;
     };
     match how {
         Submitted::Woke => {
-            tracing::info!(project = %project, session = %session, step = %step, "woke idle session {session} for {step}")
+            tracing::info!(project = %project, session = %session, parent = parent, step = %step, "woke idle session {session} for {step}")
         }
         Submitted::WokeUnconfirmed => {
-            tracing::info!(project = %project, session = %session, step = %step, "submitted {step} to idle session {session}; its turn was not seen starting within {:?}", ollie::CONFIRM_TIMEOUT)
+            tracing::info!(project = %project, session = %session, parent = parent, step = %step, "submitted {step} to idle session {session}; its turn was not seen starting within {:?}", ollie::CONFIRM_TIMEOUT)
         }
         Submitted::Queued(state) => {
-            tracing::info!(project = %project, session = %session, step = %step, "queued {step} behind the running turn of {session} ({state})")
+            tracing::info!(project = %project, session = %session, parent = parent, step = %step, "queued {step} behind the running turn of {session} ({state})")
         }
         Submitted::StateUnknown => {
-            tracing::info!(project = %project, session = %session, step = %step, "submitted {step} to session {session} (its state could not be read)")
+            tracing::info!(project = %project, session = %session, parent = parent, step = %step, "submitted {step} to session {session} (its state could not be read)")
         }
     }
 }
@@ -268,6 +275,7 @@ struct Carry<'a> {
     store_failing: &'a mut bool,
     watch: &'a Watch,
     deliverer: &'a Deliverer,
+    spawner: &'a Spawner,
     background: &'a mut usize,
     plan_files: &'a mut PlanFiles,
 }
@@ -302,15 +310,28 @@ impl World for Carry<'_> {
         beads_read(self.settings)
     }
 
+    fn spawn(&mut self, spawn: &Spawn) -> Option<Input> {
+        self.spawner.spawn(spawn);
+        None
+    }
+
+    fn reap(&mut self, child: &str) {
+        self.spawner.reap(child, &self.settings.project.name);
+    }
+
     fn deliver(&mut self, d: &Delivery) -> Option<Result<(), Undeliverable>> {
         // Every record so far is written before the prompt is.
         self.flush();
         let outcome = self.deliverer.deliver(d);
         match &outcome {
             None => *self.background += 1,
-            Some(Ok(reached)) => {
-                log_reached(&self.settings.project.name, &d.session, &d.step, reached)
-            }
+            Some(Ok(reached)) => log_reached(
+                &self.settings.project.name,
+                &d.session,
+                d.parent.as_deref(),
+                &d.step,
+                reached,
+            ),
             Some(Err(_)) => {}
         }
         outcome.map(|r| r.map(|_| ()))
@@ -363,6 +384,8 @@ struct Daemon {
     store: Store,
     watch: Watch,
     deliverer: Deliverer,
+    /// Creates and kills child sessions (fan-out).
+    spawner: Spawner,
     notifier: Notifier,
     /// The engine's clock origin.
     started: Instant,
@@ -415,6 +438,7 @@ impl Daemon {
             store_failing: &mut self.store_failing,
             watch: &self.watch,
             deliverer: &self.deliverer,
+            spawner: &self.spawner,
             background: &mut self.background,
             plan_files: &mut self.plan_files,
         };
@@ -501,9 +525,11 @@ impl Daemon {
         self.background = self.background.saturating_sub(1);
         let input = match outcome.result {
             Ok(reached) => {
+                let parent = self.engine.memory().children.get(&outcome.session);
                 log_reached(
                     &self.settings.project.name,
                     &outcome.session,
+                    parent.map(|c| c.parent.as_str()),
                     &outcome.step,
                     &reached,
                 );
@@ -649,6 +675,7 @@ impl Daemon {
                     self.on_tree_change(change);
                 }
                 self.write_reminders_file();
+                self.children_unlisted();
             }
             Err(e) => {
                 if !self.tree_failing {
@@ -659,8 +686,41 @@ impl Daemon {
         }
     }
 
+    /// A child confirmed (seen in `idx` by its create) and missing from a
+    /// later read of `idx` is gone, even if no poll ever listed it — one
+    /// killed within a poll of its creation would otherwise never be seen
+    /// to go, and its step never handed back.
+    fn children_unlisted(&mut self) {
+        let Some(tree) = &self.tree else { return };
+        let gone: Vec<String> = self
+            .engine
+            .memory()
+            .children
+            .iter()
+            .filter(|(id, c)| {
+                matches!(c.state, ChildState::Working | ChildState::Done)
+                    && !tree.sessions().contains_key(*id)
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for session in gone {
+            self.feed(Input::SessionState {
+                session,
+                state: None,
+            });
+        }
+    }
+
     fn on_tree_change(&mut self, change: TreeChange) {
         let project = self.settings.project.name.clone();
+        // A child reveille made names its parent (`PARENT=`).
+        let parent_of = |d: &Daemon, session: &str| {
+            d.engine
+                .memory()
+                .children
+                .get(session)
+                .map(|c| c.parent.clone())
+        };
         match change {
             TreeChange::Appeared(session) => {
                 let state = self
@@ -668,7 +728,8 @@ impl Daemon {
                     .as_ref()
                     .and_then(|t| t.sessions().get(&session))
                     .map(|o| o.state.clone());
-                tracing::debug!(project = %project, session = %session, "session {session} appeared");
+                let parent = parent_of(self, &session);
+                tracing::debug!(project = %project, session = %session, parent = parent.as_deref(), "session {session} appeared");
                 self.feed(Input::SessionState { session, state });
             }
             TreeChange::Gone(session) => {
@@ -678,14 +739,16 @@ impl Daemon {
                     .outbox
                     .get(&session)
                     .map_or(0, |q| q.len());
-                tracing::info!(project = %project, session = %session, "session {session} is gone (killed, or renamed); {pending} undelivered prompt(s) kept in its outbox");
+                let parent = parent_of(self, &session);
+                tracing::info!(project = %project, session = %session, parent = parent.as_deref(), "session {session} is gone (killed, or renamed); {pending} undelivered prompt(s) kept in its outbox");
                 self.feed(Input::SessionState {
                     session,
                     state: None,
                 });
             }
             TreeChange::State { session, from, to } => {
-                tracing::debug!(project = %project, session = %session, "session {session}: {from} → {to}");
+                let parent = parent_of(self, &session);
+                tracing::debug!(project = %project, session = %session, parent = parent.as_deref(), "session {session}: {from} → {to}");
                 self.feed(Input::SessionState {
                     session,
                     state: Some(to),
@@ -901,6 +964,9 @@ impl Daemon {
                 self.deliverer.enqueue = new.sessions.enqueue.clone();
                 self.deliverer.framing = framing(&new);
                 self.deliverer.submit = new.sessions.delivery == config::Delivery::Auto;
+                self.spawner.sessions_dir = new.sessions.dir.clone();
+                self.spawner.backend = new.fanout.backend.clone();
+                self.spawner.model = new.fanout.model.clone();
                 if new.sessions.dir != self.settings.sessions.dir {
                     self.tree = None;
                 }
@@ -951,6 +1017,8 @@ impl Signals {
 struct Wakers {
     events: WatchEvents,
     outcomes: mpsc::UnboundedReceiver<Outcome>,
+    /// Outcomes of child session creates (`Input::ChildSpawned`).
+    spawned: mpsc::UnboundedReceiver<Input>,
     signals: Signals,
 }
 
@@ -1001,6 +1069,13 @@ impl Daemon {
             outcomes: outcomes_tx,
             root: Default::default(),
         };
+        let (spawned_tx, spawned) = mpsc::unbounded_channel::<Input>();
+        let spawner = Spawner {
+            sessions_dir: settings.sessions.dir.clone(),
+            backend: settings.fanout.backend.clone(),
+            model: settings.fanout.model.clone(),
+            outcomes: spawned_tx,
+        };
         let signals = Signals::install()?;
         let tail = settings
             .events
@@ -1013,6 +1088,7 @@ impl Daemon {
             store,
             watch,
             deliverer,
+            spawner,
             notifier: Notifier::from_env(),
             started: Instant::now(),
             sync_at: None,
@@ -1031,6 +1107,7 @@ impl Daemon {
         let wakers = Wakers {
             events,
             outcomes,
+            spawned,
             signals,
         };
         Ok((d, wakers))
@@ -1099,6 +1176,7 @@ impl Daemon {
                 }
                 _ = w.events.wake.notified() => self.check_overflow(&w.events),
                 Some(outcome) = w.outcomes.recv() => self.on_outcome(outcome),
+                Some(input) = w.spawned.recv() => self.feed(input),
                 ready = async {
                     match &self.pipe {
                         Some(pipe) => pipe.readable().await,

@@ -25,6 +25,7 @@ pub mod ollie;
 pub mod read;
 pub mod reminders;
 pub mod sessions;
+pub mod spawn;
 pub mod status;
 pub mod store;
 pub mod systemd;

@@ -105,7 +105,9 @@ fn open_in(dir: &OwnedFd, name: &str, flags: libc::c_int) -> io::Result<File> {
 /// match their content, so this reads to end of file, not to a size.
 pub fn read_state(dir: &OwnedFd, flavour: Flavour) -> io::Result<Option<AgentState>> {
     let file = open_in(dir, flavour.state_file(), libc::O_RDONLY)?;
-    let mut text = String::new();
+    // In one read: a synthetic file read in pieces while it changes comes
+    // back torn (an empty String starts with a 32-byte probe read).
+    let mut text = String::with_capacity(STATE_CAP);
     file.take(STATE_CAP as u64).read_to_string(&mut text)?;
     Ok(match flavour {
         Flavour::Current => text

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::config::Settings;
 use crate::core::driver::{drive, World};
-use crate::core::effect::{Delivery, Log};
+use crate::core::effect::{Delivery, Log, Spawn};
 use crate::core::engine::{Engine, EngineConfig, PlanView};
 use crate::core::input::{FileRead, Input, Undeliverable};
 use crate::core::lifecycle::Lifecycle;
@@ -110,6 +110,10 @@ impl World for Look<'_> {
     fn read_beads(&mut self) -> Option<(FileRead, i64)> {
         None
     }
+    fn spawn(&mut self, _: &Spawn) -> Option<Input> {
+        None
+    }
+    fn reap(&mut self, _: &str) {}
     fn deliver(&mut self, _: &Delivery) -> Option<Result<(), Undeliverable>> {
         None
     }
@@ -156,6 +160,55 @@ pub struct IgnoredView {
     pub rule: String,
 }
 
+/// A child session reveille made for one step (fan-out).
+#[derive(Debug, Serialize)]
+pub struct ChildView {
+    pub id: String,
+    /// The session of the plan, which fanned the step out.
+    pub parent: String,
+    /// The plan's identity and file.
+    pub plan: String,
+    pub file: String,
+    /// The step it works on (`s2`).
+    pub step: String,
+    /// `planned` (asked for, not yet seen), `working`, `done` (its step is
+    /// checked; killed once idle unless kept), `handed back`.
+    pub state: &'static str,
+    /// Seconds since it was seen to exist.
+    pub age_s: Option<u64>,
+}
+
+fn children(memory: &Memory) -> Vec<ChildView> {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    memory
+        .children
+        .iter()
+        .map(|(id, c)| ChildView {
+            id: id.clone(),
+            parent: c.parent.clone(),
+            plan: c.source.to_string(),
+            file: c.plan.clone(),
+            step: c.step.clone(),
+            state: c.state.as_str(),
+            age_s: c.since_unix_ms.map(|t| now_ms.saturating_sub(t) / 1000),
+        })
+        .collect()
+}
+
+fn render_children(out: &mut String, s: &Status) {
+    for c in &s.children {
+        let age = c
+            .age_s
+            .map_or_else(|| "not seen yet".to_string(), |a| format!("{a}s old"));
+        out.push_str(&format!(
+            "child   {}: {} of {}, parent {}, {}, {age}\n",
+            c.id, c.step, c.file, c.parent, c.state
+        ));
+    }
+}
+
 /// Everything `status` shows.
 #[derive(Debug, Serialize)]
 pub struct Status {
@@ -182,6 +235,8 @@ pub struct Status {
     /// Open announced steps and tasks, their sessions' states and
     /// reminders, as the running daemon last wrote them.
     pub reminders: Vec<reminders::OpenItem>,
+    /// Child sessions made for parallel steps (fan-out).
+    pub children: Vec<ChildView>,
     /// Every session reveille knows of: its observed state, what is
     /// pending for it, and what was delivered to it and is still open.
     pub sessions: Vec<SessionView>,
@@ -430,6 +485,7 @@ pub fn gather(settings: &Settings) -> Result<Status, String> {
             Some(_) => reminders::read(dir),
             None => Vec::new(),
         },
+        children: children(memory),
         sessions: sessions_view(dir, memory, &k),
     })
 }
@@ -559,6 +615,7 @@ pub fn render(s: &Status) -> String {
     for item in &s.reminders {
         out.push_str(&format!("open    {}\n", reminders::line(item, now)));
     }
+    render_children(&mut out, s);
     render_outbox(&mut out, s);
     render_sessions(&mut out, s);
     if let Some(c) = &s.events {

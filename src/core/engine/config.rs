@@ -43,6 +43,27 @@ impl Default for Templates {
     }
 }
 
+/// Fan-out: child sessions for the parallel steps of a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fanout {
+    /// Working children per plan; 0 = off.
+    pub max_children: usize,
+    /// Working children across the project.
+    pub max_total: usize,
+    /// Keep a child after its step is checked.
+    pub keep_children: bool,
+}
+
+impl Default for Fanout {
+    fn default() -> Fanout {
+        Fanout {
+            max_children: 0,
+            max_total: 8,
+            keep_children: false,
+        }
+    }
+}
+
 /// What the engine needs to know of the configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineConfig {
@@ -93,6 +114,8 @@ pub struct EngineConfig {
     pub remind_after: Option<Duration>,
     /// Reminders per item, at most, until the session makes progress.
     pub remind_max: u32,
+    /// Child sessions for parallel steps (off by default).
+    pub fanout: Fanout,
 }
 
 impl EngineConfig {
@@ -120,6 +143,7 @@ impl EngineConfig {
             beads_file: None,
             remind_after: None,
             remind_max: 3,
+            fanout: Fanout::default(),
         }
     }
 }

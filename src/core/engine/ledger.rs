@@ -11,7 +11,7 @@ use super::config::{EngineConfig, Now};
 use super::timers::{Timer, Timers};
 use crate::core::effect::{Delivery, Effect, Level, Log};
 use crate::core::input::Undeliverable;
-use crate::core::record::{Item, Memory, Pending, Record};
+use crate::core::record::{ChildState, Item, Memory, Pending, Record};
 use crate::core::source::Source;
 
 /// The delivery lane of one session: at most one prompt in flight, retries
@@ -74,6 +74,15 @@ impl Ledger {
     pub(super) fn record(&mut self, record: Record, fx: &mut Vec<Effect>) {
         self.memory.apply(&record);
         fx.push(Effect::Record(record));
+    }
+
+    /// A journal entry about `session` names its parent too when it is a
+    /// child reveille made (`PARENT=`).
+    fn with_parent(&self, log: Log, session: &str) -> Log {
+        match self.memory.children.get(session) {
+            Some(child) => log.parent(&child.parent),
+            None => log,
+        }
     }
 
     /// A session showed signs of a reader: a lane backing off retries now.
@@ -144,16 +153,15 @@ impl Ledger {
             },
             fx,
         );
-        fx.push(Effect::Log(
-            Log::new(
-                Level::Info,
-                format!("announced {step} to session {session}"),
-            )
-            .plan(source)
-            .step(&step)
-            .session(session)
-            .file(&plan),
-        ));
+        let log = Log::new(
+            Level::Info,
+            format!("announced {step} to session {session}"),
+        )
+        .plan(source)
+        .step(&step)
+        .session(session)
+        .file(&plan);
+        fx.push(Effect::Log(self.with_parent(log, session)));
         self.dirty_lanes.insert(session.to_string());
         true
     }
@@ -271,12 +279,11 @@ impl Ledger {
             ));
         }
         if let Some((source, step)) = step {
-            fx.push(Effect::Log(
-                Log::new(Level::Debug, format!("delivered {step}"))
-                    .plan(&source)
-                    .step(&step)
-                    .session(&session),
-            ));
+            let log = Log::new(Level::Debug, format!("delivered {step}"))
+                .plan(&source)
+                .step(&step)
+                .session(&session);
+            fx.push(Effect::Log(self.with_parent(log, &session)));
         }
         let refill = self.drained(&session, cap);
         self.dirty_lanes.insert(session);
@@ -363,16 +370,23 @@ impl Ledger {
                 continue;
             }
             timers.cancel(&retry);
+            // A child not yet seen to exist: its prompt waits for it
+            // (`wake_lane` once it is listed) rather than failing writes.
+            let planned = self.memory.children.get(&session);
+            if planned.is_some_and(|c| c.state == ChildState::Planned) {
+                continue;
+            }
             let Some(front) = self.memory.outbox.get(&session).and_then(|q| q.front()) else {
                 continue;
             };
             lane.inflight = Some(front.seq);
             return Some(Delivery {
-                session,
                 seq: front.seq,
                 text: front.text.clone(),
                 plan: front.plan.clone(),
                 step: front.step.clone(),
+                parent: self.memory.children.get(&session).map(|c| c.parent.clone()),
+                session,
             });
         }
         None

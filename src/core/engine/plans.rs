@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use super::children;
 use super::config::{EngineConfig, Mode, Now};
 use super::context::Cx;
 use super::ledger::Wake;
@@ -298,6 +299,7 @@ impl Plans {
         if old_live && !live {
             cx.ledger
                 .withdraw_source(&pp.source, "its plan ended", cx.fx);
+            children::plan_ended(cx, &pp.source, "its plan ended");
         }
         let forget_missing = how.complete && !trust.fresh;
         if self.reconcile_plan(&pp.source, &plan, forget_missing, cx) && trust.fresh {
@@ -522,6 +524,7 @@ impl Plans {
             for source in stale {
                 cx.ledger
                     .withdraw_source(&source, "its plan was deleted", cx.fx);
+                children::plan_ended(cx, &source, "its plan was deleted");
                 cx.ledger.record(Record::DropSource { source }, cx.fx);
             }
         }
@@ -560,6 +563,7 @@ impl Plans {
         }
         cx.ledger
             .withdraw_source(source, "its plan was deleted", cx.fx);
+        children::plan_ended(cx, source, "its plan was deleted");
         if cx.ledger.memory.announced.contains_key(source) {
             cx.ledger.record(
                 Record::DropSource {
@@ -703,16 +707,23 @@ impl Plans {
                 !open.contains(k.as_str()) && (complete || existing.contains(k.as_str()))
             }
             Item::AllDone => !all_checked,
+            // A child's completion told: forgotten once the step is open
+            // again, so its next completion is told too.
+            Item::ChildDone(k) => open.contains(k.as_str()),
             _ => false,
         });
         for item in leaving {
-            let by = cx.ledger.memory.announced[source][&item].session.clone();
+            let holder = cx.ledger.memory.announced[source][&item].session.clone();
             cx.ledger
-                .unannounce(source, item, "its step was checked", cx.fx);
+                .unannounce(source, item.clone(), "its step was checked", cx.fx);
             // A step checked is progress: its session's reminder counts
             // in this plan start again.
-            if let Some(session) = by {
-                reminders::progress(cx.ledger, source, &session, cx.fx);
+            if let Some(session) = &holder {
+                reminders::progress(cx.ledger, source, session, cx.fx);
+            }
+            if let Item::Step(key) = &item {
+                let checked = existing.contains(key.as_str());
+                children::step_left(cx, source, plan, key, checked, holder.as_deref());
             }
         }
         kept_missing
@@ -793,9 +804,34 @@ impl Plans {
         // Queue mode puts the goal on the first prompt of the plan's dump.
         let first_dump =
             cx.config.mode == Mode::Queue && !cx.ledger.memory.announced.contains_key(source);
+        // Fan-out: once the parent holds one ready step of this plan, each
+        // further one may go to a child.
+        let mut parent_busy = children::parent_busy(cx, source, session);
         for (n, &i) in new.iter().enumerate() {
             let step = &plan.steps[i];
+            let item = Item::Step(step.key.clone());
+            let child = match cx.config.mode {
+                Mode::Reactive if parent_busy => {
+                    let at = children::StepRef {
+                        item: &item,
+                        key: &step.key,
+                        label: &step.label,
+                        file: &file,
+                    };
+                    children::assign(cx, source, at, session)
+                }
+                _ => None,
+            };
+            parent_busy |= child.is_none();
+            let to = child.as_deref().unwrap_or(session);
             let (label, text) = match cx.config.mode {
+                Mode::Reactive if child.is_some() => {
+                    let path = path.display().to_string();
+                    (
+                        step.label.clone(),
+                        children::child_prompt(plan, i, &path, session),
+                    )
+                }
                 Mode::Reactive => {
                     let t = &cx.config.templates.step;
                     let text = render_step(t, plan, i, &file, path, source, session);
@@ -807,8 +843,8 @@ impl Plans {
                 ),
             };
             let wake = Wake {
-                item: Item::Step(step.key.clone()),
-                session,
+                item,
+                session: to,
                 label,
                 plan: file.clone(),
                 text,
