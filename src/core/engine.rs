@@ -243,20 +243,27 @@ impl Engine {
                 false
             }
         };
+        self.after_input(now, refill, &mut fx);
+        fx
+    }
+
+    /// What every input is followed by: reminder clocks restarted by
+    /// progress, idle children reaped, a drained outbox refilled, and the
+    /// timers that are due.
+    fn after_input(&mut self, now: Now, refill: bool, fx: &mut Vec<Effect>) {
         self.after_progress(now);
         let mut cx = Cx {
             config: &self.config,
             ledger: &mut self.ledger,
             timers: &mut self.timers,
-            fx: &mut fx,
+            fx,
             baseline: self.baseline,
         };
         children::reap_idle(&mut cx, self.sessions.observed());
         if refill {
-            self.refill(&mut fx);
+            self.refill(fx);
         }
-        self.run_timers(now, &mut fx);
-        fx
+        self.run_timers(now, fx);
     }
 
     /// A prompt reached its session: for an observed session, when it was
