@@ -6,20 +6,19 @@
 use std::fs;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::world::{fresh_uid, mkfifo, plan_name, FifoReader, World, BIN, GOOD};
+use crate::util::launch::command;
+use crate::util::world::{fresh_uid, mkfifo, plan_name, FifoReader, World, GOOD};
 
 /// Run `reveille <sub> --config <path>`, killed after 10 s (a hang fails).
 fn run(sub: &str, config: &Path, uid: Option<u32>) -> Output {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = command();
     cmd.arg(sub)
         .arg("--config")
         .arg(config)
-        .env_remove("JOURNAL_STREAM")
         .env("REVEILLE_LOG__TARGET", "stderr")
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     if let Some(uid) = uid {

@@ -20,7 +20,7 @@ use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::process::{Child, ExitStatus, Output, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
@@ -38,22 +38,12 @@ pub const WAIT: Duration = Duration::from_secs(5);
 
 /// The `reveille` binary under test.
 pub fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_reveille")
+    super::launch::BIN
 }
 
-/// A command running the binary with a clean environment for it: no
-/// `RUST_LOG` and no `REVEILLE_*` configuration inherited from the caller.
-pub fn command() -> Command {
-    let mut cmd = Command::new(bin());
-    for (key, _) in std::env::vars_os() {
-        let key = key.to_string_lossy().into_owned();
-        if key == "RUST_LOG" || key == "JOURNAL_STREAM" || key.starts_with("REVEILLE_") {
-            cmd.env_remove(&key);
-        }
-    }
-    cmd.stdin(Stdio::null());
-    cmd
-}
+/// A command running the binary with the harness's one environment policy
+/// (see `launch`).
+pub use super::launch::command;
 
 /// A project in a temporary directory: `pl/` (plan_dir), `s/` (sessions_dir),
 /// `state/`, and `reveille.toml`.

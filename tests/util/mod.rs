@@ -1,6 +1,6 @@
 //! Shared test harness: waiting on conditions with backoff, running the
-//! real daemon against a temporary project (`daemon`), and running the real
-//! systemd and journald (`systemd`).
+//! real daemon against a temporary project (`daemon`, started the one way
+//! `launch` says), and running the real systemd and journald (`systemd`).
 
 #![allow(dead_code)] // each test module uses a different part of the harness
 
@@ -8,6 +8,7 @@ pub mod beads;
 pub mod daemon;
 pub mod fuse;
 pub mod journald;
+pub mod launch;
 pub mod ollie;
 pub mod rig;
 pub mod systemd;

@@ -23,7 +23,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -33,8 +33,6 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 use super::wait_until;
-
-pub const BIN: &str = env!("CARGO_BIN_EXE_reveille");
 
 /// The step prompt the rig configures: one line, easy to parse.
 pub const STEP_TEMPLATE: &str = "STEP {session} {plan} {id} {title}";
@@ -178,14 +176,11 @@ impl Rig {
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(BIN);
+        let mut cmd = super::launch::command();
         cmd.args(args)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", &self.root)
             .env("XDG_CONFIG_HOME", self.root.join("config"))
-            .envs(&self.env)
-            .stdin(Stdio::null());
+            .envs(&self.env);
         cmd
     }
 

@@ -23,14 +23,11 @@ use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use super::wait_until;
-
-/// The daemon binary under test.
-pub const BIN: &str = env!("CARGO_BIN_EXE_reveille");
 
 /// How long any single condition may take before a test fails.
 pub const WAIT: Duration = Duration::from_secs(15);
@@ -265,14 +262,11 @@ impl World {
         }
         let log = self.harness.join(format!("daemon-{}.log", fresh_uid()));
         let err = File::create(&log).unwrap();
-        let child = Command::new(BIN)
+        let child = super::launch::command()
             .arg("run")
             .arg("--config")
             .arg(self.config_path())
-            .env_remove("JOURNAL_STREAM")
-            .env_remove("NOTIFY_SOCKET")
             .env("HOME", &self.outside)
-            .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(err)
             .spawn()

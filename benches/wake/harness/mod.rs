@@ -13,6 +13,9 @@ pub mod agents;
 pub mod doubles;
 pub mod fifo;
 pub mod latency;
+/// The test suite's launcher: the daemon starts here exactly as in the tests.
+#[path = "../../../tests/util/launch.rs"]
+pub mod launch;
 pub mod plans;
 pub mod process;
 pub mod scale;

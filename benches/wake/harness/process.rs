@@ -125,15 +125,12 @@ impl Daemon {
         let sock = setup.root.join("notify.sock");
         let _ = std::fs::remove_file(&sock);
         let notify = UnixDatagram::bind(&sock).expect("bind the notify socket");
-        let mut cmd = Command::new(bin);
+        let mut cmd = super::launch::command_for(bin);
         cmd.arg("run")
             .arg("--config")
             .arg(&config)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", &setup.root)
             .env("NOTIFY_SOCKET", &sock)
-            .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         // Its own process group, so nothing reaches it by accident.
