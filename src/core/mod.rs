@@ -11,11 +11,13 @@
 //! - `engine`, `input`, `effect`: the engine and its interface; the engine
 //!   is a coordinator over parts that own their state — `engine::ledger`
 //!   (durable memory, delivery lanes), `engine::plans`, `engine::tasks`,
-//!   `engine::sessions` — and one `engine::timers` table;
+//!   `engine::sessions`, `engine::reminders`, `engine::children` (fan-out)
+//!   — and one `engine::timers` table;
 //! - `driver`: the one loop over the engine (`drive`) behind the `World`
 //!   trait, shared by the daemon, `status` and the engine tests;
 //! - `source`: where announced work comes from (`Source`);
-//! - `prompt`: templates; `session`: names from data;
+//! - `prompt`: templates; `session`: names from data, agent states;
+//! - `fnv`: the stable hash of what is persisted or shared;
 //! - `tracker`, `beads`, `timestamp`, `lines`: the task tracker's event
 //!   lines, ready files and `issues.jsonl` with `bd ready`'s rule;
 //! - `ready_report`: `reveille ready` output.
@@ -24,6 +26,7 @@ pub mod beads;
 pub mod driver;
 pub mod effect;
 pub mod engine;
+pub mod fnv;
 pub mod input;
 pub mod lifecycle;
 pub mod lines;

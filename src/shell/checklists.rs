@@ -14,7 +14,6 @@
 //! announces the checklists it sees.
 
 use std::fs::File;
-use std::hash::Hasher;
 use std::io::{Read, Seek, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -22,6 +21,7 @@ use std::path::{Path, PathBuf};
 use nix::fcntl::{Flock, FlockArg};
 
 use crate::config::Settings;
+use crate::core::fnv::fnv1a;
 
 /// The outcome of claiming the session checklists of a sessions directory.
 #[derive(Debug)]
@@ -30,26 +30,6 @@ pub enum Claim {
     Owned(Option<Flock<File>>),
     /// Another instance does (its lock file says who).
     Taken { by: String, lock: PathBuf },
-}
-
-/// FNV-1a, 64 bits: a stable name for a directory (std's hasher is not
-/// guaranteed stable across releases, and two versions must agree).
-fn fnv1a(bytes: &[u8]) -> u64 {
-    struct Fnv(u64);
-    impl Hasher for Fnv {
-        fn finish(&self) -> u64 {
-            self.0
-        }
-        fn write(&mut self, bytes: &[u8]) {
-            for b in bytes {
-                self.0 ^= u64::from(*b);
-                self.0 = self.0.wrapping_mul(0x100_0000_01b3);
-            }
-        }
-    }
-    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
-    h.write(bytes);
-    h.finish()
 }
 
 /// Where the lock for `sessions_dir` lives, in `runtime_dir`.
@@ -150,6 +130,5 @@ mod tests {
         assert!(a.starts_with(t.path().join("reveille")));
         assert_eq!(a, lock_path(t.path(), &t.path().join("s")));
         assert_ne!(a, lock_path(t.path(), &t.path().join("other")));
-        assert_eq!(fnv1a(b"abc"), 0xe71f_a219_0541_574b);
     }
 }

@@ -9,6 +9,7 @@
 //! always points at the start of the first incomplete line, so a restart of
 //! the daemon re-reads it whole.
 
+use crate::core::fnv::fnv1a;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
@@ -59,7 +60,7 @@ fn head_hash(file: &mut File, size: u64) -> io::Result<u64> {
     let mut buf = [0u8; HEAD];
     file.seek(SeekFrom::Start(0))?;
     file.read_exact(&mut buf)?;
-    Ok(fnv(&buf))
+    Ok(fnv1a(&buf))
 }
 
 /// A hash of the (up to `HEAD`) bytes that end at `offset`; 0 at offset 0.
@@ -71,17 +72,7 @@ fn last_hash(file: &File, offset: u64) -> io::Result<u64> {
     let from = offset.saturating_sub(HEAD as u64);
     let mut buf = vec![0u8; (offset - from) as usize];
     file.read_exact_at(&mut buf, from)?;
-    Ok(fnv(&buf).max(1))
-}
-
-/// FNV-1a: stable across runs and platforms, which `DefaultHasher` is not.
-fn fnv(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
+    Ok(fnv1a(&buf).max(1))
 }
 
 impl Tail {

@@ -18,6 +18,7 @@
 //! The state lives in the ledger's memory (it must survive restarts and
 //! change only through records), so this part is its rules over a `Cx`.
 
+use crate::core::fnv::Fnv;
 use std::collections::BTreeMap;
 
 use super::context::Cx;
@@ -55,30 +56,11 @@ pub(super) fn child_id(parent: &str, source: &Source, key: &str, label: &str) ->
         head.truncate(end);
     }
     let label: String = label.chars().filter(|&c| safe(c)).take(16).collect();
-    format!("{head}.{label}-{:012x}", h.0 & 0xffff_ffff_ffff)
+    format!("{head}.{label}-{:012x}", h.finish() & 0xffff_ffff_ffff)
 }
 
 fn safe(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')
-}
-
-/// FNV-1a, 64 bits: stable across builds and Rust versions (the standard
-/// hasher promises neither), which a persisted id needs.
-struct Fnv(u64);
-
-impl Default for Fnv {
-    fn default() -> Fnv {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Fnv {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 ^= u64::from(b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
 }
 
 /// Whether a child still works on its step (and so counts against the caps).
