@@ -275,3 +275,21 @@ fn status_shows_each_sessions_state() {
         daemon.log()
     );
 }
+
+/// Older ollie-9p (`enqueue`, `state`, `workdir`, no `idx`): recognised by
+/// its `prompt` and `state` files, and woken the same way.
+#[test]
+fn an_idle_agent_of_an_older_ollie_9p_is_woken_too() {
+    let Some((ollie, _cwd, project)) = world(Options {
+        flavour: crate::util::ollie::Flavour::Legacy,
+        ..Options::default()
+    }) else {
+        return;
+    };
+    let daemon = Daemon::start(&project);
+    task_plan(&project.plan_dir, "legacy", &[Step::new("Old but awake")]);
+    let turns = ollie.wait_turns("agent", 1, T);
+    assert!(turns[0].prompt.contains("Old but awake"), "{turns:?}");
+    daemon.wait_log("woke idle session agent for s1", T);
+    assert!(ollie.queue("agent").is_empty());
+}
