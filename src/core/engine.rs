@@ -450,10 +450,11 @@ impl Engine {
                     call,
                 })
             }
-            Item::Task(id) => {
-                // Claimed by another session's assignee: not this one's work.
+            Item::Task(id) | Item::Claimed(id) => {
+                // Ready but claimed by another session's assignee: not this
+                // one's work. (`Claimed` is this session's by construction.)
                 let key = (source.clone(), id.clone());
-                if let Some(who) = self.tasks.task_assignees.get(&key) {
+                if let (Item::Task(_), Some(who)) = (item, self.tasks.task_assignees.get(&key)) {
                     if self.config.assignees.get(who).map(String::as_str) != Some(session) {
                         return None;
                     }

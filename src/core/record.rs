@@ -37,6 +37,11 @@ pub enum Item {
     /// `completed` event whom to tell: (id, title), the title kept here so
     /// that the engine's title cache need not grow with held tasks.
     Held(String, String),
+    /// A tracker task claimed by an assignee that maps to the session it
+    /// is announced to: that session's open work (reminded of like a ready
+    /// task) until the task is completed, failed or deleted, or returns to
+    /// the ready set. No prompt of its own; the `Claim` note told it.
+    Claimed(String),
 }
 
 impl fmt::Display for Item {
@@ -49,6 +54,7 @@ impl fmt::Display for Item {
             Item::Completed(id) => write!(f, "completed:{id}"),
             Item::ChildDone(k) => write!(f, "child-done:{k}"),
             Item::Held(id, title) => write!(f, "held:{id}\t{title}"),
+            Item::Claimed(id) => write!(f, "claimed:{id}"),
         }
     }
 }
@@ -65,6 +71,7 @@ impl Item {
             "task" => Item::Task(rest.to_string()),
             "completed" => Item::Completed(rest.to_string()),
             "child-done" => Item::ChildDone(rest.to_string()),
+            "claimed" => Item::Claimed(rest.to_string()),
             "held" => {
                 let (id, title) = rest.split_once('\t')?;
                 Item::Held(id.to_string(), title.to_string())
@@ -82,7 +89,11 @@ impl Item {
         match self {
             Item::Step(k) | Item::ChildDone(k) => k,
             Item::AllDone => "all-done",
-            Item::Task(id) | Item::Claim(id, _) | Item::Completed(id) | Item::Held(id, _) => id,
+            Item::Task(id)
+            | Item::Claim(id, _)
+            | Item::Completed(id)
+            | Item::Held(id, _)
+            | Item::Claimed(id) => id,
         }
     }
 }
@@ -489,6 +500,7 @@ mod tests {
             Item::Completed("bd-2".into()),
             Item::ChildDone("step two".into()),
             Item::Held("bd-3".into(), "A\ttitle".into()),
+            Item::Claimed("bd-4".into()),
         ] {
             assert_eq!(Item::parse(&item.to_string()), Some(item));
         }

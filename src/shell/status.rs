@@ -306,7 +306,7 @@ fn sessions_view(dir: &Path, memory: &Memory, k: &Known) -> Vec<SessionView> {
                 .outbox
                 .get(session)
                 .is_some_and(|q| q.iter().any(|p| &p.source == source && &p.item == item));
-            if !pending && matches!(item, Item::Step(_) | Item::Task(_)) {
+            if !pending && matches!(item, Item::Step(_) | Item::Task(_) | Item::Claimed(_)) {
                 let id = announced_view(item, a, plan).id;
                 view(&mut views, &observed, session).open.push(id);
             }
@@ -356,6 +356,7 @@ fn announced_view(item: &Item, a: &Announced, plan: Option<&Plan>) -> AnnouncedV
     match item {
         Item::Claim(_, who) => id.push_str(&format!(" (claim by {who} told)")),
         Item::Completed(_) => id.push_str(" (completion told)"),
+        Item::Claimed(_) => id.push_str(" (claimed, open)"),
         Item::Held(..) => id.push_str(&format!(
             " (left the ready set; held by {})",
             a.session.as_deref().unwrap_or("-")

@@ -83,10 +83,12 @@ pub(super) fn due_at(after: Duration, max: u32, sent: u32, base: Now) -> Option<
     Some(base + after.saturating_mul(factor))
 }
 
-/// Whether an item is work a session can be reminded of: a step or a
-/// task. Claims, completions and the all-done nudge are notes.
+/// Whether an item is work a session can be reminded of: a step, a task
+/// still ready, or a task claimed by the session's own assignee
+/// (`Claimed`). Claims and completions told, who holds a task, and the
+/// all-done nudge are notes.
 fn is_work(item: &Item) -> bool {
-    matches!(item, Item::Step(_) | Item::Task(_))
+    matches!(item, Item::Step(_) | Item::Task(_) | Item::Claimed(_))
 }
 
 impl Reminders {

@@ -20,7 +20,7 @@ use crate::core::prompt;
 use crate::core::record::{Cursor, Item, Memory, Record};
 use crate::core::source::Source;
 use crate::core::tracker::{parse_event, parse_ready, EventError, TrackerEvent};
-use notes::{forget_held, forget_notes, hold, holder, prune_notes};
+use notes::{forget_held, forget_notes, hold, holder, mark_claimed, prune_notes, unmark_claimed};
 
 /// The source of a 9beads mount.
 fn mount_source(mount: &str) -> Source {
@@ -275,11 +275,14 @@ impl Tasks {
             plan: name,
             text,
         };
-        if cx
+        if !cx
             .ledger
             .announce(cx.config.outbox_cap, &source, wake, cx.fx)
-            && cx.config.notify_completed
         {
+            return;
+        }
+        mark_claimed(&source, id, &session, cx);
+        if cx.config.notify_completed {
             hold(&source, id, &title, &session, cx);
         }
     }
@@ -343,6 +346,7 @@ impl Tasks {
         }
         let source = mount_source(mount);
         forget_held(&source, &id, cx);
+        unmark_claimed(&source, &id, cx);
         cx.ledger.unannounce(&source, Item::Task(id), why, cx.fx);
         self.dirty_mounts.insert(mount.to_string());
     }

@@ -57,6 +57,34 @@ pub(super) fn holder(memory: &Memory, source: &Source, id: &str) -> Option<(Stri
     }
 }
 
+/// Mark task `id` as claimed by `session`'s own assignee: its open work.
+pub(super) fn mark_claimed(source: &Source, id: &str, session: &str, cx: &mut Cx) {
+    cx.ledger.record(
+        Record::Announce {
+            source: source.clone(),
+            item: Item::Claimed(id.to_string()),
+            session: Some(session.to_string()),
+            baseline: false,
+            pending: None,
+        },
+        cx.fx,
+    );
+}
+
+/// Task `id` is no longer claimed work (closed).
+pub(super) fn unmark_claimed(source: &Source, id: &str, cx: &mut Cx) {
+    let item = Item::Claimed(id.to_string());
+    if cx.ledger.memory.is_announced(source, &item) {
+        cx.ledger.record(
+            Record::Forget {
+                source: source.clone(),
+                item,
+            },
+            cx.fx,
+        );
+    }
+}
+
 /// Forget who holds task `id` (it was closed, or is held anew).
 pub(super) fn forget_held(source: &Source, id: &str, cx: &mut Cx) {
     if let Some((item, _)) = held_item(&cx.ledger.memory, source, id) {
@@ -74,7 +102,7 @@ pub(super) fn forget_held(source: &Source, id: &str, cx: &mut Cx) {
 /// Forget every note of a task.
 pub(super) fn forget_notes(source: &Source, id: &str, cx: &mut Cx) {
     let notes = cx.ledger.memory.announced_where(source, |i| match i {
-        Item::Claim(c, _) | Item::Completed(c) | Item::Held(c, _) => c == id,
+        Item::Claim(c, _) | Item::Completed(c) | Item::Held(c, _) | Item::Claimed(c) => c == id,
         _ => false,
     });
     forget(source, notes, cx);
@@ -83,7 +111,10 @@ pub(super) fn forget_notes(source: &Source, id: &str, cx: &mut Cx) {
 /// Keep the notes of one source bounded.
 pub(super) fn prune_notes(source: &Source, cx: &mut Cx) {
     let notes = cx.ledger.memory.announced_where(source, |i| {
-        matches!(i, Item::Claim(..) | Item::Completed(_) | Item::Held(..))
+        matches!(
+            i,
+            Item::Claim(..) | Item::Completed(_) | Item::Held(..) | Item::Claimed(_)
+        )
     });
     if notes.len() < MAX_NOTES {
         return;

@@ -441,7 +441,7 @@ fn turning_reminders_on_by_reload_arms_them_for_idle_sessions() {
 }
 
 #[test]
-fn tracker_notes_are_never_reminded_of() {
+fn a_claimed_bead_is_reminded_to_its_claimer_until_it_is_completed() {
     let mut rig = tracker_rig(false);
     let mut config = rig.engine.config().clone();
     config.remind_after = Some(AFTER);
@@ -458,8 +458,9 @@ fn tracker_notes_are_never_reminded_of() {
         &mut rig,
         &[r#"{"type":"created","id":"bd-1","mount":"proj"}"#],
     );
-    // Claimed by agent-1 (a1): it leaves the ready set; a1 is told of the
-    // claim, s1 keeps who holds it — notes, both.
+    // Claimed by agent-1 (a1): it leaves the ready set. a1 is told of the
+    // claim, and the claimed task is a1's open work; the claim note and
+    // who holds it are notes, never reminded of.
     set_ready(&mut rig, &[]);
     let claim = r#"{"id":"u-1","ts":1708598530,"source":"beads/proj","type":"BeadClaimed","data":{"bead_id":"bd-1","assignee":"agent-1","mount":"proj"}}"#;
     events(&mut rig, &[claim]);
@@ -472,6 +473,25 @@ fn tracker_notes_are_never_reminded_of() {
         notes.keys().any(|i| matches!(i, Item::Claim(..))),
         "{notes:?}"
     );
+    assert_eq!(
+        notes[&Item::Claimed("bd-1".into())].session.as_deref(),
+        Some("a1"),
+        "{notes:?}"
+    );
+    rig.run_until(rig.now + AFTER + Duration::from_millis(10));
+    assert_eq!(rig.reminders(), vec![("bd-1".to_string(), 1)]);
+    let (session, _, text) = rig.world.delivered.last().unwrap().clone();
+    assert_eq!(session, "a1");
+    assert!(text.contains("complete bd-1"), "{text}");
+    // Completed: no longer anyone's open work, and no more reminders.
+    events(
+        &mut rig,
+        &[r#"{"type":"completed","id":"bd-1","mount":"proj"}"#],
+    );
+    assert!(!rig
+        .engine
+        .memory()
+        .is_announced(&src("mount:proj"), &Item::Claimed("bd-1".into())));
     rig.run_until(rig.now + 100 * AFTER);
-    assert!(rig.reminders().is_empty(), "{:?}", rig.reminders());
+    assert_eq!(rig.reminders(), vec![("bd-1".to_string(), 1)]);
 }
