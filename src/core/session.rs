@@ -65,6 +65,13 @@ impl AgentState {
     }
 }
 
+/// Serialized as ollie-9p writes it (`"idle"`, `"calling: grep"`).
+impl serde::Serialize for AgentState {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 impl std::fmt::Display for AgentState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

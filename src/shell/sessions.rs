@@ -38,12 +38,6 @@ pub struct Observed {
     pub cwd: String,
 }
 
-impl Serialize for AgentState {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
 fn unix_ms<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
     let ms = t
         .duration_since(SystemTime::UNIX_EPOCH)
