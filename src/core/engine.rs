@@ -24,7 +24,7 @@ use super::record::{Item, Memory, Record};
 use super::session::AgentState;
 use super::source::Source;
 pub use config::{EngineConfig, Fanout, Mode, Now, Templates};
-use context::Cx;
+use context::{cx, Cx};
 use ledger::Ledger;
 use plans::{display_name, Origin, Plans, ReadKind};
 pub use reminders::{human, ReminderView};
@@ -155,13 +155,7 @@ impl Engine {
     /// Handle one input; the returned effects are to be carried out in order.
     pub fn handle(&mut self, now: Now, input: Input) -> Vec<Effect> {
         let mut fx = Vec::new();
-        let mut cx = Cx {
-            config: &self.config,
-            ledger: &mut self.ledger,
-            timers: &mut self.timers,
-            fx: &mut fx,
-            baseline: self.baseline,
-        };
+        let mut cx = cx!(self, &mut fx);
         let refill = match input {
             Input::Changed { path, change } => {
                 self.plans.on_changed(now, path, change, &mut cx);
@@ -252,13 +246,7 @@ impl Engine {
     /// timers that are due.
     fn after_input(&mut self, now: Now, refill: bool, fx: &mut Vec<Effect>) {
         self.after_progress(now);
-        let mut cx = Cx {
-            config: &self.config,
-            ledger: &mut self.ledger,
-            timers: &mut self.timers,
-            fx,
-            baseline: self.baseline,
-        };
+        let mut cx = cx!(self, fx);
         children::reap_idle(&mut cx, self.sessions.observed());
         if refill {
             self.refill(fx);
@@ -369,13 +357,7 @@ impl Engine {
                     let open = self.open_item(&session, &source, &item);
                     let observed = self.sessions.observed().get(&session);
                     let key = (session, source, item);
-                    let mut cx = Cx {
-                        config: &self.config,
-                        ledger: &mut self.ledger,
-                        timers: &mut self.timers,
-                        fx,
-                        baseline: self.baseline,
-                    };
+                    let mut cx = cx!(self, fx);
                     self.reminders.on_due(now, key, open, observed, &mut cx);
                 }
                 Timer::Release(session) => {

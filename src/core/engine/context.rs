@@ -16,3 +16,18 @@ pub(super) struct Cx<'a> {
     /// baseline, not announced.
     pub(super) baseline: bool,
 }
+
+/// The `Cx` of an engine's own fields: the coordinator builds one per
+/// step (parts' state and the context are disjoint borrows of it).
+macro_rules! cx {
+    ($engine:expr, $fx:expr) => {
+        $crate::core::engine::context::Cx {
+            config: &$engine.config,
+            ledger: &mut $engine.ledger,
+            timers: &mut $engine.timers,
+            fx: $fx,
+            baseline: $engine.baseline,
+        }
+    };
+}
+pub(super) use cx;

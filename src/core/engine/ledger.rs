@@ -76,6 +76,28 @@ impl Ledger {
         fx.push(Effect::Record(record));
     }
 
+    /// Put `item` in the announced set with no prompt: a first-start
+    /// baseline entry (no session), or a note that tells later events
+    /// whom they concern (who holds a task, who claimed it).
+    pub(super) fn mark(
+        &mut self,
+        source: &Source,
+        item: Item,
+        session: Option<&str>,
+        fx: &mut Vec<Effect>,
+    ) {
+        self.record(
+            Record::Announce {
+                source: source.clone(),
+                item,
+                session: session.map(str::to_string),
+                baseline: session.is_none(),
+                pending: None,
+            },
+            fx,
+        );
+    }
+
     /// A journal entry about `session` names its parent too when it is a
     /// child reveille made (`PARENT=`).
     fn with_parent(&self, log: Log, session: &str) -> Log {

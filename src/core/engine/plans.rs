@@ -776,16 +776,7 @@ impl Plans {
         let items = new.iter().map(|&i| Item::Step(plan.steps[i].key.clone()));
         let items: Vec<Item> = items.chain(nudge.then_some(Item::AllDone)).collect();
         for item in items {
-            cx.ledger.record(
-                Record::Announce {
-                    source: source.clone(),
-                    item,
-                    session: None,
-                    baseline: true,
-                    pending: None,
-                },
-                cx.fx,
-            );
+            cx.ledger.mark(source, item, None, cx.fx);
         }
     }
 

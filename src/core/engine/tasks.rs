@@ -550,16 +550,7 @@ impl Tasks {
                 continue;
             }
             if cx.baseline {
-                cx.ledger.record(
-                    Record::Announce {
-                        source: source.clone(),
-                        item,
-                        session: None,
-                        baseline: true,
-                        pending: None,
-                    },
-                    cx.fx,
-                );
+                cx.ledger.mark(source, item, None, cx.fx);
                 continue;
             }
             let Some(session) = self.task_route(source, task.assignee.as_deref(), cx) else {

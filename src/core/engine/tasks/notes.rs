@@ -22,16 +22,8 @@ pub(super) fn hold(source: &Source, id: &str, title: &str, session: &str, cx: &m
     while !title.is_char_boundary(cut) {
         cut -= 1;
     }
-    cx.ledger.record(
-        Record::Announce {
-            source: source.clone(),
-            item: Item::Held(id.to_string(), title[..cut].to_string()),
-            session: Some(session.to_string()),
-            baseline: false,
-            pending: None,
-        },
-        cx.fx,
-    );
+    let item = Item::Held(id.to_string(), title[..cut].to_string());
+    cx.ledger.mark(source, item, Some(session), cx.fx);
 }
 
 /// The `Held` note of task `id`, if any: found by a range lookup (the
@@ -59,16 +51,8 @@ pub(super) fn holder(memory: &Memory, source: &Source, id: &str) -> Option<(Stri
 
 /// Mark task `id` as claimed by `session`'s own assignee: its open work.
 pub(super) fn mark_claimed(source: &Source, id: &str, session: &str, cx: &mut Cx) {
-    cx.ledger.record(
-        Record::Announce {
-            source: source.clone(),
-            item: Item::Claimed(id.to_string()),
-            session: Some(session.to_string()),
-            baseline: false,
-            pending: None,
-        },
-        cx.fx,
-    );
+    let item = Item::Claimed(id.to_string());
+    cx.ledger.mark(source, item, Some(session), cx.fx);
 }
 
 /// Task `id` is no longer claimed work (closed).
