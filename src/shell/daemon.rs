@@ -9,7 +9,7 @@
 //! in the journal before the prompt that depends on it is written.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -416,6 +416,8 @@ struct Daemon {
     plan_files: PlanFiles,
     /// What `reminders.json` last held, so it is written only on change.
     reminders_written: Vec<u8>,
+    /// What one read of inotify reported, kept between reads.
+    seen: Vec<Seen>,
 }
 
 impl Daemon {
@@ -592,7 +594,7 @@ impl Daemon {
         }
         let (path, change) = match seen {
             Seen::Rescan => {
-                tracing::warn!(project = %self.settings.project.name, "inotify lost events (its queue overflowed, or it reported an error)");
+                tracing::warn!(project = %self.settings.project.name, "inotify lost events (its queue overflowed); rescanning so nothing is missed");
                 return self.rescan();
             }
             Seen::DirCreated(p) => {
@@ -943,7 +945,9 @@ impl Daemon {
                     || new.sessions.enqueue != self.settings.sessions.enqueue
                     || new.sessions.session_plans != self.settings.sessions.session_plans;
                 if roots_changed {
-                    match Watch::new(&new.sessions.enqueue, new.sessions.session_plans, 8192) {
+                    let fresh = Watch::new(&new.sessions.enqueue, new.sessions.session_plans)
+                        .and_then(|w| w.events().map(|e| (w, e)));
+                    match fresh {
                         Ok((watch, events)) => {
                             self.watch = watch;
                             add_roots(&mut self.watch, &new);
@@ -1051,12 +1055,11 @@ impl Daemon {
             tracing::error!(project = %project, "journal lines {:?} could not be read and were skipped", report.bad_lines);
         }
         let engine = Engine::new(engine_config(&settings), memory);
-        let (mut watch, events) = Watch::new(
-            &settings.sessions.enqueue,
-            settings.sessions.session_plans,
-            8192,
-        )
-        .map_err(|e| DaemonError::Watch(e.to_string()))?;
+        let mut watch = Watch::new(&settings.sessions.enqueue, settings.sessions.session_plans)
+            .map_err(|e| DaemonError::Watch(e.to_string()))?;
+        let events = watch
+            .events()
+            .map_err(|e| DaemonError::Watch(e.to_string()))?;
         add_roots(&mut watch, &settings);
         // Prime the poller so its first round reports changes, not everything.
         watch.poll();
@@ -1103,6 +1106,7 @@ impl Daemon {
             checklists,
             plan_files: PlanFiles::default(),
             reminders_written: Vec::new(),
+            seen: Vec::new(),
         };
         let wakers = Wakers {
             events,
@@ -1161,20 +1165,12 @@ impl Daemon {
                     self.notifier.watchdog();
                     watchdog_at = watchdog.map(|w| Instant::now() + w);
                 }
-                seen = w.events.rx.recv() => {
-                    let Some(seen) = seen else {
-                        return Err(DaemonError::Watch("the inotify thread stopped".into()));
-                    };
-                    self.on_seen(seen);
-                    // Drain what else is queued before re-arming timers, but
-                    // a bounded batch, so signals and timers are looked at
-                    // between batches of a flood.
-                    for _ in 0..DRAIN_BATCH {
-                        let Ok(seen) = w.events.rx.try_recv() else { break };
-                        self.on_seen(seen);
+                ready = w.events.fd.readable() => {
+                    let mut ready = ready.map_err(|e| DaemonError::Watch(e.to_string()))?;
+                    if !self.read_watch()? {
+                        ready.clear_ready();
                     }
                 }
-                _ = w.events.wake.notified() => self.check_overflow(&w.events),
                 Some(outcome) = w.outcomes.recv() => self.on_outcome(outcome),
                 Some(input) = w.spawned.recv() => self.feed(input),
                 ready = async {
@@ -1205,17 +1201,27 @@ impl Daemon {
             if let Some(new) = replaced {
                 w.events = new;
             }
-            self.check_overflow(&w.events);
             self.update_status();
         }
     }
 
-    /// The notify thread's channel was full: rescan, so nothing is missed.
-    fn check_overflow(&mut self, events: &WatchEvents) {
-        if events.overflowed.swap(false, Ordering::SeqCst) {
-            tracing::warn!(project = %self.settings.project.name, "event channel overflowed; rescanning so nothing is missed");
-            self.rescan();
+    /// Read and handle what inotify queued, a bounded batch, so signals
+    /// and timers are looked at between batches of a flood. Returns false
+    /// once the queue is drained.
+    fn read_watch(&mut self) -> Result<bool, DaemonError> {
+        let mut seen = std::mem::take(&mut self.seen);
+        let mut more = true;
+        while more && seen.len() < DRAIN_BATCH {
+            more = self
+                .watch
+                .read(&mut seen)
+                .map_err(|e| DaemonError::Watch(format!("reading inotify: {e}")))?;
         }
+        for s in seen.drain(..) {
+            self.on_seen(s);
+        }
+        self.seen = seen;
+        Ok(more)
     }
 
     fn on_pipe_ready(&mut self, ready: std::io::Result<()>) {

@@ -20,6 +20,7 @@ pub mod checklists;
 pub mod daemon;
 pub mod deliver;
 pub mod ignored;
+pub mod inotify;
 pub mod logging;
 pub mod ollie;
 pub mod read;

@@ -1,23 +1,25 @@
-//! Watching the plan roots: inotify (through `notify`) where it works,
+//! Watching the plan roots: inotify (`shell::inotify`, on the loop's own
+//! thread) where it works,
 //! polling `(dev, ino, size, mtime_ns)` where it cannot — FUSE/9P/NFS mounts
 //! (detected with statfs) and roots that hit the inotify watch limit.
 //!
 //! Roots are watched as directories, never as files, so editor saves
 //! (truncate-and-write, write-temp-then-rename) are seen. A root that does not
 //! exist yet is waited for by watching its nearest existing ancestor; a root
-//! that is deleted goes back to that state. The notify thread hands events to
-//! the event loop through a bounded channel; if it is ever full, nothing is
-//! dropped silently: a flag is raised and the loop rescans everything.
+//! that is deleted goes back to that state. If the kernel's event queue
+//! overflows, the loop rescans everything.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind, RenameMode};
-use notify::{EventKind, RecursiveMode, Watcher as _};
-use tokio::sync::{mpsc, Notify};
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
+
+use super::inotify::{Event, Inotify, Kind, Mask, Wd};
 
 /// A filesystem where inotify sees nothing of remote changes.
 fn is_remote_fs(path: &Path) -> Option<&'static str> {
@@ -132,16 +134,22 @@ fn fingerprint(path: &Path) -> Option<Fingerprint> {
     })
 }
 
+/// Why a root is polled once inotify has no watches left.
+const WATCH_LIMIT: &str = "inotify watch limit reached (fs.inotify.max_user_watches)";
+
 /// The watcher: inotify plus polled roots.
 pub struct Watch {
-    inner: notify::INotifyWatcher,
+    ino: Inotify,
     roots: Vec<Root>,
-    /// Directories currently inotify-watched (roots, session dirs, ancestors).
-    watched: BTreeSet<PathBuf>,
+    /// Directories currently inotify-watched (roots, session dirs,
+    /// ancestors), with their watch and the events asked for.
+    watched: BTreeMap<PathBuf, (Wd, Mask)>,
+    /// The same, by watch descriptor, to name what an event is about.
+    dirs: HashMap<Wd, PathBuf>,
     /// Fingerprints of files under polled roots.
     polled: BTreeMap<PathBuf, Fingerprint>,
     /// The enqueue file name, whose opening means a reader may be there.
-    enqueue: String,
+    enqueue: OsString,
     /// Bumped whenever a root changes how it is watched.
     generation: usize,
     /// Roots that changed how they are watched, not yet logged.
@@ -154,107 +162,91 @@ pub struct Watch {
     sessions_indexed: bool,
 }
 
-/// The receiving side the event loop selects on.
+/// What the event loop waits on: the inotify instance becoming readable.
 pub struct WatchEvents {
-    pub rx: mpsc::Receiver<Seen>,
-    /// Raised when the channel was full and an event could not be queued.
-    pub overflowed: Arc<AtomicBool>,
-    /// Notified along with `overflowed`.
-    pub wake: Arc<Notify>,
+    pub fd: AsyncFd<OwnedFd>,
 }
 
-/// What the loop needs to hear of one notify event. `enqueue` is the
-/// enqueue file name: of all opens, only those of enqueue files matter (a
-/// reader may have arrived). Every other open — above all the daemon's own
-/// reads of plan files — is dropped here, on the notify thread, so a rescan
-/// of 10,000 plans does not flood the channel with its own echoes (which
-/// would overflow it and cause another rescan, forever).
-///
-/// At most one `Seen` per event, returned without allocating: this runs on
-/// the notify thread for every inotify event, most of them dropped here.
-fn map_event(mut event: notify::Event, enqueue: &str) -> Option<Seen> {
-    if event.need_rescan() {
-        return Some(Seen::Rescan);
-    }
-    let is_enqueue = event
-        .paths
-        .first()
-        .is_some_and(|p| p.file_name().is_some_and(|n| n == enqueue));
-    // Of an enqueue file, only its appearing and its opening matter (a
-    // reader may have arrived); its modifications and closes are mostly the
-    // daemon's own prompt writes echoing back, one loop turn each.
-    let wrap: fn(PathBuf) -> Seen = match event.kind {
-        EventKind::Access(AccessKind::Close(_)) | EventKind::Modify(ModifyKind::Data(_))
-            if is_enqueue =>
-        {
-            return None
-        }
-        EventKind::Access(AccessKind::Close(AccessMode::Write)) => Seen::Closed,
-        EventKind::Access(AccessKind::Open(_)) if is_enqueue => Seen::Opened,
-        EventKind::Access(_) => return None,
-        EventKind::Create(CreateKind::Folder) => Seen::DirCreated,
-        // A created file is still being written: settle, or wait for its close.
-        EventKind::Create(_) => Seen::Modified,
-        EventKind::Modify(ModifyKind::Name(RenameMode::To)) => Seen::MovedIn,
-        EventKind::Modify(ModifyKind::Name(RenameMode::From)) => Seen::Gone,
-        // notify also reports the pair; its halves were already reported.
-        EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => return None,
-        EventKind::Modify(ModifyKind::Metadata(_)) => return None,
-        EventKind::Modify(_) => Seen::Modified,
-        EventKind::Remove(_) => Seen::Gone,
-        EventKind::Any | EventKind::Other => return None,
+/// What the loop needs to hear of one inotify event in directory `dir`,
+/// if anything. Of an enqueue file only its appearing and its opening
+/// matter (a reader may have arrived): its modifications and closes are the
+/// daemon's own prompt writes echoing back.
+fn map_event(dir: &Path, e: &Event<'_>, enqueue: &OsStr) -> Option<Seen> {
+    let Some(name) = e.name else {
+        return match e.kind {
+            Kind::Overflow => Some(Seen::Rescan),
+            Kind::SelfGone => Some(Seen::Gone(dir.to_path_buf())),
+            _ => None,
+        };
     };
-    // The event is ours: its path moves into the `Seen`, no copy.
-    (!event.paths.is_empty()).then(|| wrap(event.paths.swap_remove(0)))
+    let is_enqueue = !e.is_dir && name == enqueue;
+    let wrap: fn(PathBuf) -> Seen = match e.kind {
+        Kind::ClosedWrite | Kind::Modified if is_enqueue => return None,
+        Kind::Opened if is_enqueue => Seen::Opened,
+        Kind::Opened => return None,
+        Kind::ClosedWrite => Seen::Closed,
+        Kind::Created if e.is_dir => Seen::DirCreated,
+        // A created file is still being written: settle, or wait for its close.
+        Kind::Created | Kind::Modified => Seen::Modified,
+        Kind::MovedTo => Seen::MovedIn,
+        Kind::MovedFrom | Kind::Deleted => Seen::Gone,
+        Kind::Overflow => return Some(Seen::Rescan),
+        Kind::SelfGone | Kind::Ignored | Kind::Other => return None,
+    };
+    Some(wrap(dir.join(name)))
 }
 
 impl Watch {
-    /// Start the inotify thread. Roots are added with `add_root`.
-    pub fn new(
-        enqueue: &str,
-        session_plans: bool,
-        capacity: usize,
-    ) -> Result<(Watch, WatchEvents), notify::Error> {
-        let (tx, rx) = mpsc::channel(capacity);
-        let overflowed = Arc::new(AtomicBool::new(false));
-        let wake = Arc::new(Notify::new());
-        let (flag, waker) = (overflowed.clone(), wake.clone());
-        let name = enqueue.to_string();
-        let inner = notify::INotifyWatcher::new(
-            move |res: notify::Result<notify::Event>| {
-                let seen = match res {
-                    Ok(event) => map_event(event, &name),
-                    // An error from the inotify thread (read failure, watch
-                    // limit while adding a new directory): rescan to be safe.
-                    Err(_) => Some(Seen::Rescan),
-                };
-                if let Some(s) = seen {
-                    if tx.try_send(s).is_err() {
-                        flag.store(true, Ordering::SeqCst);
-                        waker.notify_one();
-                    }
+    /// An inotify instance and no roots yet (`add_root`).
+    pub fn new(enqueue: &str, session_plans: bool) -> io::Result<Watch> {
+        Ok(Watch {
+            ino: Inotify::new()?,
+            roots: Vec::new(),
+            watched: BTreeMap::new(),
+            dirs: HashMap::new(),
+            polled: BTreeMap::new(),
+            enqueue: enqueue.into(),
+            generation: 0,
+            changes: Vec::new(),
+            session_plans,
+            sessions_indexed: false,
+        })
+    }
+
+    /// What the loop waits on (inside a tokio runtime).
+    pub fn events(&self) -> io::Result<WatchEvents> {
+        let dup = self.ino.try_clone_fd()?;
+        // SAFETY: an `OwnedFd` stays open, and is the same descriptor,
+        // for as long as the `AsyncFd` owns it.
+        let fd = unsafe { AsyncFd::register_with_interest(dup, Interest::READABLE)? };
+        Ok(WatchEvents { fd })
+    }
+
+    /// One read of what inotify queued, appended to `out` in the loop's
+    /// terms. Returns false when nothing was queued (drained).
+    pub fn read(&mut self, out: &mut Vec<Seen>) -> io::Result<bool> {
+        let Watch {
+            ino,
+            watched,
+            dirs,
+            enqueue,
+            ..
+        } = self;
+        ino.read(|e| {
+            if e.kind == Kind::Overflow {
+                return out.push(Seen::Rescan);
+            }
+            let Some(dir) = dirs.get(&e.wd) else { return };
+            if e.kind == Kind::Ignored {
+                // The kernel dropped the watch (its directory went away).
+                if watched.get(dir).is_some_and(|(wd, _)| *wd == e.wd) {
+                    watched.remove(dir);
                 }
-            },
-            notify::Config::default(),
-        )?;
-        Ok((
-            Watch {
-                inner,
-                roots: Vec::new(),
-                watched: BTreeSet::new(),
-                polled: BTreeMap::new(),
-                enqueue: enqueue.to_string(),
-                generation: 0,
-                changes: Vec::new(),
-                session_plans,
-                sessions_indexed: false,
-            },
-            WatchEvents {
-                rx,
-                overflowed,
-                wake,
-            },
-        ))
+                dirs.remove(&e.wd);
+                return;
+            }
+            out.extend(map_event(dir, &e, enqueue));
+        })
     }
 
     /// Watch a root (plan directory or sessions directory).
@@ -268,18 +260,22 @@ impl Watch {
         self.setup(i);
     }
 
-    fn watch_dir(&mut self, dir: &Path) -> Result<(), notify::Error> {
-        if self.watched.contains(dir) {
-            return Ok(());
-        }
-        self.inner.watch(dir, RecursiveMode::NonRecursive)?;
-        self.watched.insert(dir.to_path_buf());
+    fn watch_dir(&mut self, dir: &Path, mask: Mask) -> io::Result<()> {
+        let mask = match self.watched.get(dir) {
+            Some((_, had)) if had.covers(mask) => return Ok(()),
+            Some((_, had)) => had.union(mask),
+            None => mask,
+        };
+        let wd = self.ino.add(dir, mask)?;
+        self.watched.insert(dir.to_path_buf(), (wd, mask));
+        self.dirs.insert(wd, dir.to_path_buf());
         Ok(())
     }
 
     fn unwatch_dir(&mut self, dir: &Path) {
-        if self.watched.remove(dir) {
-            let _ = self.inner.unwatch(dir);
+        if let Some((wd, _)) = self.watched.remove(dir) {
+            self.dirs.remove(&wd);
+            self.ino.remove(wd);
         }
     }
 
@@ -302,7 +298,7 @@ impl Watch {
                 ancestor = a.parent().map(Path::to_path_buf);
             }
             let ancestor = ancestor.unwrap_or_else(|| PathBuf::from("/"));
-            let _ = self.watch_dir(&ancestor);
+            let _ = self.watch_dir(&ancestor, Mask::ANCESTOR);
             self.set_mode(i, RootMode::Missing(ancestor));
             return;
         }
@@ -313,16 +309,19 @@ impl Watch {
             );
             return;
         }
-        let mut dirs = vec![path.clone()];
+        let mut dirs = Vec::new();
         if self.roots[i].kind == RootKind::Sessions {
-            dirs.extend(list_dirs(&path));
+            // The root only for sessions appearing and going; each session
+            // directory for its files.
+            dirs.push((path.clone(), Mask::ANCESTOR));
+            dirs.extend(list_dirs(&path).into_iter().map(|d| (d, Mask::SESSION)));
+        } else {
+            dirs.push((path.clone(), Mask::FILES));
         }
-        for dir in dirs {
-            if let Err(e) = self.watch_dir(&dir) {
-                let why = match e.kind {
-                    notify::ErrorKind::MaxFilesWatch => {
-                        "inotify watch limit reached (fs.inotify.max_user_watches)".to_string()
-                    }
+        for (dir, mask) in dirs {
+            if let Err(e) = self.watch_dir(&dir, mask) {
+                let why = match e.raw_os_error() {
+                    Some(libc::ENOSPC) => WATCH_LIMIT.to_string(),
                     _ => format!("inotify failed: {e}"),
                 };
                 self.set_mode(i, RootMode::Polled(why));
@@ -404,6 +403,11 @@ impl Watch {
                     self.setup(i);
                     changed = true;
                 }
+                // The ancestor a missing root waited in went away too: wait
+                // in the nearest one left.
+                (Seen::Gone(p), RootMode::Missing(a)) if a.starts_with(p) => {
+                    self.setup(i);
+                }
                 (Seen::Gone(p), RootMode::Inotify | RootMode::Polled(_)) if root.starts_with(p) => {
                     self.unwatch_dir(&root);
                     self.roots[i].mode = RootMode::Missing(PathBuf::new());
@@ -414,13 +418,8 @@ impl Watch {
                     if self.roots[i].kind == RootKind::Sessions
                         && p.parent() == Some(root.as_path()) =>
                 {
-                    if self.watch_dir(p).is_err() {
-                        self.set_mode(
-                            i,
-                            RootMode::Polled(
-                                "inotify watch limit reached (fs.inotify.max_user_watches)".into(),
-                            ),
-                        );
+                    if self.watch_dir(p, Mask::SESSION).is_err() {
+                        self.set_mode(i, RootMode::Polled(WATCH_LIMIT.into()));
                     }
                     changed = true;
                 }
@@ -438,7 +437,7 @@ impl Watch {
 
     /// The session whose enqueue file this is, if it is one.
     pub fn enqueue_session(&self, path: &Path) -> Option<String> {
-        if path.file_name()?.to_str()? != self.enqueue {
+        if path.file_name()? != self.enqueue.as_os_str() {
             return None;
         }
         let dir = path.parent()?;
@@ -552,25 +551,20 @@ pub const DEFAULT_POLL: Duration = Duration::from_millis(250);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Instant;
 
-    /// Everything the watcher queues within `wait`.
-    fn collect(events: &mut WatchEvents, wait: Duration) -> Vec<Seen> {
-        let until = Instant::now() + wait;
+    /// Everything inotify queued so far: events are queued by the system
+    /// call that causes them, so nothing needs waiting for.
+    fn drain(watch: &mut Watch) -> Vec<Seen> {
         let mut out = Vec::new();
-        while Instant::now() < until {
-            match events.rx.try_recv() {
-                Ok(s) => out.push(s),
-                Err(_) => std::thread::sleep(Duration::from_millis(5)),
-            }
-        }
+        while watch.read(&mut out).unwrap() {}
         out
     }
 
     /// Regression: the daemon's own reads of plan files queued one `Opened`
-    /// each; a scan of more plans than the channel holds overflowed it, and
+    /// each; a scan of more plans than the queue holds overflowed it, and
     /// the rescan that followed did it again, forever (found by the wake
-    /// benchmark at 10,000 plans).
+    /// benchmark at 10,000 plans). Plan directories are not watched for
+    /// opens at all now.
     #[test]
     fn reading_a_plan_queues_nothing_but_opening_an_enqueue_file_does() {
         let tmp = tempfile::tempdir().unwrap();
@@ -582,16 +576,76 @@ mod tests {
         std::fs::write(&plan, "# G\n- [ ] one\n").unwrap();
         let enqueue = sessions.join("a/fifo.in");
         std::fs::write(&enqueue, "").unwrap();
-        let (mut watch, mut events) = Watch::new("fifo.in", true, 64).unwrap();
+        let mut watch = Watch::new("fifo.in", true).unwrap();
         watch.add_root(&plans, RootKind::Plans);
         watch.add_root(&sessions, RootKind::Sessions);
         for _ in 0..100 {
             std::fs::read(&plan).unwrap();
         }
-        assert_eq!(collect(&mut events, Duration::from_millis(200)), vec![]);
-        assert!(!events.overflowed.load(Ordering::SeqCst));
+        assert_eq!(drain(&mut watch), vec![]);
         std::fs::File::open(&enqueue).unwrap();
-        let seen = collect(&mut events, Duration::from_millis(200));
-        assert!(seen.contains(&Seen::Opened(enqueue.clone())), "{seen:?}");
+        assert_eq!(drain(&mut watch), vec![Seen::Opened(enqueue.clone())]);
+        // The daemon's own prompt write: nothing but the open.
+        std::fs::write(&enqueue, "prompt").unwrap();
+        assert_eq!(drain(&mut watch), vec![Seen::Opened(enqueue)]);
+    }
+
+    #[test]
+    fn a_task_complete_rewrite_is_seen_as_modified_then_closed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let plan = tmp.path().join("20260101T000000_00000001--x__wip.md");
+        std::fs::write(&plan, "# G\n- [ ] one\n").unwrap();
+        let mut watch = Watch::new("fifo.in", true).unwrap();
+        watch.add_root(tmp.path(), RootKind::Plans);
+        std::fs::write(&plan, "# G\n- [x] one\n").unwrap();
+        let seen = drain(&mut watch);
+        assert_eq!(seen.last(), Some(&Seen::Closed(plan.clone())), "{seen:?}");
+        assert!(seen[..seen.len() - 1]
+            .iter()
+            .all(|s| *s == Seen::Modified(plan.clone())));
+        let moved = tmp.path().join("20260101T000000_00000001--x__done.md");
+        std::fs::rename(&plan, &moved).unwrap();
+        assert_eq!(
+            drain(&mut watch),
+            vec![Seen::Gone(plan), Seen::MovedIn(moved)]
+        );
+    }
+
+    /// A root deleted goes back to waiting in its parent, and is watched
+    /// again when it comes back; so is a session directory that appears.
+    #[test]
+    fn roots_and_session_directories_come_and_go() {
+        let tmp = tempfile::tempdir().unwrap();
+        let plans = tmp.path().join("pl");
+        let sessions = tmp.path().join("s");
+        std::fs::create_dir_all(&plans).unwrap();
+        std::fs::create_dir_all(&sessions).unwrap();
+        let mut watch = Watch::new("fifo.in", true).unwrap();
+        watch.add_root(&plans, RootKind::Plans);
+        watch.add_root(&sessions, RootKind::Sessions);
+        std::fs::create_dir(sessions.join("a")).unwrap();
+        let seen = drain(&mut watch);
+        assert_eq!(seen, vec![Seen::DirCreated(sessions.join("a"))]);
+        assert!(watch.on_dir_event(&seen[0]));
+        std::fs::write(sessions.join("a/plan"), "- [ ] x\n").unwrap();
+        assert!(drain(&mut watch).contains(&Seen::Closed(sessions.join("a/plan"))));
+
+        std::fs::remove_dir(&plans).unwrap();
+        let seen = drain(&mut watch);
+        assert!(seen.contains(&Seen::Gone(plans.clone())), "{seen:?}");
+        for s in &seen {
+            watch.on_dir_event(s);
+        }
+        assert_eq!(
+            watch.modes()[0].1,
+            RootMode::Missing(tmp.path().to_path_buf())
+        );
+        std::fs::create_dir(&plans).unwrap();
+        let seen = drain(&mut watch);
+        assert!(seen.iter().any(|s| watch.on_dir_event(s)), "{seen:?}");
+        assert_eq!(watch.modes()[0].1, RootMode::Inotify);
+        let plan = plans.join("20260101T000000_00000001--x__todo.md");
+        std::fs::write(&plan, "- [ ] x\n").unwrap();
+        assert!(drain(&mut watch).contains(&Seen::Closed(plan)));
     }
 }
