@@ -613,8 +613,13 @@ impl Daemon {
                 return;
             }
             Seen::Opened(p) => {
+                // A reader's open matters only to prompts waiting for one;
+                // most opens are the daemon's own deliveries echoing back.
                 if let Some(session) = self.watch.enqueue_session(&p) {
-                    self.feed(Input::SessionActivity { session });
+                    let waiting = self.engine.memory().outbox.get(&session);
+                    if waiting.is_some_and(|q| !q.is_empty()) {
+                        self.feed(Input::SessionActivity { session });
+                    }
                 }
                 return;
             }
@@ -1017,6 +1022,77 @@ impl Signals {
     }
 }
 
+/// The loop's own deadlines besides the engine's: the watchdog, the poll
+/// of polled roots, the session-state poll and the group commit.
+struct Clock {
+    watchdog: Option<Duration>,
+    watchdog_at: Option<Instant>,
+    poll_at: Instant,
+    states_at: Instant,
+}
+
+impl Clock {
+    fn new(watchdog: Option<Duration>, poll: Duration) -> Clock {
+        let now = Instant::now();
+        Clock {
+            watchdog,
+            watchdog_at: watchdog.map(|w| now + w),
+            // The poller was primed when the roots were added.
+            poll_at: now + poll,
+            states_at: now,
+        }
+    }
+
+    /// The earliest deadline that applies now.
+    fn next(&self, d: &Daemon) -> Option<Instant> {
+        let engine = d
+            .engine
+            .poll_timeout()
+            .and_then(|t| d.started.checked_add(t));
+        let polling = d.watch.polling().then_some(self.poll_at);
+        // Session states, only while the sessions root is a polled mount
+        // (an ollie-9p tree); local ones have none to read.
+        let states = d
+            .watch
+            .sessions_polled(&d.settings.sessions.dir)
+            .then_some(self.states_at);
+        [self.watchdog_at, engine, polling, d.sync_at, states]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Everything due at `now`, each moving its own deadline on.
+    fn fire(&mut self, d: &mut Daemon, now: Instant) {
+        if self.watchdog_at.is_some_and(|t| t <= now) {
+            // Fed from the loop itself: a stalled loop misses it and
+            // systemd restarts the service.
+            d.notifier.watchdog();
+            self.watchdog_at = self.watchdog.map(|w| now + w);
+        }
+        let engine = d
+            .engine
+            .poll_timeout()
+            .and_then(|t| d.started.checked_add(t));
+        if engine.is_some_and(|t| t <= now) {
+            d.feed(Input::Tick);
+        }
+        if d.watch.polling() && self.poll_at <= now {
+            self.poll_at = now + d.settings.events.poll_interval;
+            for seen in d.watch.poll() {
+                d.on_seen(seen);
+            }
+        }
+        if d.sync_at.is_some_and(|t| t <= now) {
+            d.sync();
+        }
+        if d.watch.sessions_polled(&d.settings.sessions.dir) && self.states_at <= now {
+            self.states_at = now + d.settings.sessions.state_poll;
+            d.poll_sessions();
+        }
+    }
+}
+
 /// What the event loop waits on besides the daemon itself.
 struct Wakers {
     events: WatchEvents,
@@ -1142,29 +1218,30 @@ impl Daemon {
         w: &mut Wakers,
         load: &dyn Fn() -> Result<Settings, String>,
     ) -> Result<(), DaemonError> {
-        let watchdog = self.notifier.watchdog_interval();
-        let mut watchdog_at = watchdog.map(|w| Instant::now() + w);
-        let mut poll_at = Instant::now() + self.settings.events.poll_interval;
-        let mut states_at = Instant::now();
+        let mut clock = Clock::new(
+            self.notifier.watchdog_interval(),
+            self.settings.events.poll_interval,
+        );
+        // One timer for every deadline, moved only when the earliest one
+        // moves: a fresh timer per deadline per turn of the loop cost a
+        // registration and a removal in tokio's timer wheel each.
+        let mut timer = Box::pin(tokio::time::sleep(Duration::ZERO));
+        let mut timer_at = None;
         loop {
             // A reload that moved the roots brings a new watcher's receiver.
             let mut replaced = None;
-            let deadline = self
-                .engine
-                .poll_timeout()
-                .and_then(|t| self.started.checked_add(t));
-            let polling = self.watch.polling();
+            let next = clock.next(self);
+            if next != timer_at {
+                if let Some(at) = next {
+                    timer.as_mut().reset(at);
+                }
+                timer_at = next;
+            }
             tokio::select! {
                 biased;
                 _ = w.signals.term.recv() => return Ok(()),
                 _ = w.signals.int.recv() => return Ok(()),
                 _ = w.signals.hup.recv() => replaced = self.reload(load),
-                // The watchdog is fed from the loop itself: a stalled loop
-                // misses it and systemd restarts the service.
-                _ = tokio::time::sleep_until(watchdog_at.unwrap_or_else(Instant::now)), if watchdog_at.is_some() => {
-                    self.notifier.watchdog();
-                    watchdog_at = watchdog.map(|w| Instant::now() + w);
-                }
                 ready = w.events.fd.readable() => {
                     let mut ready = ready.map_err(|e| DaemonError::Watch(e.to_string()))?;
                     if !self.read_watch()? {
@@ -1179,23 +1256,9 @@ impl Daemon {
                         None => std::future::pending().await,
                     }
                 }, if self.pipe.is_some() => self.on_pipe_ready(ready),
-                _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
-                    self.feed(Input::Tick);
-                }
-                _ = tokio::time::sleep_until(poll_at), if polling => {
-                    poll_at = Instant::now() + self.settings.events.poll_interval;
-                    for seen in self.watch.poll() {
-                        self.on_seen(seen);
-                    }
-                }
-                _ = tokio::time::sleep_until(self.sync_at.unwrap_or_else(Instant::now)), if self.sync_at.is_some() => {
-                    self.sync();
-                }
-                // Session states, only while the sessions root is a polled
-                // mount (an ollie-9p tree); local ones have none to read.
-                _ = tokio::time::sleep_until(states_at), if self.watch.sessions_polled(&self.settings.sessions.dir) => {
-                    states_at = Instant::now() + self.settings.sessions.state_poll;
-                    self.poll_sessions();
+                () = timer.as_mut(), if timer_at.is_some() => {
+                    timer_at = None;
+                    clock.fire(self, Instant::now());
                 }
             }
             if let Some(new) = replaced {

@@ -393,6 +393,11 @@ impl Watch {
     /// session directories. Returns true when the roots changed shape and
     /// everything should be rescanned.
     pub fn on_dir_event(&mut self, seen: &Seen) -> bool {
+        // A file written or opened never changes which directories are
+        // watched; only names appearing or going can.
+        if !matches!(seen, Seen::DirCreated(_) | Seen::MovedIn(_) | Seen::Gone(_)) {
+            return false;
+        }
         let mut changed = false;
         for i in 0..self.roots.len() {
             let root = self.roots[i].dir();
