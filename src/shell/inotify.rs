@@ -124,6 +124,8 @@ fn kind(mask: u32) -> Kind {
 /// The size of one read: room for hundreds of events with short names.
 const BUF: usize = 16 * 1024;
 const HEADER: usize = std::mem::size_of::<libc::inotify_event>();
+/// An event with the longest name a directory entry can have.
+const LARGEST_EVENT: usize = HEADER + 256;
 
 /// One inotify instance and the buffer it is read into.
 pub struct Inotify {
@@ -170,7 +172,10 @@ impl Inotify {
     }
 
     /// One `read(2)` of what is queued, each event passed to `f`. Returns
-    /// false when nothing was queued (the descriptor is drained).
+    /// false when the queue is drained: nothing was queued, or the read
+    /// left room for another event of any size — the kernel fills the
+    /// buffer with every whole event that fits, so a short read took them
+    /// all, and no second `read(2)` is needed to see `EAGAIN`.
     pub fn read(&mut self, mut f: impl FnMut(Event<'_>)) -> io::Result<bool> {
         let n = loop {
             // SAFETY: the buffer is ours and `BUF` bytes long.
@@ -210,7 +215,7 @@ impl Inotify {
             });
             off = end;
         }
-        Ok(n > 0)
+        Ok(n + LARGEST_EVENT > self.buf.len())
     }
 }
 

@@ -23,18 +23,14 @@ pub enum Waker {
     /// one NUL-terminated write — the minimum, in an interpreter.
     Python,
     Floor,
-    /// The floor with one thread hop added: the inotify thread hands each
-    /// event through a channel to a second thread, which writes the FIFO —
-    /// the shape of notify's thread feeding tokio's loop in reveille.
-    FloorHop,
 }
 
 /// Per-trial latencies, in the order taken.
 pub struct Samples {
     pub wakes: Vec<Duration>,
-    /// reveille and the Python waker: CPU time per wake (all threads, from
-    /// schedstat, over the timed rewrites and the plan creations between
-    /// them).
+    /// CPU time per wake (all threads of reveille and of the Python
+    /// waker; the floor's one thread), from schedstat, over the timed
+    /// rewrites and the plan creations between them.
     pub cpu_per_wake: Option<Duration>,
     /// reveille only: sd_notify datagrams per wake (STATUS= updates).
     pub notify_per_wake: Option<f64>,
@@ -66,8 +62,7 @@ pub fn measure(env: &Env, waker: Waker, plans: usize, steps: usize) -> Samples {
             s.wait_for("watching");
             Running::Script(s)
         }
-        Waker::Floor => Running::Floor(Floor::start(&setup.plan_dir, &fifo, false)),
-        Waker::FloorHop => Running::Floor(Floor::start(&setup.plan_dir, &fifo, true)),
+        Waker::Floor => Running::Floor(Floor::start(&setup.plan_dir, &fifo)),
     };
     let cpu_before = running.cpu_ns();
     let notify_before = match &running {
@@ -104,7 +99,7 @@ pub fn measure(env: &Env, waker: Waker, plans: usize, steps: usize) -> Samples {
             let expect = match waker {
                 Waker::Reveille => Some(format!("Step s{next} ")),
                 Waker::Diy | Waker::Python => Some(format!("Step {next}:")),
-                Waker::Floor | Waker::FloorHop => None,
+                Waker::Floor => None,
             };
             if let Some(e) = expect {
                 assert!(
@@ -143,13 +138,13 @@ enum Running {
 }
 
 impl Running {
-    /// CPU time of every thread of the waker's process so far; `None` for
-    /// the floor, which runs inside the harness.
+    /// CPU time so far of every thread of the waker's process, or of the
+    /// floor's one thread inside the harness.
     fn cpu_ns(&self) -> Option<u64> {
         match self {
             Running::Reveille(d) => Some(super::process::cpu_ns(d.pid())),
             Running::Script(s) => Some(super::process::cpu_ns(s.pid())),
-            Running::Floor(_) => None,
+            Running::Floor(f) => f.cpu_ns(),
         }
     }
 
@@ -180,16 +175,21 @@ fn write_fifo(fifo: &CString) {
 /// The physical floor: one thread blocked in `read` on an inotify fd
 /// watching the plan directory for `IN_CLOSE_WRITE`; for each event it
 /// opens the FIFO non-blocking, writes a fixed NUL-terminated string and
-/// closes it — the same open–write–close reveille does per prompt.
+/// closes it — the same open–write–close reveille does per prompt. Its
+/// CPU time is what those system calls and one wake-up cost, and nothing
+/// else.
 pub struct Floor {
     dir: PathBuf,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// The thread's id, for its schedstat.
+    tid: std::sync::mpsc::Receiver<libc::pid_t>,
+    tid_seen: std::cell::Cell<Option<libc::pid_t>>,
 }
 
 const STOP_NAME: &str = "floor.stop";
 
 impl Floor {
-    pub fn start(dir: &Path, fifo: &Path, hop: bool) -> Floor {
+    pub fn start(dir: &Path, fifo: &Path) -> Floor {
         let cdir = CString::new(dir.as_os_str().as_bytes()).unwrap();
         let cfifo = CString::new(fifo.as_os_str().as_bytes()).unwrap();
         // SAFETY: plain syscalls with valid C strings.
@@ -201,16 +201,10 @@ impl Floor {
             "inotify_add_watch: {}",
             std::io::Error::last_os_error()
         );
-        let (hop_tx, hop_rx) = std::sync::mpsc::channel::<()>();
-        let writer = hop.then(|| {
-            let cfifo = cfifo.clone();
-            std::thread::spawn(move || {
-                while hop_rx.recv().is_ok() {
-                    write_fifo(&cfifo);
-                }
-            })
-        });
+        let (tid_tx, tid) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
+            // SAFETY: gettid has no preconditions.
+            let _ = tid_tx.send(unsafe { libc::gettid() });
             let mut buf = [0u8; 4096];
             loop {
                 let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
@@ -229,8 +223,6 @@ impl Floor {
                     let name = name.split(|&b| b == 0).next().unwrap_or(&[]);
                     if name == STOP_NAME.as_bytes() {
                         stop = true;
-                    } else if hop {
-                        let _ = hop_tx.send(());
                     } else {
                         write_fifo(&cfifo);
                     }
@@ -241,15 +233,23 @@ impl Floor {
                 }
             }
             unsafe { libc::close(fd) };
-            drop(hop_tx);
-            if let Some(w) = writer {
-                let _ = w.join();
-            }
         });
         Floor {
             dir: dir.to_path_buf(),
             thread: Some(thread),
+            tid,
+            tid_seen: std::cell::Cell::new(None),
         }
+    }
+
+    /// The floor thread's CPU time so far.
+    fn cpu_ns(&self) -> Option<u64> {
+        if self.tid_seen.get().is_none() {
+            self.tid_seen.set(self.tid.recv().ok());
+        }
+        let tid = self.tid_seen.get()?;
+        let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
+        s.split_whitespace().next()?.parse().ok()
     }
 }
 

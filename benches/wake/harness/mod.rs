@@ -335,8 +335,8 @@ pub fn run(env: &Env, size: Size, only: &[String]) -> Report {
                 "inotifywait not installed: no DIY baseline (apt-get install inotify-tools)".into(),
             );
         }
-        let floor = latency::measure(env, latency::Waker::Floor, p.lat_plans, p.lat_steps).wakes;
-        let hop = latency::measure(env, latency::Waker::FloorHop, p.lat_plans, p.lat_steps).wakes;
+        let floor_run = latency::measure(env, latency::Waker::Floor, p.lat_plans, p.lat_steps);
+        let floor = floor_run.wakes;
         let py = has("python3")
             .then(|| latency::measure(env, latency::Waker::Python, p.lat_plans, p.lat_steps));
         if py.is_none() {
@@ -385,25 +385,6 @@ pub fn run(env: &Env, size: Size, only: &[String]) -> Report {
             maxrow = format!("{maxrow} (DIY {})", us(max(d)));
         }
         r.row("wake latency max", maxrow, &us(max(&floor)), "", "", None);
-        r.row(
-            "floor + one thread hop (diagnostic: notify's thread → tokio's loop), p50 / p99",
-            format!(
-                "{} / {}",
-                us(percentile(&rev, 50.0)),
-                us(percentile(&rev, 99.0))
-            ),
-            &format!(
-                "{} / {}",
-                us(percentile(&hop, 50.0)),
-                us(percentile(&hop, 99.0))
-            ),
-            &format!(
-                "{:.2}× floor+hop",
-                ratio(percentile(&rev, 50.0), percentile(&hop, 50.0))
-            ),
-            "",
-            None,
-        );
         if let (Some(cpu), Some(py)) = (rs.cpu_per_wake, py.as_ref()) {
             let base = py.cpu_per_wake.unwrap_or_default();
             let x = ratio(cpu, base);
@@ -415,6 +396,16 @@ pub fn run(env: &Env, size: Size, only: &[String]) -> Report {
                 "≤ 1/2 of Python",
                 Some(x <= 0.5),
             );
+            if let Some(f) = floor_run.cpu_per_wake {
+                r.row(
+                    "CPU time per wake vs the floor's (diagnostic: the floor's system calls and wake-up alone)",
+                    us(cpu),
+                    &format!("floor {}, Python {:.2}× floor", us(f), ratio(base, f)),
+                    &format!("{:.2}× floor", ratio(cpu, f)),
+                    "",
+                    None,
+                );
+            }
             r.row(
                 "plain-Python waker latency p50 / p99 (diagnostic)",
                 format!(
