@@ -405,7 +405,12 @@ impl Engine {
                     error: s.error.clone(),
                     steps: summary.map_or(0, |p| p.steps),
                     checked: summary.map_or(0, |p| p.checked),
-                    ready: summary.map_or_else(Vec::new, |p| p.ready.clone()),
+                    ready: summary.map_or_else(Vec::new, |p| {
+                        p.ready
+                            .iter()
+                            .map(|s| (s.label.clone(), s.title.clone()))
+                            .collect()
+                    }),
                 }
             })
             .collect()
@@ -421,7 +426,8 @@ impl Engine {
                 if !plan.lifecycle.is_live() {
                     return None;
                 }
-                let (label, title) = plan.summary.as_ref()?.open.get(key)?.clone();
+                let step = plan.summary.as_ref()?.open_step(key)?;
+                let (label, title) = (step.label.clone(), step.title.clone());
                 let file = display_name(&plan.path);
                 let call = format!("task_complete(\"{file}\", \"{title}\")");
                 Some(Open {

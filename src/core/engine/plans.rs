@@ -16,7 +16,7 @@ use crate::core::input::{Change, FileRead};
 use crate::core::lifecycle::Lifecycle;
 use crate::core::lines::quoted;
 use crate::core::name::{classify, FileState, PlanFile};
-use crate::core::plan::{parse_plan, Plan, PlanError, PlanFormat, StepStatus};
+use crate::core::plan::{parse_plan, Plan, PlanError, PlanFormat, Step, StepStatus};
 use crate::core::prompt;
 use crate::core::record::{Item, Record};
 use crate::core::session::check_name;
@@ -72,14 +72,39 @@ pub(super) struct Summary {
     pub(super) session: Option<String>,
     pub(super) steps: usize,
     pub(super) checked: usize,
-    /// Ready steps: (label, title).
-    pub(super) ready: Vec<(String, String)>,
-    /// Unchecked steps by key: (label, title), for reminders.
-    pub(super) open: BTreeMap<String, (String, String)>,
+    /// Ready steps, in order.
+    pub(super) ready: Vec<OpenStep>,
+    /// Announced steps still unchecked that are not ready now (a
+    /// dependency unchecked again, a fan-out child's step): with `ready`,
+    /// every step a reminder may name. Not every unchecked step: their
+    /// titles were most of the memory of 10,000 idle plans. Lists, not
+    /// maps: each holds a step or two (an almost empty `BTreeMap` still
+    /// costs a whole node, ~800 bytes here, per plan).
+    pub(super) open: Vec<OpenStep>,
+}
+
+/// An unchecked step a reminder may name.
+#[derive(Debug, Clone)]
+pub(super) struct OpenStep {
+    pub(super) key: String,
+    pub(super) label: String,
+    pub(super) title: String,
+}
+
+impl OpenStep {
+    fn of(step: &Step) -> OpenStep {
+        OpenStep {
+            key: step.key.clone(),
+            label: step.label.clone(),
+            title: step.title.clone(),
+        }
+    }
 }
 
 impl Summary {
-    pub(super) fn of(plan: &Plan) -> Summary {
+    /// `announced`: whether the step with this key is in the announced set.
+    pub(super) fn of(plan: &Plan, announced: impl Fn(&str) -> bool) -> Summary {
+        let ready = plan.ready();
         Summary {
             goal: plan.goal.clone(),
             session: plan.session.clone(),
@@ -89,18 +114,25 @@ impl Summary {
                 .iter()
                 .filter(|s| s.status == StepStatus::Checked)
                 .count(),
-            ready: plan
-                .ready()
-                .into_iter()
-                .map(|i| (plan.steps[i].label.clone(), plan.steps[i].title.clone()))
+            ready: ready
+                .iter()
+                .map(|&i| OpenStep::of(&plan.steps[i]))
                 .collect(),
             open: plan
                 .steps
                 .iter()
-                .filter(|s| s.status != StepStatus::Checked)
-                .map(|s| (s.key.clone(), (s.label.clone(), s.title.clone())))
+                .enumerate()
+                .filter(|(i, s)| {
+                    s.status != StepStatus::Checked && !ready.contains(i) && announced(&s.key)
+                })
+                .map(|(_, s)| OpenStep::of(s))
                 .collect(),
         }
+    }
+
+    /// The ready or announced open step with this key.
+    pub(super) fn open_step(&self, key: &str) -> Option<&OpenStep> {
+        self.ready.iter().chain(&self.open).find(|s| s.key == key)
     }
 }
 
@@ -442,7 +474,20 @@ impl Plans {
                             .file(&display_name(path)),
                     ));
                 }
-                state.summary = Some(Summary::of(&plan));
+                // The few announced steps of this plan, looked up once.
+                let announced: Vec<&str> = cx
+                    .ledger
+                    .memory
+                    .announced
+                    .get(&pp.source)
+                    .into_iter()
+                    .flat_map(|items| items.keys())
+                    .filter_map(|item| match item {
+                        Item::Step(key) => Some(key.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                state.summary = Some(Summary::of(&plan, |key| announced.contains(&key)));
                 Some(plan)
             }
             Err(_) if trust.fresh => {

@@ -495,3 +495,27 @@ fn a_claimed_bead_is_reminded_to_its_claimer_until_it_is_completed() {
     rig.run_until(rig.now + 100 * AFTER);
     assert_eq!(rig.reminders(), vec![("bd-1".to_string(), 1)]);
 }
+
+/// The engine keeps the titles of ready and announced steps only (not of
+/// every unchecked step): an announced step whose dependency was unchecked
+/// again is no longer ready, and is still named by its reminder.
+#[test]
+fn an_announced_step_no_longer_ready_is_still_named_by_its_reminder() {
+    let mut rig = reminding(3);
+    rig.write(NAME, &stock(&[false, false]));
+    rig.write(NAME, &stock(&[true, false]));
+    rig.write(NAME, &stock(&[false, false]));
+    rig.turn(Duration::from_secs(1));
+    rig.run_until(rig.now + AFTER);
+    let reminded: Vec<String> = rig.reminders().into_iter().map(|(s, _)| s).collect();
+    assert!(reminded.contains(&"s2".to_string()), "{reminded:?}");
+    let call = format!("task_complete(\"{NAME}\", \"Step 2\")");
+    assert!(
+        rig.world
+            .delivered
+            .iter()
+            .any(|(_, _, t)| t.contains(&call)),
+        "{:?}",
+        rig.world.delivered
+    );
+}
