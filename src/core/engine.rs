@@ -520,7 +520,13 @@ impl Engine {
 
 /// The first-start baseline is complete: say how much it holds.
 fn baseline_taken(cx: &mut Cx) {
-    let n: usize = cx.ledger.memory.announced.values().map(BTreeMap::len).sum();
+    let n: usize = cx
+        .ledger
+        .memory
+        .announced
+        .values()
+        .map(crate::core::record::Items::len)
+        .sum();
     cx.ledger.record(Record::Baselined, cx.fx);
     let what = if n == 1 {
         "step or task"

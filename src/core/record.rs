@@ -15,6 +15,9 @@ use serde::{Deserialize, Serialize};
 
 use super::source::Source;
 
+mod items;
+pub use items::Items;
+
 /// One thing that can be announced, within a source.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Item {
@@ -269,7 +272,7 @@ pub struct Memory {
     pub version: u32,
     /// Per source, the items announced and not yet checked/closed.
     #[serde(default)]
-    pub announced: BTreeMap<Source, BTreeMap<Item, Announced>>,
+    pub announced: BTreeMap<Source, Items>,
     /// Per session, prompts recorded and not yet delivered, in order.
     #[serde(default)]
     pub outbox: BTreeMap<String, VecDeque<Pending>>,
@@ -357,8 +360,9 @@ impl Memory {
                 self.next_seq = self.next_seq.max(pending.seq + 1);
             }
             Record::RemindReset { source, session } => {
-                let items = self.announced.get_mut(source).into_iter().flatten();
-                for (_, a) in items.filter(|(_, a)| a.session.as_ref() == Some(session)) {
+                let items = self.announced.get_mut(source).into_iter();
+                let entries = items.flat_map(Items::iter_mut);
+                for (_, a) in entries.filter(|(_, a)| a.session.as_ref() == Some(session)) {
                     a.reminded = 0;
                 }
             }

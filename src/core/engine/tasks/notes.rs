@@ -36,8 +36,7 @@ fn held_item<'m>(
     let items = memory.announced.get(source)?;
     let from = Item::Held(id.to_string(), String::new());
     items
-        .range(from..)
-        .next()
+        .first_from(&from)
         .filter(|(item, _)| matches!(item, Item::Held(c, _) if c == id))
 }
 
