@@ -14,4 +14,5 @@ mod reliability;
 mod reminders;
 mod systemd;
 mod tracker9p;
+mod tracker_agents;
 mod util;
