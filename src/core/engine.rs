@@ -268,10 +268,9 @@ impl Engine {
         if let Some((source, item)) = heard.filter(|_| observed.is_some()) {
             self.reminders.heard(now, &session, &source, &item);
         }
-        let cap = self.config.outbox_cap;
-        let refill = self
-            .ledger
-            .on_delivered(session.clone(), seq, cap, &mut self.timers, fx);
+        let refill =
+            self.ledger
+                .on_delivered(session.clone(), seq, &self.config, &mut self.timers, fx);
         self.reminders.rearm(
             &self.config,
             &session,
@@ -296,7 +295,12 @@ impl Engine {
 
     /// Sessions that checked a step restart their reminder clocks there.
     fn after_progress(&mut self, now: Now) {
-        let progressed = std::mem::take(&mut self.ledger.progressed);
+        let mut progressed = std::mem::take(&mut self.ledger.progressed);
+        // Only an observed session can be reminded, and one seen only later
+        // counts from when its state was first seen, after this progress:
+        // what is kept is kept for observed sessions alone, and a plain pipe
+        // (the common case) costs no walk over the reminder maps per tick.
+        progressed.retain(|(session, _)| self.sessions.observed().contains_key(session));
         if progressed.is_empty() {
             return;
         }

@@ -135,6 +135,16 @@ fn is_scratch(name: &str) -> bool {
 }
 
 fn parse_markdown_name(name: &str) -> Option<PlanName> {
+    markdown_parts(name).map(|(stamp, uid, slug, state)| PlanName {
+        stamp: stamp.to_string(),
+        uid: uid.to_string(),
+        slug: slug.to_string(),
+        state,
+    })
+}
+
+/// A markdown plan name's stamp, uid, slug and state, borrowed.
+fn markdown_parts(name: &str) -> Option<(&str, &str, &str, FileState)> {
     let rest = name.strip_suffix(".md")?;
     let (rest, state) = rest.rsplit_once("__")?;
     let state = FileState::parse(state)?;
@@ -149,10 +159,31 @@ fn parse_markdown_name(name: &str) -> Option<PlanName> {
         && slug
             .bytes()
             .all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-'));
-    valid.then(|| PlanName {
-        stamp: stamp.to_string(),
-        uid: uid.to_string(),
-        slug: slug.to_string(),
+    valid.then_some((stamp, uid, slug, state))
+}
+
+/// What the engine needs of a plan file's name on every change, borrowed
+/// from it: `classify` without its copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanKey<'a> {
+    /// A markdown plan: its identity `<stamp>_<uid>` and its state suffix.
+    Markdown { id: &'a str, state: FileState },
+    /// A `<stem>.plan.json`.
+    Json { stem: &'a str },
+}
+
+/// `classify`, borrowed: the same names are plans, with the same identity.
+pub fn plan_key(file_name: &str) -> Option<PlanKey<'_>> {
+    if is_scratch(file_name) {
+        return None;
+    }
+    if let Some(stem) = file_name.strip_suffix(JSON_SUFFIX) {
+        return (!stem.is_empty()).then_some(PlanKey::Json { stem });
+    }
+    let (_, _, _, state) = markdown_parts(file_name)?;
+    // `<stamp>_<uid>` is the name's first 24 bytes (checked just above).
+    Some(PlanKey::Markdown {
+        id: &file_name[..24],
         state,
     })
 }
@@ -287,6 +318,37 @@ mod tests {
             assert_eq!(n.state, state, "{name}");
             assert_eq!(n.id(), BASE, "{name}");
             assert_eq!(n.file_name(), name);
+        }
+    }
+
+    #[test]
+    fn plan_key_agrees_with_classify() {
+        let names = [
+            format!("{BASE}--ship-it__todo.md"),
+            format!("{BASE}--a--b-__abandoned.md"),
+            format!("{BASE}--__wip.md"),
+            format!("{BASE}--Ship__todo.md"),
+            "20260101T093000_0A1B2C3D--x__todo.md".to_string(),
+            "20260101T0930_0a1b2c3d--x__todo.md".to_string(),
+            format!("{BASE}--x__doing.md"),
+            format!(".{BASE}--x__todo.md.swp"),
+            "roadmap.plan.json".to_string(),
+            ".plan.json".to_string(),
+            "notes.md".to_string(),
+        ];
+        for name in &names {
+            let owned = classify(name);
+            let borrowed = plan_key(name);
+            match (&owned, borrowed) {
+                (Some(PlanFile::Markdown(n)), Some(PlanKey::Markdown { id, state })) => {
+                    assert_eq!((n.id().as_str(), n.state), (id, state), "{name}")
+                }
+                (Some(PlanFile::Json { stem }), Some(PlanKey::Json { stem: s })) => {
+                    assert_eq!(stem, s, "{name}")
+                }
+                (None, None) => {}
+                _ => panic!("{name}: {owned:?} but {borrowed:?}"),
+            }
         }
     }
 

@@ -15,7 +15,7 @@ use crate::core::effect::{Effect, Level, Log};
 use crate::core::input::{Change, FileRead};
 use crate::core::lifecycle::Lifecycle;
 use crate::core::lines::quoted;
-use crate::core::name::{classify, FileState, PlanFile};
+use crate::core::name::{plan_key, FileState, PlanKey};
 use crate::core::plan::{parse_plan, Plan, PlanError, PlanFormat, StepStatus};
 use crate::core::prompt;
 use crate::core::record::{Item, Record};
@@ -232,12 +232,12 @@ impl Plans {
         let name = path.file_name()?.to_str()?;
         let parent = path.parent()?;
         if parent == config.plan_dir {
-            return match classify(name)? {
-                PlanFile::Markdown(n) => Some(PlanPath {
-                    source: Source::Plan(n.id()),
-                    origin: Origin::Markdown(n.state),
+            return match plan_key(name)? {
+                PlanKey::Markdown { id, state } => Some(PlanPath {
+                    source: Source::Plan(id.to_string()),
+                    origin: Origin::Markdown(state),
                 }),
-                PlanFile::Json { stem } => Some(PlanPath {
+                PlanKey::Json { stem } => Some(PlanPath {
                     source: Source::PlanJson(stem.to_string()),
                     origin: Origin::Json,
                 }),
@@ -374,7 +374,7 @@ impl Plans {
                 error: None,
                 warned_route: false,
             });
-        if first_seen {
+        if first_seen && cx.config.logs(Level::Debug) {
             cx.fx.push(Effect::Log(
                 Log::new(
                     Level::Debug,
