@@ -28,7 +28,7 @@ pub fn read_capped(path: &Path, cap: usize) -> FileRead {
 /// right now, so what was read may be the start of the next version.
 pub fn read_fresh(path: &Path, cap: usize, window: Duration) -> (FileRead, bool) {
     match open(path) {
-        Ok((file, meta)) => read_open(&file, &meta, cap, window),
+        Ok((file, meta)) => read_open(&file, &meta, cap, window, synthetic(&file)),
         Err(failed) => (failed, false),
     }
 }
@@ -72,7 +72,8 @@ impl PlanFiles {
             let held = self.open.remove(i);
             match std::fs::metadata(path) {
                 Ok(meta) if meta.dev() == held.dev && meta.ino() == held.ino && meta.is_file() => {
-                    let read = read_open(&held.file, &meta, cap, window);
+                    // Only local files are held.
+                    let read = read_open(&held.file, &meta, cap, window, false);
                     self.open.push(held);
                     return read;
                 }
@@ -85,8 +86,10 @@ impl PlanFiles {
             Ok(opened) => opened,
             Err(failed) => return (failed, false),
         };
-        let read = read_open(&file, &meta, cap, window);
-        if !self.is_local(&file, meta.dev()) {
+        // Asked of the device once, not of the file at every read.
+        let local = self.is_local(&file, meta.dev());
+        let read = read_open(&file, &meta, cap, window, !local);
+        if !local {
             return read;
         }
         if self.open.len() == KEEP_OPEN {
@@ -136,8 +139,14 @@ fn open(path: &Path) -> Result<(File, Metadata), FileRead> {
 }
 
 /// Read an open regular file whole from offset 0; `meta` is its state just
-/// before.
-fn read_open(file: &File, meta: &Metadata, cap: usize, window: Duration) -> (FileRead, bool) {
+/// before, `remote` whether it is on a FUSE/9P mount (`synthetic`).
+fn read_open(
+    file: &File,
+    meta: &Metadata,
+    cap: usize,
+    window: Duration,
+    remote: bool,
+) -> (FileRead, bool) {
     let fresh = !window.is_zero()
         && meta
             .modified()
@@ -147,7 +156,6 @@ fn read_open(file: &File, meta: &Metadata, cap: usize, window: Duration) -> (Fil
     let mut size = meta.len();
     // A FUSE/9P file's reported size need not match its content (and the
     // kernel may cache it for a second): it is read to the end of file.
-    let remote = synthetic(file);
     // The whole file in one read(2), and its size checked afterwards: a
     // plan rewritten in place (truncate, write) between two reads of it is
     // seen cut short, and a prefix whose steps are all checked sent an
