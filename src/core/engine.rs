@@ -551,6 +551,7 @@ mod config;
 mod context;
 mod ledger;
 mod plans;
+mod recent;
 mod reminders;
 pub mod sessions;
 mod tasks;

@@ -2,13 +2,14 @@
 //! its lifecycle, its route, and the diff of its ready steps against what
 //! was announced (`reconcile_plan`, the heart of the wake rule).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use super::children;
 use super::config::{EngineConfig, Mode, Now};
 use super::context::Cx;
 use super::ledger::Wake;
+use super::recent::Recent;
 use super::reminders;
 use super::timers::{Recheck, Timer};
 use crate::core::effect::{Effect, Level, Log};
@@ -54,9 +55,9 @@ pub(super) struct PlanState {
     pub(super) origin: Origin,
     pub(super) lifecycle: Lifecycle,
     /// What `status` and routing need of the last valid parse; `None` until
-    /// the file first parses. The parse itself is not kept: each change is
-    /// read and parsed afresh, and 10,000 parsed plans would cost tens of
-    /// megabytes for nothing.
+    /// the file first parses. The parse itself is not kept (but for the few
+    /// plans read last, `Recent`): each change is read and parsed afresh,
+    /// and 10,000 parsed plans would cost tens of megabytes for nothing.
     pub(super) summary: Option<Summary>,
     /// The current parse error, so each distinct error is logged once.
     pub(super) error: Option<String>,
@@ -79,6 +80,29 @@ pub(super) struct Summary {
 }
 
 impl Summary {
+    /// The summary of `plan`, which is the plan summarised with only
+    /// statuses changed: no title or goal copied again.
+    fn follow_ticks(&mut self, plan: &Plan) {
+        self.checked = plan
+            .steps
+            .iter()
+            .filter(|s| s.status == StepStatus::Checked)
+            .count();
+        self.ready = plan
+            .ready()
+            .into_iter()
+            .map(|i| (plan.steps[i].label.clone(), plan.steps[i].title.clone()))
+            .collect();
+        for s in &plan.steps {
+            if s.status == StepStatus::Checked {
+                self.open.remove(&s.key);
+            } else if !self.open.contains_key(&s.key) {
+                self.open
+                    .insert(s.key.clone(), (s.label.clone(), s.title.clone()));
+            }
+        }
+    }
+
     pub(super) fn of(plan: &Plan) -> Summary {
         Summary {
             goal: plan.goal.clone(),
@@ -117,6 +141,9 @@ pub(super) struct Plans {
     /// Plans with a current error (kept as a count: `STATUS=` asks for it
     /// on every loop turn).
     pub(super) invalid: usize,
+    /// The last parse of the few plans read last, for rewrites that only
+    /// tick steps.
+    recent: Recent,
 }
 
 /// Why a plan file was read, as the shell reports it.
@@ -127,6 +154,13 @@ pub(super) struct ReadKind {
     pub(super) complete: bool,
     /// Modified within the settle time: perhaps mid-rewrite.
     pub(super) fresh: bool,
+}
+
+/// A parse of a plan file's usable bytes.
+struct Parse {
+    plan: Result<Plan, PlanError>,
+    /// It is the last parse with only steps ticked or unticked (`Recent`).
+    ticks_only: bool,
 }
 
 /// How far one read of a plan file can be trusted, decided once.
@@ -278,7 +312,7 @@ impl Plans {
         let Some(pp) = Self::plan_path(cx.config, &path) else {
             return;
         };
-        let Some(bytes) = self.bytes_of(now, &pp, &path, read, cx) else {
+        let Some(mut bytes) = self.bytes_of(now, &pp, &path, read, cx) else {
             return;
         };
         cx.timers.cancel(&Timer::Vanished(pp.source.clone()));
@@ -290,7 +324,17 @@ impl Plans {
         if trust.confirm_later {
             self.recheck(now, &path, rechecked, cx);
         }
-        let parsed = parse_plan(format, trust.usable(&bytes), cx.config.max_plan_bytes);
+        // The usable part is a prefix: parse (and keep) just that.
+        bytes.truncate(trust.usable(&bytes).len());
+        let max = cx.config.max_plan_bytes;
+        let flipped = match format {
+            PlanFormat::Markdown if bytes.len() <= max => self.recent.take(&pp.source, &bytes),
+            _ => None,
+        };
+        let parsed = Parse {
+            ticks_only: flipped.is_some(),
+            plan: flipped.map_or_else(|| parse_plan(format, &bytes, max), Ok),
+        };
         let old_live = self.track(&pp, &path, cx);
         let Some(plan) = self.accept(now, &pp, &path, parsed, &trust, cx) else {
             return;
@@ -304,6 +348,9 @@ impl Plans {
         let forget_missing = how.complete && !trust.fresh;
         if self.reconcile_plan(&pp.source, &plan, forget_missing, cx) && trust.fresh {
             self.recheck(now, &path, rechecked, cx);
+        }
+        if format == PlanFormat::Markdown {
+            self.recent.keep(&pp.source, bytes, plan);
         }
     }
 
@@ -413,12 +460,12 @@ impl Plans {
         now: Now,
         pp: &PlanPath,
         path: &Path,
-        parsed: Result<Plan, PlanError>,
+        parsed: Parse,
         trust: &Trust,
         cx: &mut Cx,
     ) -> Option<Plan> {
         let state = self.plans.get_mut(&pp.source)?;
-        match parsed {
+        match parsed.plan {
             // No steps where the last parse had some is a rewrite caught
             // mid-way: zero bytes between its truncate and its write, or
             // only the head of the file (`task_complete` rewrites in place,
@@ -442,7 +489,12 @@ impl Plans {
                             .file(&display_name(path)),
                     ));
                 }
-                state.summary = Some(Summary::of(&plan));
+                match &mut state.summary {
+                    // The same steps as the last parse, some ticked or
+                    // unticked: what is kept of it follows the ticks.
+                    Some(summary) if parsed.ticks_only => summary.follow_ticks(&plan),
+                    summary => *summary = Some(Summary::of(&plan)),
+                }
                 Some(plan)
             }
             Err(_) if trust.fresh => {
@@ -542,6 +594,7 @@ impl Plans {
 
     pub(super) fn remove_plan(&mut self, source: &Source, cx: &mut Cx) {
         cx.timers.cancel(&Timer::Vanished(source.clone()));
+        self.recent.forget(source);
         let Some(state) = self.plans.remove(source) else {
             return;
         };
@@ -689,27 +742,26 @@ impl Plans {
         all_checked: bool,
         cx: &mut Cx,
     ) -> bool {
-        let open: BTreeSet<&str> = plan
+        // Every step by key: whether it is open (one table, not two sets).
+        let steps: HashMap<&str, bool> = plan
             .steps
             .iter()
-            .filter(|s| s.status != StepStatus::Checked)
-            .map(|s| s.key.as_str())
+            .map(|s| (s.key.as_str(), s.status != StepStatus::Checked))
             .collect();
-        let existing: BTreeSet<&str> = plan.steps.iter().map(|s| s.key.as_str()).collect();
+        let open = |k: &str| steps.get(k) == Some(&true);
+        let existing = |k: &str| steps.contains_key(k);
         let kept_missing = !complete
             && cx.ledger.memory.announced.get(source).is_some_and(|items| {
                 items
                     .keys()
-                    .any(|i| matches!(i, Item::Step(k) if !existing.contains(k.as_str())))
+                    .any(|i| matches!(i, Item::Step(k) if !existing(k)))
             });
         let leaving = cx.ledger.memory.announced_where(source, |item| match item {
-            Item::Step(k) => {
-                !open.contains(k.as_str()) && (complete || existing.contains(k.as_str()))
-            }
+            Item::Step(k) => !open(k) && (complete || existing(k)),
             Item::AllDone => !all_checked,
             // A child's completion told: forgotten once the step is open
             // again, so its next completion is told too.
-            Item::ChildDone(k) => open.contains(k.as_str()),
+            Item::ChildDone(k) => open(k),
             _ => false,
         });
         for item in leaving {
@@ -722,7 +774,7 @@ impl Plans {
                 reminders::progress(cx.ledger, source, session, cx.fx);
             }
             if let Item::Step(key) = &item {
-                let checked = existing.contains(key.as_str());
+                let checked = existing(key);
                 children::step_left(cx, source, plan, key, checked, holder.as_deref());
             }
         }
