@@ -9,14 +9,20 @@
 //! those steps' statuses changed: a checkbox holds ` `, `x` or `X` either
 //! way, so the same lines are steps, with the same titles, keys,
 //! descriptions and dependencies. Anything else changed means a full
-//! parse. Bounded: `KEEP` plans, whatever the number tracked (the parse
-//! itself is otherwise not kept, see `PlanState::summary`).
+//! parse. Bounded: `KEEP` plans of at most `KEEP_BYTES`, whatever the
+//! number tracked (the parse itself is otherwise not kept, see
+//! `PlanState::summary`).
 
 use crate::core::plan::{Plan, StepStatus};
 use crate::core::source::Source;
 
 /// Plans kept, most recently read last: the plans being worked on now.
 const KEEP: usize = 8;
+
+/// Larger texts are not kept, so what is kept stays under a few
+/// megabytes whatever `max_plan_bytes` allows (a 64 KiB checklist is
+/// some 700 steps).
+const KEEP_BYTES: usize = 64 << 10;
 
 /// One kept parse.
 #[derive(Debug)]
@@ -57,6 +63,9 @@ impl Recent {
     /// kept when a step's checkbox cannot be found where it was parsed.
     pub(super) fn keep(&mut self, source: &Source, text: Vec<u8>, plan: Plan) {
         self.forget(source);
+        if text.len() > KEEP_BYTES {
+            return;
+        }
         let Some(boxes) = boxes(&text, &plan) else {
             return;
         };
@@ -245,6 +254,13 @@ mod tests {
             recent.keep(&Source::Plan(n.to_string()), PLAN.into(), plan.clone());
         }
         assert_eq!(recent.kept.len(), KEEP);
+        let big = format!("{PLAN}{}\n", " ".repeat(KEEP_BYTES));
+        let source = Source::Plan("big".into());
+        recent.keep(&source, big.clone().into_bytes(), parse(&big));
+        assert!(
+            recent.take(&source, big.as_bytes()).is_none(),
+            "too big to keep"
+        );
         assert!(recent
             .take(&Source::Plan("0".into()), PLAN.as_bytes())
             .is_none());
