@@ -236,7 +236,7 @@ impl std::fmt::Display for NameRule {
 /// files). Plan-like: a `.md` name with a `--` or `__` in it, or starting
 /// with a digit.
 pub fn diagnose(file_name: &str) -> Option<NameRule> {
-    if classify(file_name).is_some() || is_scratch(file_name) {
+    if plan_key(file_name).is_some() || is_scratch(file_name) {
         return None;
     }
     let stem = file_name.strip_suffix(".md")?;

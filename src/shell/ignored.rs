@@ -25,7 +25,10 @@ pub fn report(plan_dir: &Path, project: &str, input: &Input) {
         _ => return,
     };
     for path in paths {
-        if path.parent() != Some(plan_dir) {
+        // By bytes first (the watcher joins names onto the configured
+        // directory), `Path`'s component walk only when they differ.
+        let parent = path.parent();
+        if parent.is_none_or(|p| p.as_os_str() != plan_dir.as_os_str() && p != plan_dir) {
             continue;
         }
         let Some(name) = path.file_name().map(|n| n.to_string_lossy()) else {

@@ -68,7 +68,11 @@ struct Held {
 impl PlanFiles {
     /// `read_fresh` of a plan file, through a held fd when there is one.
     pub fn read(&mut self, path: &Path, cap: usize, window: Duration) -> (FileRead, bool) {
-        if let Some(i) = self.open.iter().position(|h| h.path == path) {
+        // Byte equality, not `Path`'s component by component walk: the
+        // daemon names a file the same way each time, and a miss only costs
+        // an `open`.
+        let same = |h: &Held| h.path.as_os_str() == path.as_os_str();
+        if let Some(i) = self.open.iter().position(same) {
             let held = self.open.remove(i);
             match std::fs::metadata(path) {
                 Ok(meta) if meta.dev() == held.dev && meta.ino() == held.ino && meta.is_file() => {

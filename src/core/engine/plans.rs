@@ -2,7 +2,7 @@
 //! its lifecycle, its route, and the diff of its ready steps against what
 //! was announced (`reconcile_plan`, the heart of the wake rule).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use super::children;
@@ -265,7 +265,7 @@ impl Plans {
     pub(super) fn plan_path(config: &EngineConfig, path: &Path) -> Option<PlanPath> {
         let name = path.file_name()?.to_str()?;
         let parent = path.parent()?;
-        if parent == config.plan_dir {
+        if same_dir(parent, &config.plan_dir) {
             return match plan_key(name)? {
                 PlanKey::Markdown { id, state } => Some(PlanPath {
                     source: Source::Plan(id.to_string()),
@@ -742,14 +742,22 @@ impl Plans {
         all_checked: bool,
         cx: &mut Cx,
     ) -> bool {
-        // Every step by key: whether it is open (one table, not two sets).
-        let steps: HashMap<&str, bool> = plan
+        // Every step by key, and whether it is open: one sorted table
+        // (keys are unique), not two sets.
+        let mut steps: Vec<(&str, bool)> = plan
             .steps
             .iter()
             .map(|s| (s.key.as_str(), s.status != StepStatus::Checked))
             .collect();
-        let open = |k: &str| steps.get(k) == Some(&true);
-        let existing = |k: &str| steps.contains_key(k);
+        steps.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let find = |k: &str| {
+            steps
+                .binary_search_by(|s| s.0.cmp(k))
+                .ok()
+                .map(|i| steps[i].1)
+        };
+        let open = |k: &str| find(k) == Some(true);
+        let existing = |k: &str| find(k).is_some();
         let kept_missing = !complete
             && cx.ledger.memory.announced.get(source).is_some_and(|items| {
                 items
@@ -934,6 +942,14 @@ impl Plans {
         cx.ledger
             .announce(cx.config.outbox_cap, source, wake, cx.fx);
     }
+}
+
+/// `a == b` for two directories, by their bytes first: the shell joins
+/// names onto the configured directory, so the bytes match for every
+/// file in it, and `Path`'s component by component comparison (which also
+/// equates `a//b` and `a/b/`) is only the fallback.
+fn same_dir(a: &Path, b: &Path) -> bool {
+    a.as_os_str() == b.as_os_str() || a == b
 }
 
 pub(super) fn display_name(path: &Path) -> String {

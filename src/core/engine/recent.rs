@@ -30,7 +30,8 @@ struct Kept {
     source: Source,
     /// The text that was parsed.
     text: Vec<u8>,
-    plan: Plan,
+    /// Its parse; `None` while taken (until `keep` puts it back).
+    plan: Option<Plan>,
     /// Per step, in order, the offset in `text` of the character between
     /// its checkbox's brackets.
     boxes: Vec<usize>,
@@ -44,25 +45,34 @@ pub(super) struct Recent {
 
 impl Recent {
     /// The parse of `text`, a markdown plan of `source`, when it is the
-    /// kept text with only checkboxes flipped (the entry is taken out:
-    /// `keep` puts it back). `None`: parse it.
+    /// kept text with only checkboxes flipped (the parse is taken out, the
+    /// text follows the new one: `keep` puts the parse back without
+    /// looking for the checkboxes again). `None`: parse it.
     pub(super) fn take(&mut self, source: &Source, text: &[u8]) -> Option<Plan> {
-        let i = self.kept.iter().position(|k| &k.source == source)?;
-        let k = &self.kept[i];
+        let k = self.kept.iter_mut().find(|k| &k.source == source)?;
         if k.text.len() != text.len() || !same_but_boxes(&k.text, text, &k.boxes) {
             return None;
         }
-        let mut kept = self.kept.remove(i);
-        for (step, &at) in kept.plan.steps.iter_mut().zip(&kept.boxes) {
+        let mut plan = k.plan.take()?;
+        for (step, &at) in plan.steps.iter_mut().zip(&k.boxes) {
+            k.text[at] = text[at];
             step.status = status_of(text[at])?;
         }
-        Some(kept.plan)
+        Some(plan)
     }
 
     /// Keep `plan`, the parse of `text`, as the latest of `source`. Not
     /// kept when a step's checkbox cannot be found where it was parsed.
     pub(super) fn keep(&mut self, source: &Source, text: Vec<u8>, plan: Plan) {
-        self.forget(source);
+        let at = self.kept.iter().position(|k| &k.source == source);
+        if let Some(mut k) = at.map(|i| self.kept.remove(i)) {
+            // Taken for this very text: its checkboxes are where they were.
+            if k.plan.is_none() && k.text == text {
+                k.plan = Some(plan);
+                self.kept.push(k);
+                return;
+            }
+        }
         if text.len() > KEEP_BYTES {
             return;
         }
@@ -75,7 +85,7 @@ impl Recent {
         self.kept.push(Kept {
             source: source.clone(),
             text,
-            plan,
+            plan: Some(plan),
             boxes,
         });
     }
@@ -165,6 +175,9 @@ mod tests {
         assert_eq!(plan, parse(&flipped));
         // Taken out until kept again.
         assert!(recent.take(&source, flipped.as_bytes()).is_none());
+        recent.keep(&source, flipped.clone().into_bytes(), plan);
+        let back = PLAN.replace("* [x] Two", "* [X] Two");
+        assert_eq!(recent.take(&source, back.as_bytes()), Some(parse(&back)));
     }
 
     #[test]
@@ -217,7 +230,7 @@ mod tests {
         #[test]
         fn a_taken_parse_is_the_parse(
             text in arb_text(),
-            edits in proptest::collection::vec((any::<prop::sample::Index>(), prop_oneof![Just(b' '), Just(b'x'), Just(b'X'), Just(b'-'), Just(b'[')]), 0..4),
+            rounds in proptest::collection::vec(proptest::collection::vec((any::<prop::sample::Index>(), prop_oneof![Just(b' '), Just(b'x'), Just(b'X'), Just(b'-'), Just(b'[')]), 0..4), 1..4),
         ) {
             let Ok(plan) = parse_plan(PlanFormat::Markdown, text.as_bytes(), 1 << 20) else {
                 return Ok(());
@@ -226,22 +239,35 @@ mod tests {
             let source = Source::Plan("p".into());
             recent.keep(&source, text.clone().into_bytes(), plan);
             let mut new = text.into_bytes();
-            // Each edit lands between a pair of brackets when there is one
-            // (a checkbox or not), so ticks are tried as often as the rest.
-            let pairs: Vec<usize> = (1..new.len().saturating_sub(1))
-                .filter(|&i| new[i - 1] == b'[' && new[i + 1] == b']')
-                .collect();
-            for (n, (at, b)) in edits.into_iter().enumerate() {
-                let i = match (n % 2, pairs.is_empty(), new.is_empty()) {
-                    (0, false, _) => pairs[at.index(pairs.len())],
-                    (_, _, false) => at.index(new.len()),
-                    _ => continue,
-                };
-                new[i] = b;
-            }
-            if let Some(taken) = recent.take(&source, &new) {
+            // Rounds of edits, each read as the daemon does: taken if it
+            // can be, else parsed, and kept.
+            for edits in rounds {
+                // Each edit lands between a pair of brackets when there is
+                // one (a checkbox or not), so ticks are tried as often as
+                // the rest.
+                let pairs: Vec<usize> = (1..new.len().saturating_sub(1))
+                    .filter(|&i| new[i - 1] == b'[' && new[i + 1] == b']')
+                    .collect();
+                for (n, (at, b)) in edits.into_iter().enumerate() {
+                    let i = match (n % 2, pairs.is_empty(), new.is_empty()) {
+                        (0, false, _) => pairs[at.index(pairs.len())],
+                        (_, _, false) => at.index(new.len()),
+                        _ => continue,
+                    };
+                    new[i] = b;
+                }
                 let parsed = parse_plan(PlanFormat::Markdown, &new, 1 << 20);
-                prop_assert_eq!(Ok(taken), parsed);
+                let plan = match recent.take(&source, &new) {
+                    Some(taken) => {
+                        prop_assert_eq!(Ok(&taken), parsed.as_ref());
+                        taken
+                    }
+                    None => match parsed {
+                        Ok(plan) => plan,
+                        Err(_) => continue,
+                    },
+                };
+                recent.keep(&source, new.clone(), plan);
             }
         }
     }
