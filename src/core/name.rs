@@ -5,6 +5,10 @@
 //! — debug logs, editor swap and temp files — is not a plan, so a watcher can
 //! drop its events without reading it.
 
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
 use serde::{Deserialize, Serialize};
 
 use super::plan::PlanFormat;
@@ -146,7 +150,14 @@ fn parse_markdown_name(name: &str) -> Option<PlanName> {
 /// A markdown plan name's stamp, uid, slug and state, borrowed.
 fn markdown_parts(name: &str) -> Option<(&str, &str, &str, FileState)> {
     let rest = name.strip_suffix(".md")?;
-    let (rest, state) = rest.rsplit_once("__")?;
+    // `rsplit_once("__")` without a substring search: neither the state
+    // nor the slug holds a `_`, so the state follows the last `_`, which
+    // must be the second of a pair.
+    let cut = rest.rfind('_')?;
+    if cut == 0 || rest.as_bytes()[cut - 1] != b'_' {
+        return None;
+    }
+    let (rest, state) = (&rest[..cut - 1], &rest[cut + 1..]);
     let state = FileState::parse(state)?;
     // The stamp and uid have fixed widths, so the first `--` after them starts
     // the slug even when the slug itself contains `--`.
@@ -160,6 +171,23 @@ fn markdown_parts(name: &str) -> Option<(&str, &str, &str, FileState)> {
             .bytes()
             .all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-'));
     valid.then_some((stamp, uid, slug, state))
+}
+
+/// A path's directory and file name (`Path::parent`, `Path::file_name`),
+/// by one scan for the last `/` where that is plainly right: every
+/// changed file goes through this, and `Path` parses components for each.
+/// `None`: no file name, or one that is not UTF-8 (never a plan's).
+pub fn dir_and_name(path: &Path) -> Option<(&Path, &str)> {
+    let bytes = path.as_os_str().as_bytes();
+    match bytes.iter().rposition(|&b| b == b'/') {
+        Some(i)
+            if i > 0 && bytes[i - 1] != b'/' && !matches!(&bytes[i + 1..], b"" | b"." | b"..") =>
+        {
+            let name = std::str::from_utf8(&bytes[i + 1..]).ok()?;
+            Some((Path::new(OsStr::from_bytes(&bytes[..i])), name))
+        }
+        _ => Some((path.parent()?, path.file_name()?.to_str()?)),
+    }
 }
 
 /// What the engine needs of a plan file's name on every change, borrowed
@@ -322,6 +350,34 @@ mod tests {
     }
 
     #[test]
+    fn dir_and_name_agrees_with_path() {
+        for p in [
+            "/pl/20260101T093000_0a1b2c3d--x__todo.md",
+            "pl/a.md",
+            "/a//b",
+            "/a/b/",
+            "/a/b/.",
+            "/a/..",
+            "/x",
+            "x",
+            "/",
+            "",
+            "/a/./b",
+        ] {
+            let path = Path::new(p);
+            let std = path.parent().zip(path.file_name().and_then(|n| n.to_str()));
+            let ours = dir_and_name(path);
+            match (std, ours) {
+                (Some((d, n)), Some((od, on))) => {
+                    assert_eq!((d, n), (od, on), "{p}");
+                }
+                (None, None) => {}
+                _ => panic!("{p}: {std:?} but {ours:?}"),
+            }
+        }
+    }
+
+    #[test]
     fn plan_key_agrees_with_classify() {
         let names = [
             format!("{BASE}--ship-it__todo.md"),
@@ -368,6 +424,10 @@ mod tests {
             "20260101T093000_0a1b2c3d--ship__later.md",
             "20260101T093000_0a1b2c3d--Ship__todo.md",
             "20260101T093000_0a1b2c3d--ship_it__todo.md",
+            "20260101T093000_0a1b2c3d--ship___todo.md",
+            "20260101T093000_0a1b2c3d--ship__to_do.md",
+            "20260101T093000_0a1b2c3d--ship__todo_.md",
+            "_todo.md",
             "20260101T093000_0A1B2C3D--ship__todo.md",
             "20260101T093000_0a1b2c3--ship__todo.md",
             "20260101T093000_0a1b2c3dd--ship__todo.md",

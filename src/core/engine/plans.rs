@@ -16,7 +16,7 @@ use crate::core::effect::{Effect, Level, Log};
 use crate::core::input::{Change, FileRead};
 use crate::core::lifecycle::Lifecycle;
 use crate::core::lines::quoted;
-use crate::core::name::{plan_key, FileState, PlanKey};
+use crate::core::name::{dir_and_name, plan_key, FileState, PlanKey};
 use crate::core::plan::{parse_plan, Plan, PlanError, PlanFormat, StepStatus};
 use crate::core::prompt;
 use crate::core::record::{Item, Record};
@@ -263,8 +263,7 @@ impl Plans {
 
     /// Which plan a path is, if any.
     pub(super) fn plan_path(config: &EngineConfig, path: &Path) -> Option<PlanPath> {
-        let name = path.file_name()?.to_str()?;
-        let parent = path.parent()?;
+        let (parent, name) = dir_and_name(path)?;
         if same_dir(parent, &config.plan_dir) {
             return match plan_key(name)? {
                 PlanKey::Markdown { id, state } => Some(PlanPath {
