@@ -17,7 +17,7 @@ use crate::core::input::{Change, FileRead};
 use crate::core::lifecycle::Lifecycle;
 use crate::core::lines::quoted;
 use crate::core::name::{dir_and_name, plan_key, FileState, PlanKey};
-use crate::core::plan::{parse_plan, Plan, PlanError, PlanFormat, StepStatus};
+use crate::core::plan::{parse_plan, Plan, PlanError, PlanFormat, Step, StepStatus};
 use crate::core::prompt;
 use crate::core::record::{Item, Record};
 use crate::core::session::check_name;
@@ -741,19 +741,33 @@ impl Plans {
         all_checked: bool,
         cx: &mut Cx,
     ) -> bool {
-        // Every step by key, and whether it is open: one sorted table
-        // (keys are unique), not two sets.
-        let mut steps: Vec<(&str, bool)> = plan
-            .steps
-            .iter()
-            .map(|s| (s.key.as_str(), s.status != StepStatus::Checked))
-            .collect();
-        steps.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        let find = |k: &str| {
-            steps
+        // Whether the step of a key is open (`None`: no such step). A few
+        // announced items (the common case: the step in progress) are
+        // looked up step by step; more, in one sorted table of the steps
+        // (keys are unique).
+        let is_open = |s: &Step| s.status != StepStatus::Checked;
+        let few = cx
+            .ledger
+            .memory
+            .announced
+            .get(source)
+            .map_or(0, BTreeMap::len)
+            <= 4;
+        let mut steps: Vec<(&str, bool)> = Vec::new();
+        if !few {
+            steps = plan
+                .steps
+                .iter()
+                .map(|s| (s.key.as_str(), is_open(s)))
+                .collect();
+            steps.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        }
+        let find = |k: &str| match few {
+            true => plan.steps.iter().find(|s| s.key == k).map(is_open),
+            false => steps
                 .binary_search_by(|s| s.0.cmp(k))
                 .ok()
-                .map(|i| steps[i].1)
+                .map(|i| steps[i].1),
         };
         let open = |k: &str| find(k) == Some(true);
         let existing = |k: &str| find(k).is_some();
