@@ -5,8 +5,6 @@
 //! — debug logs, editor swap and temp files — is not a plan, so a watcher can
 //! drop its events without reading it.
 
-use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -178,13 +176,12 @@ fn markdown_parts(name: &str) -> Option<(&str, &str, &str, FileState)> {
 /// changed file goes through this, and `Path` parses components for each.
 /// `None`: no file name, or one that is not UTF-8 (never a plan's).
 pub fn dir_and_name(path: &Path) -> Option<(&Path, &str)> {
-    let bytes = path.as_os_str().as_bytes();
-    match bytes.iter().rposition(|&b| b == b'/') {
-        Some(i)
-            if i > 0 && bytes[i - 1] != b'/' && !matches!(&bytes[i + 1..], b"" | b"." | b"..") =>
+    let split = path.to_str().and_then(|t| t.rfind('/').map(|i| (t, i)));
+    match split {
+        Some((t, i))
+            if i > 0 && !t[..i].ends_with('/') && !matches!(&t[i + 1..], "" | "." | "..") =>
         {
-            let name = std::str::from_utf8(&bytes[i + 1..]).ok()?;
-            Some((Path::new(OsStr::from_bytes(&bytes[..i])), name))
+            Some((Path::new(&t[..i]), &t[i + 1..]))
         }
         _ => Some((path.parent()?, path.file_name()?.to_str()?)),
     }
