@@ -168,13 +168,16 @@ fn read_open(
     // then doubles: six read(2)s for a 400-byte plan (found by the soak test
     // in tests/reliability). A file that changed during the read is read
     // again. Once the bytes the metadata promised are in, no read(2) is
-    // spent just to see the end of the file: the size check afterwards
-    // catches a file that grew.
+    // spent just to see the end of the file: the first read asks for one
+    // byte more than promised, so a file that grew fills it and is read on.
     let mut attempt = 0;
     loop {
         let expect = usize::try_from(size).unwrap_or(cap).min(cap);
         let mut bytes = vec![0u8; expect + 1];
         let mut filled = 0;
+        // A read(2) that returned less than it had room for: the end of
+        // file was where it stopped, when it ran.
+        let mut short = false;
         loop {
             if !remote && filled == expect && filled as u64 == size {
                 break;
@@ -185,17 +188,31 @@ fn read_open(
                 }
                 bytes.resize((filled * 2).min(cap + 1), 0);
             }
+            let room = bytes.len() - filled;
             match file.read_at(&mut bytes[filled..], filled as u64) {
                 Ok(0) => break,
-                Ok(n) => filled += n,
+                Ok(n) => {
+                    filled += n;
+                    short = n < room;
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return (FileRead::Failed(e.to_string()), false),
             }
         }
         bytes.truncate(filled);
+        // The size the stat promised, and the read itself stopped short
+        // there (it had room for one byte more): the file ended there while
+        // it was read, so no `fstat` is spent to see that again. A file
+        // that grows after this read is a later change, with its own
+        // event; one cut short or grown during it is stat'ed and read
+        // again.
+        let ended_as_promised = short && filled as u64 == size;
+        if ended_as_promised || filled > cap || remote {
+            return (FileRead::Bytes(bytes), fresh);
+        }
         let now = file.metadata().map_or(size, |m| m.len());
         attempt += 1;
-        if now == filled as u64 || filled > cap || attempt == 4 || remote {
+        if now == filled as u64 || attempt == 4 {
             return (FileRead::Bytes(bytes), fresh);
         }
         size = now;
@@ -239,6 +256,32 @@ mod tests {
             FileRead::Bytes(b) => b,
             other => panic!("{other:?}"),
         }
+    }
+
+    /// The stat taken before a read can be stale by the time it runs: a
+    /// file that grew since is read whole (the read's spare byte fills),
+    /// one rewritten shorter is stat'ed again and read as it is now.
+    #[test]
+    fn a_file_changed_between_its_stat_and_its_read_is_read_as_it_is() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("p.md");
+        std::fs::write(&path, "# G\n- [ ] a\n").unwrap();
+        let (file, stale) = open(&path).unwrap();
+        std::fs::write(&path, "# G\n- [ ] a\n- [ ] b\n").unwrap();
+        let read = read_open(&file, &stale, 4096, Duration::ZERO, false);
+        assert_eq!(bytes(read), b"# G\n- [ ] a\n- [ ] b\n");
+        let (file, stale) = open(&path).unwrap();
+        std::fs::write(&path, "# G\n").unwrap();
+        let read = read_open(&file, &stale, 4096, Duration::ZERO, false);
+        assert_eq!(bytes(read), b"# G\n");
+        let read = read_open(
+            &file,
+            &file.metadata().unwrap(),
+            4096,
+            Duration::ZERO,
+            false,
+        );
+        assert_eq!(bytes(read), b"# G\n", "and as promised");
     }
 
     /// A held fd serves in-place rewrites (what `task_complete` does), and
