@@ -181,7 +181,6 @@ impl Deliverer {
 
     fn open(&self, session: &str) -> Result<Target, Undeliverable> {
         check_name(session).map_err(|why| undeliverable(format!("session id {why}")))?;
-        let path = self.path_of(session);
         let root = self.root.get(&self.sessions_dir);
         // ollie-9p is only ever served over 9P (9pfuse or the kernel's
         // v9fs): only a remote sessions root can hold its sessions, and
@@ -192,15 +191,15 @@ impl Deliverer {
             if let Some(flavour) = ollie::recognise(&dir) {
                 return Ok(Target::Ollie(dir, flavour));
             }
-            let fd = self.open_enqueue_in(&dir, &path)?;
-            return self.target(fd, &path);
+            let fd = self.open_enqueue_in(&dir, session)?;
+            return self.target(fd, session);
         }
         let opened = root.and_then(|(fd, _)| self.open_beneath(fd, session));
         let fd = match opened {
             Some(opened) => opened?,
-            None => self.open_step_by_step(session, &path)?,
+            None => self.open_step_by_step(session)?,
         };
-        self.target(fd, &path)
+        self.target(fd, session)
     }
 
     /// The enqueue file in one `openat2` below the held sessions root:
@@ -251,9 +250,9 @@ impl Deliverer {
 
     /// The enqueue file by `openat` from the sessions root, `O_NOFOLLOW` at
     /// each step, with the exact reason when it cannot be opened.
-    fn open_step_by_step(&self, session: &str, path: &Path) -> Result<OwnedFd, Undeliverable> {
+    fn open_step_by_step(&self, session: &str) -> Result<OwnedFd, Undeliverable> {
         let dir = self.open_session_dir(session)?;
-        self.open_enqueue_in(&dir, path)
+        self.open_enqueue_in(&dir, session)
     }
 
     /// The session directory, by `openat` from the sessions root with
@@ -281,7 +280,9 @@ impl Deliverer {
     }
 
     /// The enqueue file in an opened session directory, `O_NOFOLLOW`.
-    fn open_enqueue_in(&self, dir: &OwnedFd, path: &Path) -> Result<OwnedFd, Undeliverable> {
+    fn open_enqueue_in(&self, dir: &OwnedFd, session: &str) -> Result<OwnedFd, Undeliverable> {
+        // Only named in errors: built only for them.
+        let path = || self.path_of(session);
         let fd = openat(
             dir.as_raw_fd(),
             &cstr(&self.enqueue)?,
@@ -289,23 +290,26 @@ impl Deliverer {
         )
         .map_err(|e| match e.raw_os_error() {
             Some(libc::ENXIO) => undeliverable("no reader on the FIFO (ENXIO)"),
-            Some(libc::ENOENT) => undeliverable(format!("no enqueue file {} yet", path.display())),
+            Some(libc::ENOENT) => {
+                undeliverable(format!("no enqueue file {} yet", path().display()))
+            }
             Some(libc::ELOOP) => undeliverable(format!(
                 "{} is a symlink; reveille never writes through symlinks",
-                path.display()
+                path().display()
             )),
-            Some(libc::EISDIR) => undeliverable(format!("{} is a directory", path.display())),
-            _ => undeliverable(format!("{}: {e}", path.display())),
+            Some(libc::EISDIR) => undeliverable(format!("{} is a directory", path().display())),
+            _ => undeliverable(format!("{}: {e}", path().display())),
         })?;
         Ok(fd)
     }
 
     /// What kind of enqueue file was opened, ready to write.
-    fn target(&self, fd: OwnedFd, path: &Path) -> Result<Target, Undeliverable> {
+    fn target(&self, fd: OwnedFd, session: &str) -> Result<Target, Undeliverable> {
+        let path = || self.path_of(session);
         let file = File::from(fd);
         let kind = file
             .metadata()
-            .map_err(|e| undeliverable(format!("{}: {e}", path.display())))?
+            .map_err(|e| undeliverable(format!("{}: {e}", path().display())))?
             .file_type();
         if kind.is_fifo() {
             Ok(Target::Fifo(file))
@@ -318,13 +322,14 @@ impl Deliverer {
                 .ok()
                 .and_then(|st| crate::shell::watch::remote_fs_kind(&st));
             if remote.is_none() {
-                set_append(&file).map_err(|e| undeliverable(format!("{}: {e}", path.display())))?;
+                set_append(&file)
+                    .map_err(|e| undeliverable(format!("{}: {e}", path().display())))?;
             }
             Ok(Target::Regular(file))
         } else {
             Err(undeliverable(format!(
                 "{} is neither a named pipe nor a regular file",
-                path.display()
+                path().display()
             )))
         }
     }
