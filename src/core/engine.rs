@@ -258,15 +258,14 @@ impl Engine {
     /// heard starts its item's reminder clock. Returns whether a capped
     /// outbox drained (every source is diffed again).
     fn on_delivered(&mut self, now: Now, session: String, seq: u64, fx: &mut Vec<Effect>) -> bool {
-        let heard = self.ledger.memory.outbox.get(&session).and_then(|q| {
-            q.iter()
-                .find(|p| p.seq == seq)
-                .map(|p| (p.source.clone(), p.item.clone()))
-        });
         let observed = self.sessions.observed().get(&session);
         // Only sessions seen idle or busy can be reminded.
-        if let Some((source, item)) = heard.filter(|_| observed.is_some()) {
-            self.reminders.heard(now, &session, &source, &item);
+        let heard = observed.and_then(|_| {
+            let queue = self.ledger.memory.outbox.get(&session)?;
+            queue.iter().find(|p| p.seq == seq)
+        });
+        if let Some(p) = heard {
+            self.reminders.heard(now, &session, &p.source, &p.item);
         }
         let refill =
             self.ledger

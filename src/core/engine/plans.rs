@@ -820,6 +820,11 @@ impl Plans {
     /// withdraw it and un-announce, so it is announced again when it is
     /// ready again.
     fn withdraw_stale(&mut self, source: &Source, plan: &Plan, ready: &[usize], cx: &mut Cx) {
+        // Nothing of this plan waiting (the common case): nothing stale.
+        let outbox = &cx.ledger.memory.outbox;
+        if !outbox.values().flatten().any(|p| p.source == *source) {
+            return;
+        }
         let ready: BTreeSet<&str> = ready.iter().map(|&i| plan.steps[i].key.as_str()).collect();
         let stale: BTreeSet<Item> = cx
             .ledger
