@@ -196,6 +196,83 @@ fn engine_wake(c: &mut Criterion) {
     g.finish();
 }
 
+/// One wake as the daemon feeds it, among 60 known plans (the wake
+/// benchmark's three rounds of 20): the close (`Changed`), the read it
+/// asks for (`PlanRead`, 21 sequential steps ticked in place), then the
+/// delivery and its outcome — every input through `Engine::handle`.
+fn engine_wake_among(c: &mut Criterion) {
+    let mut g = c.benchmark_group("engine_wake");
+    let steps = 21;
+    let text = |plan: usize, k: usize| {
+        let mut t = format!(
+            "# Bench goal {plan}
+
+<!-- session: bench -->
+
+"
+        );
+        for s in 1..=steps {
+            let mark = if s <= k { 'x' } else { ' ' };
+            t.push_str(&format!(
+                "- [{mark}] Step {s}: implement part {s} of goal {plan}\n  Touch the code for part {s}, then run the tests.\n"
+            ));
+        }
+        t.into_bytes()
+    };
+    let path = |plan: usize| {
+        std::path::PathBuf::from(format!("/pl/20260101T000000_{plan:08x}--p__wip.md"))
+    };
+    let mut engine = Engine::new(EngineConfig::new("/pl", "/s"), None);
+    engine.handle(Duration::ZERO, Input::StartupDone);
+    let wake = |engine: &mut Engine, path: &std::path::Path, bytes: Vec<u8>| {
+        let changed = Input::Changed {
+            path: path.to_path_buf(),
+            change: reveille::core::input::Change::Closed,
+        };
+        let mut n = engine.handle(Duration::ZERO, changed).len();
+        let read = Input::PlanRead {
+            path: path.to_path_buf(),
+            read: FileRead::Bytes(bytes),
+            complete: true,
+            fresh: false,
+        };
+        n += engine.handle(Duration::ZERO, read).len();
+        let mut announced = 0;
+        while let Some(d) = engine.poll_delivery(Duration::ZERO) {
+            announced += 1;
+            let done = Input::Delivered {
+                session: d.session,
+                seq: d.seq,
+            };
+            n += engine.handle(Duration::ZERO, done).len();
+        }
+        assert_eq!(announced, 1, "each read is one wake-up");
+        n
+    };
+    // 59 plans all done (their all-done nudge announced), as the wake
+    // benchmark leaves them, and the one ticked in the loop.
+    for plan in 1..60 {
+        for k in 0..=steps {
+            wake(&mut engine, &path(plan), text(plan, k));
+        }
+    }
+    let versions: Vec<Vec<u8>> = (0..=steps).map(|k| text(0, k)).collect();
+    let here = path(0);
+    let mut n = 0usize;
+    g.throughput(Throughput::Elements(1));
+    g.bench_function(BenchmarkId::new("among_60_plans", steps), |b| {
+        b.iter_batched(
+            || {
+                n += 1;
+                versions[n % versions.len()].clone()
+            },
+            |bytes| wake(&mut engine, &here, bytes),
+            criterion::BatchSize::SmallInput,
+        )
+    });
+    g.finish();
+}
+
 fn beads(c: &mut Criterion) {
     let mut g = c.benchmark_group("beads");
     g.sample_size(20);
@@ -223,6 +300,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = micro;
     config = config();
-    targets = plans, events, engine_events, engine_wake, beads
+    targets = plans, events, engine_events, engine_wake, engine_wake_among, beads
 }
 criterion_main!(micro);

@@ -19,8 +19,8 @@ pub enum Level {
 pub struct Log {
     pub level: Option<Level>,
     pub message: String,
-    /// Plan identity (`<stamp>_<uid>`, `session:<id>`, `json:<stem>`).
-    pub plan: Option<String>,
+    /// The plan or tracker source (`PLAN=` shows `Source::journal_name`).
+    pub plan: Option<Source>,
     /// Step or task id.
     pub step: Option<String>,
     pub session: Option<String>,
@@ -44,7 +44,7 @@ impl Log {
         }
     }
     pub fn plan(mut self, source: &Source) -> Log {
-        self.plan = Some(source.to_string());
+        self.plan = Some(source.clone());
         self
     }
     pub fn step(mut self, step: &str) -> Log {

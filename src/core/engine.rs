@@ -258,20 +258,18 @@ impl Engine {
     /// heard starts its item's reminder clock. Returns whether a capped
     /// outbox drained (every source is diffed again).
     fn on_delivered(&mut self, now: Now, session: String, seq: u64, fx: &mut Vec<Effect>) -> bool {
-        let heard = self.ledger.memory.outbox.get(&session).and_then(|q| {
-            q.iter()
-                .find(|p| p.seq == seq)
-                .map(|p| (p.source.clone(), p.item.clone()))
-        });
         let observed = self.sessions.observed().get(&session);
         // Only sessions seen idle or busy can be reminded.
-        if let Some((source, item)) = heard.filter(|_| observed.is_some()) {
-            self.reminders.heard(now, &session, &source, &item);
+        let heard = observed.and_then(|_| {
+            let queue = self.ledger.memory.outbox.get(&session)?;
+            queue.iter().find(|p| p.seq == seq)
+        });
+        if let Some(p) = heard {
+            self.reminders.heard(now, &session, &p.source, &p.item);
         }
-        let cap = self.config.outbox_cap;
-        let refill = self
-            .ledger
-            .on_delivered(session.clone(), seq, cap, &mut self.timers, fx);
+        let refill =
+            self.ledger
+                .on_delivered(session.clone(), seq, &self.config, &mut self.timers, fx);
         self.reminders.rearm(
             &self.config,
             &session,
@@ -296,7 +294,12 @@ impl Engine {
 
     /// Sessions that checked a step restart their reminder clocks there.
     fn after_progress(&mut self, now: Now) {
-        let progressed = std::mem::take(&mut self.ledger.progressed);
+        let mut progressed = std::mem::take(&mut self.ledger.progressed);
+        // Only an observed session can be reminded, and one seen only later
+        // counts from when its state was first seen, after this progress:
+        // what is kept is kept for observed sessions alone, and a plain pipe
+        // (the common case) costs no walk over the reminder maps per tick.
+        progressed.retain(|(session, _)| self.sessions.observed().contains_key(session));
         if progressed.is_empty() {
             return;
         }
@@ -559,6 +562,7 @@ mod config;
 mod context;
 mod ledger;
 mod plans;
+mod recent;
 mod reminders;
 pub mod sessions;
 mod tasks;

@@ -5,6 +5,8 @@
 //! — debug logs, editor swap and temp files — is not a plan, so a watcher can
 //! drop its events without reading it.
 
+use std::path::Path;
+
 use serde::{Deserialize, Serialize};
 
 use super::plan::PlanFormat;
@@ -135,8 +137,25 @@ fn is_scratch(name: &str) -> bool {
 }
 
 fn parse_markdown_name(name: &str) -> Option<PlanName> {
+    markdown_parts(name).map(|(stamp, uid, slug, state)| PlanName {
+        stamp: stamp.to_string(),
+        uid: uid.to_string(),
+        slug: slug.to_string(),
+        state,
+    })
+}
+
+/// A markdown plan name's stamp, uid, slug and state, borrowed.
+fn markdown_parts(name: &str) -> Option<(&str, &str, &str, FileState)> {
     let rest = name.strip_suffix(".md")?;
-    let (rest, state) = rest.rsplit_once("__")?;
+    // `rsplit_once("__")` without a substring search: neither the state
+    // nor the slug holds a `_`, so the state follows the last `_`, which
+    // must be the second of a pair.
+    let cut = rest.rfind('_')?;
+    if cut == 0 || rest.as_bytes()[cut - 1] != b'_' {
+        return None;
+    }
+    let (rest, state) = (&rest[..cut - 1], &rest[cut + 1..]);
     let state = FileState::parse(state)?;
     // The stamp and uid have fixed widths, so the first `--` after them starts
     // the slug even when the slug itself contains `--`.
@@ -149,10 +168,47 @@ fn parse_markdown_name(name: &str) -> Option<PlanName> {
         && slug
             .bytes()
             .all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-'));
-    valid.then(|| PlanName {
-        stamp: stamp.to_string(),
-        uid: uid.to_string(),
-        slug: slug.to_string(),
+    valid.then_some((stamp, uid, slug, state))
+}
+
+/// A path's directory and file name (`Path::parent`, `Path::file_name`),
+/// by one scan for the last `/` where that is plainly right: every
+/// changed file goes through this, and `Path` parses components for each.
+/// `None`: no file name, or one that is not UTF-8 (never a plan's).
+pub fn dir_and_name(path: &Path) -> Option<(&Path, &str)> {
+    let split = path.to_str().and_then(|t| t.rfind('/').map(|i| (t, i)));
+    match split {
+        Some((t, i))
+            if i > 0 && !t[..i].ends_with('/') && !matches!(&t[i + 1..], "" | "." | "..") =>
+        {
+            Some((Path::new(&t[..i]), &t[i + 1..]))
+        }
+        _ => Some((path.parent()?, path.file_name()?.to_str()?)),
+    }
+}
+
+/// What the engine needs of a plan file's name on every change, borrowed
+/// from it: `classify` without its copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanKey<'a> {
+    /// A markdown plan: its identity `<stamp>_<uid>` and its state suffix.
+    Markdown { id: &'a str, state: FileState },
+    /// A `<stem>.plan.json`.
+    Json { stem: &'a str },
+}
+
+/// `classify`, borrowed: the same names are plans, with the same identity.
+pub fn plan_key(file_name: &str) -> Option<PlanKey<'_>> {
+    if is_scratch(file_name) {
+        return None;
+    }
+    if let Some(stem) = file_name.strip_suffix(JSON_SUFFIX) {
+        return (!stem.is_empty()).then_some(PlanKey::Json { stem });
+    }
+    let (_, _, _, state) = markdown_parts(file_name)?;
+    // `<stamp>_<uid>` is the name's first 24 bytes (checked just above).
+    Some(PlanKey::Markdown {
+        id: &file_name[..24],
         state,
     })
 }
@@ -205,7 +261,7 @@ impl std::fmt::Display for NameRule {
 /// files). Plan-like: a `.md` name with a `--` or `__` in it, or starting
 /// with a digit.
 pub fn diagnose(file_name: &str) -> Option<NameRule> {
-    if classify(file_name).is_some() || is_scratch(file_name) {
+    if plan_key(file_name).is_some() || is_scratch(file_name) {
         return None;
     }
     let stem = file_name.strip_suffix(".md")?;
@@ -291,6 +347,65 @@ mod tests {
     }
 
     #[test]
+    fn dir_and_name_agrees_with_path() {
+        for p in [
+            "/pl/20260101T093000_0a1b2c3d--x__todo.md",
+            "pl/a.md",
+            "/a//b",
+            "/a/b/",
+            "/a/b/.",
+            "/a/..",
+            "/x",
+            "x",
+            "/",
+            "",
+            "/a/./b",
+        ] {
+            let path = Path::new(p);
+            let std = path.parent().zip(path.file_name().and_then(|n| n.to_str()));
+            let ours = dir_and_name(path);
+            match (std, ours) {
+                (Some((d, n)), Some((od, on))) => {
+                    assert_eq!((d, n), (od, on), "{p}");
+                }
+                (None, None) => {}
+                _ => panic!("{p}: {std:?} but {ours:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn plan_key_agrees_with_classify() {
+        let names = [
+            format!("{BASE}--ship-it__todo.md"),
+            format!("{BASE}--a--b-__abandoned.md"),
+            format!("{BASE}--__wip.md"),
+            format!("{BASE}--Ship__todo.md"),
+            "20260101T093000_0A1B2C3D--x__todo.md".to_string(),
+            "20260101T0930_0a1b2c3d--x__todo.md".to_string(),
+            format!("{BASE}--x__doing.md"),
+            format!(".{BASE}--x__todo.md.swp"),
+            "roadmap.plan.json".to_string(),
+            ".plan.json".to_string(),
+            "notes.md".to_string(),
+        ];
+        for name in &names {
+            let owned = classify(name);
+            let borrowed = plan_key(name);
+            match (&owned, borrowed) {
+                (Some(PlanFile::Markdown(n)), Some(PlanKey::Markdown { id, state })) => {
+                    assert_eq!((n.id().as_str(), n.state), (id, state), "{name}")
+                }
+                (Some(PlanFile::Json { stem }), Some(PlanKey::Json { stem: s })) => {
+                    assert_eq!(stem, s, "{name}")
+                }
+                (None, None) => {}
+                _ => panic!("{name}: {owned:?} but {borrowed:?}"),
+            }
+        }
+    }
+
+    #[test]
     fn identity_survives_slug_and_state_renames() {
         let a = classify(&format!("{BASE}--first__todo.md")).unwrap();
         let b = classify(&format!("{BASE}--renamed__done.md")).unwrap();
@@ -306,6 +421,10 @@ mod tests {
             "20260101T093000_0a1b2c3d--ship__later.md",
             "20260101T093000_0a1b2c3d--Ship__todo.md",
             "20260101T093000_0a1b2c3d--ship_it__todo.md",
+            "20260101T093000_0a1b2c3d--ship___todo.md",
+            "20260101T093000_0a1b2c3d--ship__to_do.md",
+            "20260101T093000_0a1b2c3d--ship__todo_.md",
+            "_todo.md",
             "20260101T093000_0A1B2C3D--ship__todo.md",
             "20260101T093000_0a1b2c3--ship__todo.md",
             "20260101T093000_0a1b2c3dd--ship__todo.md",

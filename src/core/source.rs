@@ -3,6 +3,7 @@
 //! `json:<stem>`, `session:<id>`, `mount:<name>`, `beads` — also as a JSON
 //! map key, so state written by any version reads back unchanged.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 
@@ -48,10 +49,10 @@ impl Source {
     /// What journal fields carry as `PLAN=`: the bare identity of a
     /// markdown plan (so `journalctl PLAN=<stamp>_<uid>` works), the full
     /// form of anything else.
-    pub fn journal_name(&self) -> String {
+    pub fn journal_name(&self) -> Cow<'_, str> {
         match self {
-            Source::Plan(id) => id.clone(),
-            other => other.to_string(),
+            Source::Plan(id) => Cow::Borrowed(id),
+            other => Cow::Owned(other.to_string()),
         }
     }
 }

@@ -26,6 +26,7 @@ use crate::core::input::{Change, FileRead, Input, Undeliverable};
 use crate::core::prompt;
 use crate::core::record::{ChildState, Record};
 use crate::core::session::check_name;
+use crate::core::source::Source;
 use crate::shell::checklists::{self, Claim};
 use crate::shell::deliver::{Deliverer, Framing, Outcome, Reached};
 use crate::shell::ollie::{self, Submitted};
@@ -101,6 +102,7 @@ pub fn engine_config(s: &Settings) -> EngineConfig {
     };
     c.remind_after = s.sessions.remind_after;
     c.remind_max = s.sessions.remind_max;
+    c.log_level = crate::shell::logging::engine_level();
     c
 }
 
@@ -183,15 +185,13 @@ fn add_roots(watch: &mut Watch, s: &Settings) {
 /// `PLAN=` carries the bare plan identity (`<stamp>_<uid>`) for markdown
 /// plans, so `journalctl PLAN=20261130T101500_a1b2c3d4` works.
 fn emit(project: &str, l: &Log) {
+    let plan = l.plan.as_ref().map(Source::journal_name);
     macro_rules! ev {
         ($lvl:expr) => {
             tracing::event!(
                 $lvl,
                 project = %project,
-                plan = l
-                    .plan
-                    .as_deref()
-                    .map(|p| p.strip_prefix("plan:").unwrap_or(p)),
+                plan = plan.as_deref(),
                 step = l.step.as_deref(),
                 session = l.session.as_deref(),
                 parent = l.parent.as_deref(),

@@ -87,13 +87,27 @@ pub struct Deliverer {
 /// `sessions.dir`, is opened afresh).
 #[derive(Default)]
 pub struct HeldRoot {
-    held: RefCell<Option<(PathBuf, u64, u64, OwnedFd)>>,
+    held: RefCell<Option<Root>>,
     /// The kernel has no `openat2`: always go step by step.
     unsupported: Cell<bool>,
 }
 
+/// The sessions root as opened.
+struct Root {
+    path: PathBuf,
+    dev: u64,
+    ino: u64,
+    fd: OwnedFd,
+    /// On a FUSE/9P (or other remote) file system, asked once when it was
+    /// opened rather than with a `statfs` per delivery: it is a property
+    /// of the directory held, which the identity check keeps the same.
+    remote: bool,
+}
+
 impl HeldRoot {
-    fn fd(&self, dir: &Path) -> Option<libc::c_int> {
+    /// The held root fd and whether it is remote, after one `stat` of the
+    /// configured path.
+    fn get(&self, dir: &Path) -> Option<(libc::c_int, bool)> {
         if self.unsupported.get() {
             return None;
         }
@@ -101,14 +115,24 @@ impl HeldRoot {
         let mut held = self.held.borrow_mut();
         let current = held
             .as_ref()
-            .is_some_and(|(p, dev, ino, _)| p == dir && *dev == meta.dev() && *ino == meta.ino());
+            .is_some_and(|r| r.path == dir && r.dev == meta.dev() && r.ino == meta.ino());
         if !current {
             let c = CString::new(dir.as_os_str().as_bytes()).ok()?;
             let fd = openat(libc::AT_FDCWD, &c, libc::O_RDONLY | libc::O_DIRECTORY).ok()?;
             let st = nix::sys::stat::fstat(fd.as_raw_fd()).ok()?;
-            *held = Some((dir.to_path_buf(), st.st_dev, st.st_ino, fd));
+            let remote = nix::sys::statfs::fstatfs(&fd)
+                .ok()
+                .and_then(|st| crate::shell::watch::remote_fs_kind(&st))
+                .is_some();
+            *held = Some(Root {
+                path: dir.to_path_buf(),
+                dev: st.st_dev,
+                ino: st.st_ino,
+                fd,
+                remote,
+            });
         }
-        held.as_ref().map(|(_, _, _, fd)| fd.as_raw_fd())
+        held.as_ref().map(|r| (r.fd.as_raw_fd(), r.remote))
     }
 }
 
@@ -157,23 +181,25 @@ impl Deliverer {
 
     fn open(&self, session: &str) -> Result<Target, Undeliverable> {
         check_name(session).map_err(|why| undeliverable(format!("session id {why}")))?;
-        let path = self.path_of(session);
+        let root = self.root.get(&self.sessions_dir);
         // ollie-9p is only ever served over 9P (9pfuse or the kernel's
         // v9fs): only a remote sessions root can hold its sessions, and
         // only there is the session directory opened to look.
-        if self.submit && remote(&self.sessions_dir) {
+        let remote_root = || root.map_or_else(|| remote(&self.sessions_dir), |(_, r)| r);
+        if self.submit && remote_root() {
             let dir = self.open_session_dir(session)?;
             if let Some(flavour) = ollie::recognise(&dir) {
                 return Ok(Target::Ollie(dir, flavour));
             }
-            let fd = self.open_enqueue_in(&dir, &path)?;
-            return self.target(fd, &path);
+            let fd = self.open_enqueue_in(&dir, session)?;
+            return self.target(fd, session);
         }
-        let fd = match self.open_beneath(session) {
+        let opened = root.and_then(|(fd, _)| self.open_beneath(fd, session));
+        let fd = match opened {
             Some(opened) => opened?,
-            None => self.open_step_by_step(session, &path)?,
+            None => self.open_step_by_step(session)?,
         };
-        self.target(fd, &path)
+        self.target(fd, session)
     }
 
     /// The enqueue file in one `openat2` below the held sessions root:
@@ -184,8 +210,11 @@ impl Deliverer {
     /// sessions tree, one more wake-up of the inotify thread). `None`: take
     /// the step-by-step way — no `openat2` in this kernel, or any failure
     /// but "no reader", whose exact cause that way names.
-    fn open_beneath(&self, session: &str) -> Option<Result<OwnedFd, Undeliverable>> {
-        let root = self.root.fd(&self.sessions_dir)?;
+    fn open_beneath(
+        &self,
+        root: libc::c_int,
+        session: &str,
+    ) -> Option<Result<OwnedFd, Undeliverable>> {
         let rel = CString::new(format!("{session}/{}", self.enqueue)).ok()?;
         // SAFETY: `open_how` is plain integers; all-zero is its default.
         let mut how: libc::open_how = unsafe { std::mem::zeroed() };
@@ -221,9 +250,9 @@ impl Deliverer {
 
     /// The enqueue file by `openat` from the sessions root, `O_NOFOLLOW` at
     /// each step, with the exact reason when it cannot be opened.
-    fn open_step_by_step(&self, session: &str, path: &Path) -> Result<OwnedFd, Undeliverable> {
+    fn open_step_by_step(&self, session: &str) -> Result<OwnedFd, Undeliverable> {
         let dir = self.open_session_dir(session)?;
-        self.open_enqueue_in(&dir, path)
+        self.open_enqueue_in(&dir, session)
     }
 
     /// The session directory, by `openat` from the sessions root with
@@ -251,7 +280,9 @@ impl Deliverer {
     }
 
     /// The enqueue file in an opened session directory, `O_NOFOLLOW`.
-    fn open_enqueue_in(&self, dir: &OwnedFd, path: &Path) -> Result<OwnedFd, Undeliverable> {
+    fn open_enqueue_in(&self, dir: &OwnedFd, session: &str) -> Result<OwnedFd, Undeliverable> {
+        // Only named in errors: built only for them.
+        let path = || self.path_of(session);
         let fd = openat(
             dir.as_raw_fd(),
             &cstr(&self.enqueue)?,
@@ -259,23 +290,26 @@ impl Deliverer {
         )
         .map_err(|e| match e.raw_os_error() {
             Some(libc::ENXIO) => undeliverable("no reader on the FIFO (ENXIO)"),
-            Some(libc::ENOENT) => undeliverable(format!("no enqueue file {} yet", path.display())),
+            Some(libc::ENOENT) => {
+                undeliverable(format!("no enqueue file {} yet", path().display()))
+            }
             Some(libc::ELOOP) => undeliverable(format!(
                 "{} is a symlink; reveille never writes through symlinks",
-                path.display()
+                path().display()
             )),
-            Some(libc::EISDIR) => undeliverable(format!("{} is a directory", path.display())),
-            _ => undeliverable(format!("{}: {e}", path.display())),
+            Some(libc::EISDIR) => undeliverable(format!("{} is a directory", path().display())),
+            _ => undeliverable(format!("{}: {e}", path().display())),
         })?;
         Ok(fd)
     }
 
     /// What kind of enqueue file was opened, ready to write.
-    fn target(&self, fd: OwnedFd, path: &Path) -> Result<Target, Undeliverable> {
+    fn target(&self, fd: OwnedFd, session: &str) -> Result<Target, Undeliverable> {
+        let path = || self.path_of(session);
         let file = File::from(fd);
         let kind = file
             .metadata()
-            .map_err(|e| undeliverable(format!("{}: {e}", path.display())))?
+            .map_err(|e| undeliverable(format!("{}: {e}", path().display())))?
             .file_type();
         if kind.is_fifo() {
             Ok(Target::Fifo(file))
@@ -288,13 +322,14 @@ impl Deliverer {
                 .ok()
                 .and_then(|st| crate::shell::watch::remote_fs_kind(&st));
             if remote.is_none() {
-                set_append(&file).map_err(|e| undeliverable(format!("{}: {e}", path.display())))?;
+                set_append(&file)
+                    .map_err(|e| undeliverable(format!("{}: {e}", path().display())))?;
             }
             Ok(Target::Regular(file))
         } else {
             Err(undeliverable(format!(
                 "{} is neither a named pipe nor a regular file",
-                path.display()
+                path().display()
             )))
         }
     }
@@ -476,6 +511,12 @@ mod tests {
         }
     }
 
+    /// `open_beneath` from the root as `open` gets it.
+    fn beneath(d: &Deliverer, session: &str) -> Option<Result<OwnedFd, Undeliverable>> {
+        let (root, _) = d.root.get(&d.sessions_dir)?;
+        d.open_beneath(root, session)
+    }
+
     /// The one-call way opens a session's enqueue file below the held
     /// root, and refuses every symlink itself (the step-by-step way then
     /// names the cause), so it never reaches outside the sessions root.
@@ -492,19 +533,17 @@ mod tests {
         std::fs::write(tmp.path().join("outdir/fifo.in"), "").unwrap();
         symlink(tmp.path().join("outdir"), sessions.join("dirlink")).unwrap();
         let d = deliverer(&sessions);
-        assert!(matches!(d.open_beneath("good"), Some(Ok(_))));
+        assert!(matches!(beneath(&d, "good"), Some(Ok(_))));
         assert!(d.root.held.borrow().is_some(), "the root is held");
+        assert_eq!(d.root.get(&sessions).map(|(_, remote)| remote), Some(false));
         for hostile in ["linked", "dirlink", "../outdir"] {
-            assert!(d.open_beneath(hostile).is_none(), "{hostile}");
+            assert!(beneath(&d, hostile).is_none(), "{hostile}");
         }
         assert!(d.open("linked").is_err());
         assert!(d.open("dirlink").is_err());
         // The root replaced: the new one is opened, not the held one.
         std::fs::rename(&sessions, tmp.path().join("old")).unwrap();
         std::fs::create_dir_all(sessions.join("good")).unwrap();
-        assert!(
-            d.open_beneath("good").is_none(),
-            "no fifo.in in the new root"
-        );
+        assert!(beneath(&d, "good").is_none(), "no fifo.in in the new root");
     }
 }

@@ -3,12 +3,13 @@
 //! once in the journal, naming the file and the rule it breaks, so a plan
 //! that never wakes anyone is not a silent mystery.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::core::input::Input;
-use crate::core::name::diagnose;
+use crate::core::name::{diagnose, dir_and_name};
 
 /// Paths already reported. Process-wide, because "once" means once per
 /// daemon run — across rescans and reloads — and the daemon is the only
@@ -25,10 +26,16 @@ pub fn report(plan_dir: &Path, project: &str, input: &Input) {
         _ => return,
     };
     for path in paths {
-        if path.parent() != Some(plan_dir) {
+        // By bytes first (the watcher joins names onto the configured
+        // directory), `Path`'s component walk only when they differ.
+        let (parent, name) = match dir_and_name(path) {
+            Some((dir, name)) => (Some(dir), Some(Cow::Borrowed(name))),
+            None => (path.parent(), path.file_name().map(|n| n.to_string_lossy())),
+        };
+        if parent.is_none_or(|p| p.as_os_str() != plan_dir.as_os_str() && p != plan_dir) {
             continue;
         }
-        let Some(name) = path.file_name().map(|n| n.to_string_lossy()) else {
+        let Some(name) = name else {
             continue;
         };
         let Some(rule) = diagnose(&name) else {

@@ -22,6 +22,8 @@ use std::io::IsTerminal;
 use std::os::fd::AsRawFd;
 
 use tracing_subscriber::layer::SubscriberExt;
+
+use crate::core::effect::Level;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
 
@@ -97,6 +99,20 @@ pub fn init(target: LogTarget, level: &str) -> Result<LogSink, String> {
         tracing::warn!(error = %err, "journald is unreachable; logging to stderr instead");
     }
     Ok(LogSink::Stderr)
+}
+
+/// The least severe engine entry the installed subscriber can keep, so
+/// the engine builds no entry the filter would drop (the `delivered`
+/// entry of every wake-up is debug). Before a subscriber is installed
+/// nothing is kept, and only errors are built.
+pub fn engine_level() -> Level {
+    use tracing::level_filters::LevelFilter;
+    match LevelFilter::current() {
+        LevelFilter::TRACE | LevelFilter::DEBUG => Level::Debug,
+        LevelFilter::INFO => Level::Info,
+        LevelFilter::WARN => Level::Warn,
+        _ => Level::Error,
+    }
 }
 
 /// systemd sets `JOURNAL_STREAM=<dev>:<ino>` for a unit whose stderr (or

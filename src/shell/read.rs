@@ -28,7 +28,7 @@ pub fn read_capped(path: &Path, cap: usize) -> FileRead {
 /// right now, so what was read may be the start of the next version.
 pub fn read_fresh(path: &Path, cap: usize, window: Duration) -> (FileRead, bool) {
     match open(path) {
-        Ok((file, meta)) => read_open(&file, &meta, cap, window),
+        Ok((file, meta)) => read_open(&file, &meta, cap, window, synthetic(&file)),
         Err(failed) => (failed, false),
     }
 }
@@ -68,11 +68,16 @@ struct Held {
 impl PlanFiles {
     /// `read_fresh` of a plan file, through a held fd when there is one.
     pub fn read(&mut self, path: &Path, cap: usize, window: Duration) -> (FileRead, bool) {
-        if let Some(i) = self.open.iter().position(|h| h.path == path) {
+        // Byte equality, not `Path`'s component by component walk: the
+        // daemon names a file the same way each time, and a miss only costs
+        // an `open`.
+        let same = |h: &Held| h.path.as_os_str() == path.as_os_str();
+        if let Some(i) = self.open.iter().position(same) {
             let held = self.open.remove(i);
             match std::fs::metadata(path) {
                 Ok(meta) if meta.dev() == held.dev && meta.ino() == held.ino && meta.is_file() => {
-                    let read = read_open(&held.file, &meta, cap, window);
+                    // Only local files are held.
+                    let read = read_open(&held.file, &meta, cap, window, false);
                     self.open.push(held);
                     return read;
                 }
@@ -85,8 +90,10 @@ impl PlanFiles {
             Ok(opened) => opened,
             Err(failed) => return (failed, false),
         };
-        let read = read_open(&file, &meta, cap, window);
-        if !self.is_local(&file, meta.dev()) {
+        // Asked of the device once, not of the file at every read.
+        let local = self.is_local(&file, meta.dev());
+        let read = read_open(&file, &meta, cap, window, !local);
+        if !local {
             return read;
         }
         if self.open.len() == KEEP_OPEN {
@@ -136,8 +143,14 @@ fn open(path: &Path) -> Result<(File, Metadata), FileRead> {
 }
 
 /// Read an open regular file whole from offset 0; `meta` is its state just
-/// before.
-fn read_open(file: &File, meta: &Metadata, cap: usize, window: Duration) -> (FileRead, bool) {
+/// before, `remote` whether it is on a FUSE/9P mount (`synthetic`).
+fn read_open(
+    file: &File,
+    meta: &Metadata,
+    cap: usize,
+    window: Duration,
+    remote: bool,
+) -> (FileRead, bool) {
     let fresh = !window.is_zero()
         && meta
             .modified()
@@ -147,7 +160,6 @@ fn read_open(file: &File, meta: &Metadata, cap: usize, window: Duration) -> (Fil
     let mut size = meta.len();
     // A FUSE/9P file's reported size need not match its content (and the
     // kernel may cache it for a second): it is read to the end of file.
-    let remote = synthetic(file);
     // The whole file in one read(2), and its size checked afterwards: a
     // plan rewritten in place (truncate, write) between two reads of it is
     // seen cut short, and a prefix whose steps are all checked sent an
@@ -156,13 +168,16 @@ fn read_open(file: &File, meta: &Metadata, cap: usize, window: Duration) -> (Fil
     // then doubles: six read(2)s for a 400-byte plan (found by the soak test
     // in tests/reliability). A file that changed during the read is read
     // again. Once the bytes the metadata promised are in, no read(2) is
-    // spent just to see the end of the file: the size check afterwards
-    // catches a file that grew.
+    // spent just to see the end of the file: the first read asks for one
+    // byte more than promised, so a file that grew fills it and is read on.
     let mut attempt = 0;
     loop {
         let expect = usize::try_from(size).unwrap_or(cap).min(cap);
         let mut bytes = vec![0u8; expect + 1];
         let mut filled = 0;
+        // A read(2) that returned less than it had room for: the end of
+        // file was where it stopped, when it ran.
+        let mut short = false;
         loop {
             if !remote && filled == expect && filled as u64 == size {
                 break;
@@ -173,17 +188,31 @@ fn read_open(file: &File, meta: &Metadata, cap: usize, window: Duration) -> (Fil
                 }
                 bytes.resize((filled * 2).min(cap + 1), 0);
             }
+            let room = bytes.len() - filled;
             match file.read_at(&mut bytes[filled..], filled as u64) {
                 Ok(0) => break,
-                Ok(n) => filled += n,
+                Ok(n) => {
+                    filled += n;
+                    short = n < room;
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return (FileRead::Failed(e.to_string()), false),
             }
         }
         bytes.truncate(filled);
+        // The size the stat promised, and the read itself stopped short
+        // there (it had room for one byte more): the file ended there while
+        // it was read, so no `fstat` is spent to see that again. A file
+        // that grows after this read is a later change, with its own
+        // event; one cut short or grown during it is stat'ed and read
+        // again.
+        let ended_as_promised = short && filled as u64 == size;
+        if ended_as_promised || filled > cap || remote {
+            return (FileRead::Bytes(bytes), fresh);
+        }
         let now = file.metadata().map_or(size, |m| m.len());
         attempt += 1;
-        if now == filled as u64 || filled > cap || attempt == 4 || remote {
+        if now == filled as u64 || attempt == 4 {
             return (FileRead::Bytes(bytes), fresh);
         }
         size = now;
@@ -227,6 +256,32 @@ mod tests {
             FileRead::Bytes(b) => b,
             other => panic!("{other:?}"),
         }
+    }
+
+    /// The stat taken before a read can be stale by the time it runs: a
+    /// file that grew since is read whole (the read's spare byte fills),
+    /// one rewritten shorter is stat'ed again and read as it is now.
+    #[test]
+    fn a_file_changed_between_its_stat_and_its_read_is_read_as_it_is() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("p.md");
+        std::fs::write(&path, "# G\n- [ ] a\n").unwrap();
+        let (file, stale) = open(&path).unwrap();
+        std::fs::write(&path, "# G\n- [ ] a\n- [ ] b\n").unwrap();
+        let read = read_open(&file, &stale, 4096, Duration::ZERO, false);
+        assert_eq!(bytes(read), b"# G\n- [ ] a\n- [ ] b\n");
+        let (file, stale) = open(&path).unwrap();
+        std::fs::write(&path, "# G\n").unwrap();
+        let read = read_open(&file, &stale, 4096, Duration::ZERO, false);
+        assert_eq!(bytes(read), b"# G\n");
+        let read = read_open(
+            &file,
+            &file.metadata().unwrap(),
+            4096,
+            Duration::ZERO,
+            false,
+        );
+        assert_eq!(bytes(read), b"# G\n", "and as promised");
     }
 
     /// A held fd serves in-place rewrites (what `task_complete` does), and

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::core::effect::Level;
 use crate::core::prompt;
 
 /// Monotonic time since an arbitrary origin, supplied by the caller.
@@ -116,6 +117,9 @@ pub struct EngineConfig {
     pub remind_max: u32,
     /// Child sessions for parallel steps (off by default).
     pub fanout: Fanout,
+    /// The least severe journal entry the shell keeps (the configured
+    /// filter drops the others): entries below it are not even built.
+    pub log_level: Level,
 }
 
 impl EngineConfig {
@@ -144,6 +148,12 @@ impl EngineConfig {
             remind_after: None,
             remind_max: 3,
             fanout: Fanout::default(),
+            log_level: Level::Debug,
         }
+    }
+
+    /// Whether a journal entry of `level` would be kept.
+    pub fn logs(&self, level: Level) -> bool {
+        level >= self.log_level
     }
 }

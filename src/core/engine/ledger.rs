@@ -272,15 +272,17 @@ impl Ledger {
         &mut self,
         session: String,
         seq: u64,
-        cap: usize,
+        config: &EngineConfig,
         timers: &mut Timers,
         fx: &mut Vec<Effect>,
     ) -> bool {
+        // Only read for the journal entry, at debug level.
         let step = self
             .memory
             .outbox
             .get(&session)
             .and_then(|q| q.iter().find(|p| p.seq == seq))
+            .filter(|_| config.logs(Level::Debug))
             .map(|p| (p.source.clone(), p.step.clone()));
         self.record(
             Record::Delivered {
@@ -307,7 +309,7 @@ impl Ledger {
                 .session(&session);
             fx.push(Effect::Log(self.with_parent(log, &session)));
         }
-        let refill = self.drained(&session, cap);
+        let refill = self.drained(&session, config.outbox_cap);
         self.dirty_lanes.insert(session);
         refill
     }

@@ -9,13 +9,14 @@ use super::children;
 use super::config::{EngineConfig, Mode, Now};
 use super::context::Cx;
 use super::ledger::Wake;
+use super::recent::Recent;
 use super::reminders;
 use super::timers::{Recheck, Timer};
 use crate::core::effect::{Effect, Level, Log};
 use crate::core::input::{Change, FileRead};
 use crate::core::lifecycle::Lifecycle;
 use crate::core::lines::quoted;
-use crate::core::name::{classify, FileState, PlanFile};
+use crate::core::name::{dir_and_name, plan_key, FileState, PlanKey};
 use crate::core::plan::{parse_plan, Plan, PlanError, PlanFormat, Step, StepStatus};
 use crate::core::prompt;
 use crate::core::record::{Item, Record};
@@ -54,9 +55,9 @@ pub(super) struct PlanState {
     pub(super) origin: Origin,
     pub(super) lifecycle: Lifecycle,
     /// What `status` and routing need of the last valid parse; `None` until
-    /// the file first parses. The parse itself is not kept: each change is
-    /// read and parsed afresh, and 10,000 parsed plans would cost tens of
-    /// megabytes for nothing.
+    /// the file first parses. The parse itself is not kept (but for the few
+    /// plans read last, `Recent`): each change is read and parsed afresh,
+    /// and 10,000 parsed plans would cost tens of megabytes for nothing.
     pub(super) summary: Option<Summary>,
     /// The current parse error, so each distinct error is logged once.
     pub(super) error: Option<String>,
@@ -102,31 +103,50 @@ impl OpenStep {
 }
 
 impl Summary {
+    /// The summary of `plan`, which is the plan summarised with only
+    /// statuses changed: goal and session are not copied again.
+    fn follow_ticks(&mut self, plan: &Plan, announced: impl Fn(&str) -> bool) {
+        let again = Summary::steps_of(plan, announced);
+        (self.checked, self.ready, self.open) = again;
+    }
+
+    /// Checked count, ready steps and the other open steps kept.
+    fn steps_of(
+        plan: &Plan,
+        announced: impl Fn(&str) -> bool,
+    ) -> (usize, Vec<OpenStep>, Vec<OpenStep>) {
+        let ready = plan.ready();
+        let checked = plan
+            .steps
+            .iter()
+            .filter(|s| s.status == StepStatus::Checked)
+            .count();
+        let open = plan
+            .steps
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| {
+                s.status != StepStatus::Checked && !ready.contains(i) && announced(&s.key)
+            })
+            .map(|(_, s)| OpenStep::of(s))
+            .collect();
+        let ready = ready
+            .iter()
+            .map(|&i| OpenStep::of(&plan.steps[i]))
+            .collect();
+        (checked, ready, open)
+    }
+
     /// `announced`: whether the step with this key is in the announced set.
     pub(super) fn of(plan: &Plan, announced: impl Fn(&str) -> bool) -> Summary {
-        let ready = plan.ready();
+        let (checked, ready, open) = Summary::steps_of(plan, announced);
         Summary {
             goal: plan.goal.clone(),
             session: plan.session.clone(),
             steps: plan.steps.len(),
-            checked: plan
-                .steps
-                .iter()
-                .filter(|s| s.status == StepStatus::Checked)
-                .count(),
-            ready: ready
-                .iter()
-                .map(|&i| OpenStep::of(&plan.steps[i]))
-                .collect(),
-            open: plan
-                .steps
-                .iter()
-                .enumerate()
-                .filter(|(i, s)| {
-                    s.status != StepStatus::Checked && !ready.contains(i) && announced(&s.key)
-                })
-                .map(|(_, s)| OpenStep::of(s))
-                .collect(),
+            checked,
+            ready,
+            open,
         }
     }
 
@@ -149,6 +169,9 @@ pub(super) struct Plans {
     /// Plans with a current error (kept as a count: `STATUS=` asks for it
     /// on every loop turn).
     pub(super) invalid: usize,
+    /// The last parse of the few plans read last, for rewrites that only
+    /// tick steps.
+    recent: Recent,
 }
 
 /// Why a plan file was read, as the shell reports it.
@@ -159,6 +182,13 @@ pub(super) struct ReadKind {
     pub(super) complete: bool,
     /// Modified within the settle time: perhaps mid-rewrite.
     pub(super) fresh: bool,
+}
+
+/// A parse of a plan file's usable bytes.
+struct Parse {
+    plan: Result<Plan, PlanError>,
+    /// It is the last parse with only steps ticked or unticked (`Recent`).
+    ticks_only: bool,
 }
 
 /// How far one read of a plan file can be trusted, decided once.
@@ -261,15 +291,14 @@ impl Plans {
 
     /// Which plan a path is, if any.
     pub(super) fn plan_path(config: &EngineConfig, path: &Path) -> Option<PlanPath> {
-        let name = path.file_name()?.to_str()?;
-        let parent = path.parent()?;
-        if parent == config.plan_dir {
-            return match classify(name)? {
-                PlanFile::Markdown(n) => Some(PlanPath {
-                    source: Source::Plan(n.id()),
-                    origin: Origin::Markdown(n.state),
+        let (parent, name) = dir_and_name(path)?;
+        if same_dir(parent, &config.plan_dir) {
+            return match plan_key(name)? {
+                PlanKey::Markdown { id, state } => Some(PlanPath {
+                    source: Source::Plan(id.to_string()),
+                    origin: Origin::Markdown(state),
                 }),
-                PlanFile::Json { stem } => Some(PlanPath {
+                PlanKey::Json { stem } => Some(PlanPath {
                     source: Source::PlanJson(stem.to_string()),
                     origin: Origin::Json,
                 }),
@@ -310,7 +339,7 @@ impl Plans {
         let Some(pp) = Self::plan_path(cx.config, &path) else {
             return;
         };
-        let Some(bytes) = self.bytes_of(now, &pp, &path, read, cx) else {
+        let Some(mut bytes) = self.bytes_of(now, &pp, &path, read, cx) else {
             return;
         };
         cx.timers.cancel(&Timer::Vanished(pp.source.clone()));
@@ -322,7 +351,17 @@ impl Plans {
         if trust.confirm_later {
             self.recheck(now, &path, rechecked, cx);
         }
-        let parsed = parse_plan(format, trust.usable(&bytes), cx.config.max_plan_bytes);
+        // The usable part is a prefix: parse (and keep) just that.
+        bytes.truncate(trust.usable(&bytes).len());
+        let max = cx.config.max_plan_bytes;
+        let flipped = match format {
+            PlanFormat::Markdown if bytes.len() <= max => self.recent.take(&pp.source, &bytes),
+            _ => None,
+        };
+        let parsed = Parse {
+            ticks_only: flipped.is_some(),
+            plan: flipped.map_or_else(|| parse_plan(format, &bytes, max), Ok),
+        };
         let old_live = self.track(&pp, &path, cx);
         let Some(plan) = self.accept(now, &pp, &path, parsed, &trust, cx) else {
             return;
@@ -336,6 +375,9 @@ impl Plans {
         let forget_missing = how.complete && !trust.fresh;
         if self.reconcile_plan(&pp.source, &plan, forget_missing, cx) && trust.fresh {
             self.recheck(now, &path, rechecked, cx);
+        }
+        if format == PlanFormat::Markdown {
+            self.recent.keep(&pp.source, bytes, plan);
         }
     }
 
@@ -406,7 +448,7 @@ impl Plans {
                 error: None,
                 warned_route: false,
             });
-        if first_seen {
+        if first_seen && cx.config.logs(Level::Debug) {
             cx.fx.push(Effect::Log(
                 Log::new(
                     Level::Debug,
@@ -445,12 +487,12 @@ impl Plans {
         now: Now,
         pp: &PlanPath,
         path: &Path,
-        parsed: Result<Plan, PlanError>,
+        parsed: Parse,
         trust: &Trust,
         cx: &mut Cx,
     ) -> Option<Plan> {
         let state = self.plans.get_mut(&pp.source)?;
-        match parsed {
+        match parsed.plan {
             // No steps where the last parse had some is a rewrite caught
             // mid-way: zero bytes between its truncate and its write, or
             // only the head of the file (`task_complete` rewrites in place,
@@ -487,7 +529,13 @@ impl Plans {
                         _ => None,
                     })
                     .collect();
-                state.summary = Some(Summary::of(&plan, |key| announced.contains(&key)));
+                let announced = |key: &str| announced.contains(&key);
+                match &mut state.summary {
+                    // The same steps as the last parse, some ticked or
+                    // unticked: goal and session are kept as they were.
+                    Some(summary) if parsed.ticks_only => summary.follow_ticks(&plan, announced),
+                    summary => *summary = Some(Summary::of(&plan, announced)),
+                }
                 Some(plan)
             }
             Err(_) if trust.fresh => {
@@ -587,6 +635,7 @@ impl Plans {
 
     pub(super) fn remove_plan(&mut self, source: &Source, cx: &mut Cx) {
         cx.timers.cancel(&Timer::Vanished(source.clone()));
+        self.recent.forget(source);
         let Some(state) = self.plans.remove(source) else {
             return;
         };
@@ -734,27 +783,48 @@ impl Plans {
         all_checked: bool,
         cx: &mut Cx,
     ) -> bool {
-        let open: BTreeSet<&str> = plan
-            .steps
-            .iter()
-            .filter(|s| s.status != StepStatus::Checked)
-            .map(|s| s.key.as_str())
-            .collect();
-        let existing: BTreeSet<&str> = plan.steps.iter().map(|s| s.key.as_str()).collect();
+        // Whether the step of a key is open (`None`: no such step). A few
+        // announced items (the common case: the step in progress) are
+        // looked up step by step; more, in one sorted table of the steps
+        // (keys are unique).
+        let is_open = |s: &Step| s.status != StepStatus::Checked;
+        let few = cx
+            .ledger
+            .memory
+            .announced
+            .get(source)
+            .map_or(0, crate::core::record::Items::len)
+            <= 4;
+        let mut steps: Vec<(&str, bool)> = Vec::new();
+        if !few {
+            steps = plan
+                .steps
+                .iter()
+                .map(|s| (s.key.as_str(), is_open(s)))
+                .collect();
+            steps.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        }
+        let find = |k: &str| match few {
+            true => plan.steps.iter().find(|s| s.key == k).map(is_open),
+            false => steps
+                .binary_search_by(|s| s.0.cmp(k))
+                .ok()
+                .map(|i| steps[i].1),
+        };
+        let open = |k: &str| find(k) == Some(true);
+        let existing = |k: &str| find(k).is_some();
         let kept_missing = !complete
             && cx.ledger.memory.announced.get(source).is_some_and(|items| {
                 items
                     .keys()
-                    .any(|i| matches!(i, Item::Step(k) if !existing.contains(k.as_str())))
+                    .any(|i| matches!(i, Item::Step(k) if !existing(k)))
             });
         let leaving = cx.ledger.memory.announced_where(source, |item| match item {
-            Item::Step(k) => {
-                !open.contains(k.as_str()) && (complete || existing.contains(k.as_str()))
-            }
+            Item::Step(k) => !open(k) && (complete || existing(k)),
             Item::AllDone => !all_checked,
             // A child's completion told: forgotten once the step is open
             // again, so its next completion is told too.
-            Item::ChildDone(k) => open.contains(k.as_str()),
+            Item::ChildDone(k) => open(k),
             _ => false,
         });
         for item in leaving {
@@ -767,7 +837,7 @@ impl Plans {
                 reminders::progress(cx.ledger, source, session, cx.fx);
             }
             if let Item::Step(key) = &item {
-                let checked = existing.contains(key.as_str());
+                let checked = existing(key);
                 children::step_left(cx, source, plan, key, checked, holder.as_deref());
             }
         }
@@ -792,6 +862,11 @@ impl Plans {
     /// withdraw it and un-announce, so it is announced again when it is
     /// ready again.
     fn withdraw_stale(&mut self, source: &Source, plan: &Plan, ready: &[usize], cx: &mut Cx) {
+        // Nothing of this plan waiting (the common case): nothing stale.
+        let outbox = &cx.ledger.memory.outbox;
+        if !outbox.values().flatten().any(|p| p.source == *source) {
+            return;
+        }
         let ready: BTreeSet<&str> = ready.iter().map(|&i| plan.steps[i].key.as_str()).collect();
         let stale: BTreeSet<Item> = cx
             .ledger
@@ -927,6 +1002,14 @@ impl Plans {
         cx.ledger
             .announce(cx.config.outbox_cap, source, wake, cx.fx);
     }
+}
+
+/// `a == b` for two directories, by their bytes first: the shell joins
+/// names onto the configured directory, so the bytes match for every
+/// file in it, and `Path`'s component by component comparison (which also
+/// equates `a//b` and `a/b/`) is only the fallback.
+fn same_dir(a: &Path, b: &Path) -> bool {
+    a.as_os_str() == b.as_os_str() || a == b
 }
 
 pub(super) fn display_name(path: &Path) -> String {
