@@ -39,6 +39,23 @@ fn the_wake_benchmark_runs_at_smoke_size_and_produces_every_figure() {
             "no figure {figure:?} in\n{md}"
         );
     }
+    // CPU per wake against Python and both floors, where Python runs.
+    let python = std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if python {
+        for figure in [
+            "CPU time per wake (all threads) vs plain-Python waker",
+            "CPU time per wake vs the floor's",
+            "CPU time per wake vs the durable floor's",
+        ] {
+            assert!(
+                report.rows.iter().any(|r| r.figure.contains(figure)),
+                "no figure {figure:?} in\n{md}"
+            );
+        }
+    }
     // The agent rows need the ollie-9p double, which needs FUSE.
     if harness::agents::unavailable().is_none() {
         for figure in [

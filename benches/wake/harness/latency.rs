@@ -23,6 +23,13 @@ pub enum Waker {
     /// one NUL-terminated write — the minimum, in an interpreter.
     Python,
     Floor,
+    /// The floor plus every system call reveille's promises make per
+    /// wake-up, with no work between them: the `stat` of the plan's path
+    /// and a `pread` of it, a journal record appended before the prompt,
+    /// the `stat` of the sessions root, the FIFO opened, `fstat`-ed,
+    /// written and closed, the delivered mark appended, one log line.
+    /// What no implementation keeping those promises can spend less than.
+    FloorDurable,
 }
 
 /// Per-trial latencies, in the order taken.
@@ -62,7 +69,11 @@ pub fn measure(env: &Env, waker: Waker, plans: usize, steps: usize) -> Samples {
             s.wait_for("watching");
             Running::Script(s)
         }
-        Waker::Floor => Running::Floor(Floor::start(&setup.plan_dir, &fifo)),
+        Waker::Floor => Running::Floor(Floor::start(&setup.plan_dir, &fifo, None)),
+        Waker::FloorDurable => {
+            let files = Durable::open(tmp.path(), &setup.plan_dir, &fifo);
+            Running::Floor(Floor::start(&setup.plan_dir, &fifo, Some(files)))
+        }
     };
     let cpu_before = running.cpu_ns();
     let notify_before = match &running {
@@ -99,7 +110,7 @@ pub fn measure(env: &Env, waker: Waker, plans: usize, steps: usize) -> Samples {
             let expect = match waker {
                 Waker::Reveille => Some(format!("Step s{next} ")),
                 Waker::Diy | Waker::Python => Some(format!("Step {next}:")),
-                Waker::Floor => None,
+                Waker::Floor | Waker::FloorDurable => None,
             };
             if let Some(e) = expect {
                 assert!(
@@ -172,6 +183,24 @@ fn write_fifo(fifo: &CString) {
     }
 }
 
+/// `write_fifo` with the `fstat` reveille makes of what it opened.
+fn write_fifo_checked(fifo: &CString) {
+    let msg = b"next step\0";
+    // SAFETY: plain syscalls with a valid C string and buffers.
+    unsafe {
+        let w = libc::open(
+            fifo.as_ptr(),
+            libc::O_WRONLY | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        );
+        if w >= 0 {
+            let mut st: libc::stat = std::mem::zeroed();
+            libc::fstat(w, &mut st);
+            libc::write(w, msg.as_ptr().cast(), msg.len());
+            libc::close(w);
+        }
+    }
+}
+
 /// The physical floor: one thread blocked in `read` on an inotify fd
 /// watching the plan directory for `IN_CLOSE_WRITE`; for each event it
 /// opens the FIFO non-blocking, writes a fixed NUL-terminated string and
@@ -188,8 +217,60 @@ pub struct Floor {
 
 const STOP_NAME: &str = "floor.stop";
 
+/// What the durable floor writes and reads besides the FIFO.
+pub struct Durable {
+    plan_dir: PathBuf,
+    sessions: CString,
+    journal: std::fs::File,
+    log: std::fs::File,
+    /// Plan files held open by name, as reveille holds them.
+    held: std::collections::HashMap<Vec<u8>, std::fs::File>,
+    buf: Vec<u8>,
+}
+
+impl Durable {
+    fn open(tmp: &Path, plan_dir: &Path, fifo: &Path) -> Durable {
+        let append = |name: &str| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(tmp.join(name))
+                .unwrap()
+        };
+        let sessions = fifo.parent().and_then(Path::parent).unwrap();
+        Durable {
+            plan_dir: plan_dir.to_path_buf(),
+            sessions: CString::new(sessions.as_os_str().as_bytes()).unwrap(),
+            journal: append("journal"),
+            log: append("log"),
+            held: Default::default(),
+            buf: vec![0; 64 * 1024],
+        }
+    }
+
+    /// Everything but the FIFO write, around `deliver`.
+    fn wake(&mut self, name: &[u8], deliver: impl FnOnce()) {
+        use std::io::Write;
+        use std::os::unix::fs::FileExt;
+        let path = self.plan_dir.join(std::ffi::OsStr::from_bytes(name));
+        let _ = std::fs::metadata(&path);
+        let file = self
+            .held
+            .entry(name.to_vec())
+            .or_insert_with(|| std::fs::File::open(&path).unwrap());
+        let _ = file.read_at(&mut self.buf, 0);
+        let _ = self.journal.write_all(&[b'a'; 600]);
+        // SAFETY: a stat buffer of the right type and a valid C string.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        unsafe { libc::stat(self.sessions.as_ptr(), &mut st) };
+        deliver();
+        let _ = self.journal.write_all(&[b'd'; 60]);
+        let _ = self.log.write_all(&[b'l'; 200]);
+    }
+}
+
 impl Floor {
-    pub fn start(dir: &Path, fifo: &Path) -> Floor {
+    pub fn start(dir: &Path, fifo: &Path, mut durable: Option<Durable>) -> Floor {
         let cdir = CString::new(dir.as_os_str().as_bytes()).unwrap();
         let cfifo = CString::new(fifo.as_os_str().as_bytes()).unwrap();
         // SAFETY: plain syscalls with valid C strings.
@@ -223,6 +304,8 @@ impl Floor {
                     let name = name.split(|&b| b == 0).next().unwrap_or(&[]);
                     if name == STOP_NAME.as_bytes() {
                         stop = true;
+                    } else if let Some(d) = durable.as_mut() {
+                        d.wake(name, || write_fifo_checked(&cfifo));
                     } else {
                         write_fifo(&cfifo);
                     }

@@ -336,6 +336,7 @@ pub fn run(env: &Env, size: Size, only: &[String]) -> Report {
             );
         }
         let floor_run = latency::measure(env, latency::Waker::Floor, p.lat_plans, p.lat_steps);
+        let durable = latency::measure(env, latency::Waker::FloorDurable, p.lat_plans, p.lat_steps);
         let floor = floor_run.wakes;
         let py = has("python3")
             .then(|| latency::measure(env, latency::Waker::Python, p.lat_plans, p.lat_steps));
@@ -402,6 +403,16 @@ pub fn run(env: &Env, size: Size, only: &[String]) -> Report {
                     us(cpu),
                     &format!("floor {}, Python {:.2}× floor", us(f), ratio(base, f)),
                     &format!("{:.2}× floor", ratio(cpu, f)),
+                    "",
+                    None,
+                );
+            }
+            if let Some(f) = durable.cpu_per_wake {
+                r.row(
+                    "CPU time per wake vs the durable floor's (diagnostic: the floor plus every system call reveille's promises make, no work between them)",
+                    us(cpu),
+                    &format!("durable floor {}, {:.2}× Python", us(f), ratio(f, base)),
+                    &format!("{:.2}× durable floor", ratio(cpu, f)),
                     "",
                     None,
                 );
