@@ -131,3 +131,85 @@ fn a_blocking_read_does_not_stall_other_requests() {
     *notes.slow_open.lock().unwrap() = true;
     assert_eq!(reader.join().unwrap(), b"done\n");
 }
+
+/// `plan.md`, served the way a FUSE server without direct I/O serves a
+/// synthetic file: through the page cache, with a size and mtime that do
+/// not move when the content does (both versions are the same length).
+struct Cached {
+    text: Mutex<&'static [u8]>,
+}
+
+impl Tree for Cached {
+    fn node(&self, path: &str) -> Option<Node> {
+        match path {
+            "" => Some(Node::Dir),
+            "plan.md" => Some(Node::File),
+            _ => None,
+        }
+    }
+    fn list(&self, _dir: &str) -> Vec<String> {
+        vec!["plan.md".into()]
+    }
+    fn read(&self, _path: &str) -> Result<Vec<u8>, i32> {
+        Ok(self.text.lock().unwrap().to_vec())
+    }
+    fn write(&self, _path: &str, _text: &[u8]) -> Result<(), i32> {
+        Err(libc::EPERM)
+    }
+    fn remove(&self, _path: &str) -> Result<(), i32> {
+        Err(libc::EPERM)
+    }
+    fn size(&self, _path: &str) -> u64 {
+        self.text.lock().unwrap().len() as u64
+    }
+    fn page_cached(&self, _path: &str) -> bool {
+        true
+    }
+}
+
+/// Why reveille never holds a FUSE file open between reads: a held fd is
+/// served from the page cache, which nothing invalidates while size and
+/// mtime stay put — the second read of a changed file returns the old
+/// content. Opened afresh, it is read as it is now.
+#[test]
+fn plan_files_on_fuse_are_read_afresh_never_through_a_held_fd() {
+    use std::os::unix::fs::FileExt;
+    use std::time::Duration;
+
+    use reveille::core::input::FileRead;
+    use reveille::shell::read::PlanFiles;
+
+    if let Some(why) = fuse_unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let tree = Arc::new(Cached {
+        text: Mutex::new(b"version A\n"),
+    });
+    let mount = Mount::new(tree.clone()).expect("mount");
+    let path = mount.path().join("plan.md");
+    // The hazard is real on this mount: a held fd reads the old content.
+    let held = std::fs::File::open(&path).unwrap();
+    let mut buf = [0u8; 64];
+    let n = held.read_at(&mut buf, 0).unwrap();
+    assert_eq!(&buf[..n], b"version A\n");
+    *tree.text.lock().unwrap() = b"version B\n";
+    let n = held.read_at(&mut buf, 0).unwrap();
+    assert_eq!(
+        &buf[..n],
+        b"version A\n",
+        "the page cache served the held fd"
+    );
+    drop(held);
+
+    *tree.text.lock().unwrap() = b"version A\n";
+    let mut files = PlanFiles::default();
+    let read = |files: &mut PlanFiles| match files.read(&path, 4096, Duration::ZERO).0 {
+        FileRead::Bytes(b) => b,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(read(&mut files), b"version A\n");
+    *tree.text.lock().unwrap() = b"version B\n";
+    assert_eq!(read(&mut files), b"version B\n");
+    assert_eq!(files.held(), 0, "a FUSE file was held open");
+}

@@ -93,6 +93,13 @@ pub trait Tree: Send + Sync + 'static {
     fn read_once(&self, _path: &str) -> bool {
         false
     }
+    /// `true` for a file opened without `FOPEN_DIRECT_IO`, the way many
+    /// FUSE servers other than 9pfuse serve: reads may come from the
+    /// kernel's page cache, which an unchanged size and mtime never
+    /// invalidate on an open fd.
+    fn page_cached(&self, _path: &str) -> bool {
+        false
+    }
 }
 
 /// A [`Tree`] mounted on a fresh temporary directory; unmounted on drop.
@@ -399,8 +406,13 @@ impl Filesystem for Served {
             return reply.error(Errno::ENOENT);
         };
         let writable = flags.0 & libc::O_ACCMODE != libc::O_RDONLY;
+        let how = if self.tree.page_cached(&path) {
+            FopenFlags::empty()
+        } else {
+            FopenFlags::FOPEN_DIRECT_IO
+        };
         let fh = self.open_handle(path, writable);
-        reply.opened(FileHandle(fh), FopenFlags::FOPEN_DIRECT_IO);
+        reply.opened(FileHandle(fh), how);
     }
 
     fn create(
