@@ -1242,6 +1242,12 @@ impl Daemon {
                 _ = w.signals.term.recv() => return Ok(()),
                 _ = w.signals.int.recv() => return Ok(()),
                 _ = w.signals.hup.recv() => replaced = self.reload(load),
+                // Before the watcher: a flood keeps it ready turn after
+                // turn, and the watchdog must still be fed from the loop.
+                () = timer.as_mut(), if timer_at.is_some() => {
+                    timer_at = None;
+                    clock.fire(self, Instant::now());
+                }
                 ready = w.events.fd.readable() => {
                     let mut ready = ready.map_err(|e| DaemonError::Watch(e.to_string()))?;
                     if !self.read_watch()? {
@@ -1256,10 +1262,6 @@ impl Daemon {
                         None => std::future::pending().await,
                     }
                 }, if self.pipe.is_some() => self.on_pipe_ready(ready),
-                () = timer.as_mut(), if timer_at.is_some() => {
-                    timer_at = None;
-                    clock.fire(self, Instant::now());
-                }
             }
             if let Some(new) = replaced {
                 w.events = new;
