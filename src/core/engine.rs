@@ -137,6 +137,15 @@ impl Engine {
         self.baseline
     }
 
+    /// Whether `session`'s lane is backing off after a failed write: only
+    /// then does activity on its enqueue file (a reader arriving) change
+    /// anything (`Input::SessionActivity` retries it at once).
+    pub fn backing_off(&self, session: &str) -> bool {
+        self.timers
+            .get(&Timer::Retry(session.to_string()))
+            .is_some()
+    }
+
     /// The next instant at which `Tick` has work to do.
     pub fn poll_timeout(&self) -> Option<Now> {
         self.timers.next()

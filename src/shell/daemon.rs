@@ -613,11 +613,12 @@ impl Daemon {
                 return;
             }
             Seen::Opened(p) => {
-                // A reader's open matters only to prompts waiting for one;
-                // most opens are the daemon's own deliveries echoing back.
+                // A reader's open matters only to a lane backing off after a
+                // failed write (whether or not a prompt waits in it right
+                // now: one may be announced a moment later); most opens are
+                // the daemon's own deliveries echoing back.
                 if let Some(session) = self.watch.enqueue_session(&p) {
-                    let waiting = self.engine.memory().outbox.get(&session);
-                    if waiting.is_some_and(|q| !q.is_empty()) {
+                    if self.engine.backing_off(&session) {
                         self.feed(Input::SessionActivity { session });
                     }
                 }

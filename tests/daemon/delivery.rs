@@ -190,3 +190,31 @@ fn a_pending_prompt_whose_dependency_is_unchecked_is_withdrawn() {
     assert!(got.contains("s2") && got.contains("Use it"), "{got}");
     barrier(&p.plan_dir, &reader, "");
 }
+
+/// A reader that arrives while its session's lane is backing off after a
+/// failed write, but with nothing waiting in the outbox at that moment
+/// (the one prompt was withdrawn), still ends the backing off: the next
+/// prompt goes out at once, not after the retry timer.
+#[test]
+fn a_reader_arriving_between_prompts_ends_the_backing_off() {
+    let mut p = Project::with_default_session("agent");
+    p.set("sessions", "retry_initial_ms", NO_RETRY_MS);
+    p.set("sessions", "retry_max_ms", NO_RETRY_MS);
+    p.set("project", "nudge_done", "false");
+    let fifo = p.session("agent");
+    let d = Daemon::start(&p);
+    let first = task_plan(&p.plan_dir, "Gone soon", &[Step::new("Only step")]);
+    d.wait_log("no reader on the FIFO (ENXIO)", WAIT);
+    // The agent does the step anyway: its prompt is withdrawn, the outbox
+    // is empty, and the lane has not written since the failure.
+    task_complete(&first, "Only step");
+    d.wait_log("withdrew pending prompt for s1", WAIT);
+    assert!(p.pending("agent").is_empty());
+    let reader = Reader::open(&fifo);
+    // One inotify queue reports the reader's open before the new plan:
+    // its prompt must arrive now, not when the retry timer fires (in ten
+    // minutes).
+    task_plan(&p.plan_dir, "Next", &[Step::new("Fresh work")]);
+    let got = reader.next(WAIT);
+    assert!(got.contains("Fresh work"), "{got}");
+}
