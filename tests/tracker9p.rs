@@ -38,11 +38,7 @@ fn world(configure: impl FnOnce(&mut Project)) -> Option<World> {
     let cwd = p.root.join("proj");
     std::fs::create_dir_all(&cwd).unwrap();
     t.write("ctl", &format!("mount {} proj", cwd.display()));
-    let root = t.root().display().to_string();
-    p.set("events", "path", &format!("{:?}", format!("{root}/events")));
-    p.set("events", "beads_root", &format!("{root:?}"));
-    p.set("events", "mounts", "[\"proj\"]");
-    p.set("events", "poll_interval_ms", "50");
+    t.track(&mut p, "proj");
     p.set("events", "notify_completed", "true");
     p.set("events.assignees", "\"agent-1\"", "\"a1\"");
     configure(&mut p);

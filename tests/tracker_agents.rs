@@ -42,11 +42,7 @@ fn world(configure: impl FnOnce(&mut Project)) -> Option<World> {
     let sessions = ollie.sessions_dir().display().to_string();
     project.set("sessions", "dir", &format!("{sessions:?}"));
     project.set("sessions", "state_poll_ms", "50");
-    let root = beads.root().display().to_string();
-    project.set("events", "path", &format!("{:?}", format!("{root}/events")));
-    project.set("events", "beads_root", &format!("{root:?}"));
-    project.set("events", "mounts", "[\"proj\"]");
-    project.set("events", "poll_interval_ms", "50");
+    beads.track(&mut project, "proj");
     project.set("events", "notify_completed", "true");
     project.set("events.assignees", "\"agent-1\"", "\"worker\"");
     configure(&mut project);

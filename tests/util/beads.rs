@@ -196,6 +196,17 @@ impl Beads {
 }
 
 impl Served {
+    /// Point `project`'s tracker at this mount: its `events`, its root,
+    /// the one 9beads mount `mount`, polled every 50 ms.
+    pub fn track(&self, project: &mut crate::util::daemon::Project, mount: &str) {
+        let root = self.root().display().to_string();
+        let events = format!("{root}/events");
+        project.set("events", "path", &format!("{events:?}"));
+        project.set("events", "beads_root", &format!("{root:?}"));
+        project.set("events", "mounts", &format!("[{mount:?}]"));
+        project.set("events", "poll_interval_ms", "50");
+    }
+
     /// The mount point (`~/mnt/beads`).
     pub fn root(&self) -> &std::path::Path {
         self.mount.path()

@@ -167,24 +167,10 @@ impl Running {
     }
 }
 
-/// Open the FIFO non-blocking, write a fixed NUL-terminated prompt, close.
-fn write_fifo(fifo: &CString) {
-    let msg = b"next step\0";
-    // SAFETY: plain syscalls with a valid C string and buffer.
-    unsafe {
-        let w = libc::open(
-            fifo.as_ptr(),
-            libc::O_WRONLY | libc::O_NONBLOCK | libc::O_CLOEXEC,
-        );
-        if w >= 0 {
-            libc::write(w, msg.as_ptr().cast(), msg.len());
-            libc::close(w);
-        }
-    }
-}
-
-/// `write_fifo` with the `fstat` reveille makes of what it opened.
-fn write_fifo_checked(fifo: &CString) {
+/// Open the FIFO non-blocking, write a fixed NUL-terminated prompt, close;
+/// with `check`, `fstat` what was opened first, as reveille does to tell a
+/// FIFO from a regular file.
+fn write_fifo(fifo: &CString, check: bool) {
     let msg = b"next step\0";
     // SAFETY: plain syscalls with a valid C string and buffers.
     unsafe {
@@ -193,8 +179,10 @@ fn write_fifo_checked(fifo: &CString) {
             libc::O_WRONLY | libc::O_NONBLOCK | libc::O_CLOEXEC,
         );
         if w >= 0 {
-            let mut st: libc::stat = std::mem::zeroed();
-            libc::fstat(w, &mut st);
+            if check {
+                let mut st: libc::stat = std::mem::zeroed();
+                libc::fstat(w, &mut st);
+            }
             libc::write(w, msg.as_ptr().cast(), msg.len());
             libc::close(w);
         }
@@ -305,9 +293,9 @@ impl Floor {
                     if name == STOP_NAME.as_bytes() {
                         stop = true;
                     } else if let Some(d) = durable.as_mut() {
-                        d.wake(name, || write_fifo_checked(&cfifo));
+                        d.wake(name, || write_fifo(&cfifo, true));
                     } else {
-                        write_fifo(&cfifo);
+                        write_fifo(&cfifo, false);
                     }
                     off = name_at + ev.len as usize;
                 }
