@@ -31,6 +31,20 @@ fn world(options: Options) -> Option<(Ollie, tempfile::TempDir, Project)> {
     Some((ollie, cwd, project))
 }
 
+/// Wait until the daemon has seen session `id` in the tree's `idx` (its
+/// state is in `status`). "following … session states" is said before the
+/// first read of `idx`: a session killed right after it was never seen.
+fn wait_seen(project: &Project, id: &str) {
+    wait_until(&format!("the daemon to see session {id}"), T, || {
+        let status = project.status_json();
+        let sessions = status["sessions"].as_array()?.clone();
+        sessions
+            .iter()
+            .any(|s| s["id"] == id && s["state"].is_string())
+            .then_some(())
+    });
+}
+
 /// Submit a person's prompt straight to `prompt`, as a shell would.
 fn submit(ollie: &Ollie, session: &str, text: &str) {
     std::fs::write(ollie.session_dir(session).join("prompt"), text).unwrap();
@@ -136,7 +150,7 @@ fn a_killed_session_keeps_its_prompt_until_it_comes_back() {
         return;
     };
     let daemon = Daemon::start(&project);
-    daemon.wait_log("following ollie-9p session states", T);
+    wait_seen(&project, "agent");
     ollie.kill("agent");
     daemon.wait_log("session agent is gone", T);
     task_plan(
@@ -167,7 +181,7 @@ fn a_renamed_session_keeps_its_prompt_visible_until_it_goes_stale() {
         return;
     };
     let daemon = Daemon::start(&project);
-    daemon.wait_log("following ollie-9p session states", T);
+    wait_seen(&project, "agent");
     std::fs::write(ollie.session_dir("agent").join("ctl"), "rn renamed\n").unwrap();
     daemon.wait_log("session agent is gone", T);
     let plan = task_plan(&project.plan_dir, "renamed", &[Step::new("Tidy up")]);
