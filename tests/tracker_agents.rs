@@ -84,7 +84,12 @@ impl World {
             },
         );
         self.ollie.wait_idle(session, HEAR);
-        turn
+        // As it ended.
+        let turns = self.ollie.turns(session);
+        turns
+            .into_iter()
+            .find(|t| t.started == turn.started)
+            .unwrap_or(turn)
     }
 
     /// The turns of `session` whose prompt names `needle`.
@@ -129,9 +134,17 @@ fn a_claimed_bead_left_open_is_reminded_of_until_it_is_completed() {
     w.turn_on("agent", &[&id]);
     w.ctl(&format!("claim {id} agent-1"));
     // The worker takes the claim and ends its turn without completing it.
-    w.turn_on("worker", &[&id, "assigned to agent-1"]);
+    let claimed = w.turn_on("worker", &[&id, "assigned to agent-1"]);
     let reminded = w.turn_on("worker", &[&id, "Reminder 1 of 3"]);
     assert!(reminded.prompt.contains("Port the parser"), "{reminded:?}");
+    // A full interval of idleness after the claim's own turn, though the
+    // worker had been idle longer than that before the claim came.
+    let ended = claimed.ended.expect("the claim's turn ended").0;
+    assert!(
+        reminded.started >= ended + Duration::from_millis(950),
+        "reminded {:?} after the claim's turn ended",
+        reminded.started - ended
+    );
     w.ctl(&format!("complete {id}"));
     w.turn_on("worker", &[&id, "completed elsewhere"]);
     // Completed: no further reminder, though the worker idles on well past
@@ -141,4 +154,31 @@ fn a_claimed_bead_left_open_is_reminded_of_until_it_is_completed() {
         (w.runs("worker", "Reminder") > runs).then_some(())
     });
     assert!(more.is_none(), "{:?}", w.ollie.turns("worker"));
+}
+
+#[test]
+fn a_bead_unclaimed_in_silence_is_not_reminded_of_and_goes_back_to_the_default_agent() {
+    let Some(w) = world(|p| {
+        p.set("sessions", "remind_after_ms", "1000");
+        p.set("sessions", "remind_max", "3");
+    }) else {
+        return;
+    };
+    let _d = w.start();
+    let id = w.new_bead("Port the lexer");
+    w.turn_on("agent", &[&id]);
+    w.ctl(&format!("claim {id} agent-1"));
+    w.turn_on("worker", &[&id, "assigned to agent-1"]);
+    // The worker gives it up: 9beads writes no event for `unclaim`.
+    w.ctl(&format!("unclaim {id}"));
+    // When the worker's reminder comes due the mount is read first: the
+    // bead is nobody's again, so the default agent hears of it, and the
+    // worker is not reminded of work that is no longer its own.
+    wait_until("the default agent to hear of it again", HEAR, || {
+        (w.runs("agent", &id) == 2).then_some(())
+    });
+    let reminded = try_wait_until(Duration::from_secs(3), || {
+        (w.runs("worker", "Reminder") > 0).then_some(())
+    });
+    assert!(reminded.is_none(), "{:?}", w.ollie.turns("worker"));
 }

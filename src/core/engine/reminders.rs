@@ -58,6 +58,9 @@ pub struct ReminderView {
 
 type Key = (String, Source, Item);
 
+/// How long a mount read asked for before a reminder vouches for it.
+const VERIFY_WINDOW: Duration = Duration::from_secs(1);
+
 /// The non-durable half of the reminder state: when prompts were heard.
 #[derive(Debug, Default)]
 pub(super) struct Reminders {
@@ -70,6 +73,13 @@ pub(super) struct Reminders {
     /// step checked in a turn too short for the state poll to see still
     /// restarts the clock.
     progress: BTreeMap<(String, Source), Now>,
+    /// Reminders of a tracker mount's task held back while the mount is
+    /// read once more: 9beads writes no event for `unclaim`, `reopen`,
+    /// `defer`, `dep` and the rest, so a task can have stopped being the
+    /// session's work without a word. Each is sent on the next tick, after
+    /// the read, if it is still open then; the time is when the read was
+    /// asked for.
+    verifying: BTreeMap<Key, Now>,
 }
 
 /// When reminder `sent + 1` is due: `after × 2^sent` past `base`, or never
@@ -97,6 +107,13 @@ impl Reminders {
         let key = (session.to_string(), source.clone(), item.clone());
         self.first.entry(key.clone()).or_insert(now);
         self.heard.insert(key, now);
+        // A claimed task has no prompt of its own: the claim's note told
+        // it, and its clock starts there — not when the session last went
+        // idle, which for an agent idle long before an outside claim would
+        // send a reminder right behind the claim itself.
+        if let Item::Claim(id, _) = item {
+            self.heard(now, session, source, &Item::Claimed(id.clone()));
+        }
     }
 
     /// `session` checked a step of `source`.
@@ -117,6 +134,7 @@ impl Reminders {
         };
         self.heard.retain(|k, _| announced(k));
         self.first.retain(|k, _| announced(k));
+        self.verifying.retain(|k, _| announced(k));
         self.progress
             .retain(|(_, source), _| ledger.memory.announced.contains_key(source));
     }
@@ -191,7 +209,7 @@ impl Reminders {
     /// A reminder timer fired: judge the item again and, if it is still
     /// due, record the reminder (before it is written) and queue it.
     pub(super) fn on_due(
-        &self,
+        &mut self,
         now: Now,
         key: Key,
         open: Option<Open>,
@@ -205,6 +223,11 @@ impl Reminders {
             fx,
             ..
         } = cx;
+        // Asked for just now (not by a reminder cycle long past).
+        let verified = self
+            .verifying
+            .remove(&key)
+            .is_some_and(|asked| now.saturating_sub(asked) <= VERIFY_WINDOW);
         let (session, source, item) = &key;
         let Some(open) = open else { return };
         let Some((_, _, sent)) =
@@ -223,6 +246,19 @@ impl Reminders {
             return;
         }
         if ledger.memory.outbox.get(session).map_or(0, |q| q.len()) >= config.outbox_cap {
+            return;
+        }
+        if let (Source::Mount(mount), false) = (source, verified) {
+            // Read the mount first (a follow-up of this very tick, so its
+            // answer is in before the timer comes round again, at once).
+            fx.push(Effect::ReadMount {
+                mount: mount.clone(),
+            });
+            timers.set(
+                Timer::Remind(session.clone(), source.clone(), item.clone()),
+                now,
+            );
+            self.verifying.insert(key, now);
             return;
         }
         let n = sent + 1;

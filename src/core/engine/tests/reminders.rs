@@ -519,3 +519,92 @@ fn an_announced_step_no_longer_ready_is_still_named_by_its_reminder() {
         rig.world.delivered
     );
 }
+
+/// 9beads writes no event for `unclaim`: before reminding a session of a
+/// mount's task, the mount is read once more, and a task no longer the
+/// session's (back in the ready set, unassigned) is not reminded of — it
+/// is announced again to where ready tasks go.
+#[test]
+fn a_silently_unclaimed_bead_is_not_reminded_of() {
+    let mut rig = tracker_rig(false);
+    let mut config = rig.engine.config().clone();
+    config.remind_after = Some(AFTER);
+    rig.engine.reconfigure(config);
+    rig.startup();
+    for session in ["s1", "a1"] {
+        rig.feed(Input::SessionState {
+            session: session.into(),
+            state: Some(AgentState::Idle),
+        });
+    }
+    set_ready(&mut rig, &[("bd-1", "-", "Fix the build")]);
+    events(
+        &mut rig,
+        &[r#"{"type":"created","id":"bd-1","mount":"proj"}"#],
+    );
+    set_ready(&mut rig, &[]);
+    let claim = r#"{"id":"u-1","ts":1708598530,"source":"beads/proj","type":"BeadClaimed","data":{"bead_id":"bd-1","assignee":"agent-1","mount":"proj"}}"#;
+    events(&mut rig, &[claim]);
+    let heard_by_s1 = |rig: &Rig| {
+        let delivered = &rig.world.delivered;
+        delivered
+            .iter()
+            .filter(|(s, _, t)| s == "s1" && t.contains("bd-1"))
+            .count()
+    };
+    assert_eq!(heard_by_s1(&rig), 1);
+    // `unclaim bd-1`: back in the ready set, no event.
+    set_ready(&mut rig, &[("bd-1", "-", "Fix the build")]);
+    rig.run_until(rig.now + AFTER + Duration::from_millis(10));
+    assert!(rig.reminders().is_empty(), "{:?}", rig.reminders());
+    assert!(!rig
+        .engine
+        .memory()
+        .is_announced(&src("mount:proj"), &Item::Claimed("bd-1".into())));
+    assert_eq!(heard_by_s1(&rig), 2, "{:?}", rig.world.delivered);
+    // From now on it is s1's open work (reminded of as such), never a1's.
+    rig.run_until(rig.now + 100 * AFTER);
+    let reminded: Vec<&str> = rig
+        .world
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Remind { session, .. } => Some(session.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !reminded.is_empty() && reminded.iter().all(|s| *s == "s1"),
+        "{reminded:?}"
+    );
+}
+
+/// A claim by an outside actor reaches a session that has idled for
+/// longer than the interval: the claimed task's clock starts at the claim's
+/// note, so no reminder follows right behind it.
+#[test]
+fn a_claimed_beads_reminder_counts_from_the_claim_not_from_a_long_idle() {
+    let mut rig = tracker_rig(false);
+    let mut config = rig.engine.config().clone();
+    config.remind_after = Some(AFTER);
+    rig.engine.reconfigure(config);
+    rig.startup();
+    rig.feed(Input::SessionState {
+        session: "a1".into(),
+        state: Some(AgentState::Idle),
+    });
+    rig.run_until(rig.now + 5 * AFTER);
+    set_ready(&mut rig, &[]);
+    let claim = r#"{"id":"u-1","ts":1708598530,"source":"beads/proj","type":"BeadClaimed","data":{"bead_id":"bd-7","assignee":"agent-1","mount":"proj"}}"#;
+    events(&mut rig, &[claim]);
+    assert!(rig
+        .world
+        .delivered
+        .iter()
+        .any(|(s, _, t)| s == "a1" && t.contains("bd-7")));
+    let claimed = rig.now;
+    rig.run_until(claimed + AFTER - Duration::from_millis(1));
+    assert!(rig.reminders().is_empty(), "{:?}", rig.reminders());
+    rig.run_until(claimed + AFTER + Duration::from_millis(10));
+    assert_eq!(rig.reminders(), vec![("bd-7".to_string(), 1)]);
+}
