@@ -54,6 +54,12 @@ fn world(configure: impl FnOnce(&mut Project)) -> Option<World> {
     })
 }
 
+/// Reminders after a second of idleness, three at most.
+fn reminding(p: &mut Project) {
+    p.set("sessions", "remind_after_ms", "1000");
+    p.set("sessions", "remind_max", "3");
+}
+
 impl World {
     fn start(&self) -> Daemon {
         let d = Daemon::start(&self.project);
@@ -123,12 +129,7 @@ fn a_ready_bead_a_claim_and_a_completion_each_start_one_turn_of_the_right_agent(
 
 #[test]
 fn a_claimed_bead_left_open_is_reminded_of_until_it_is_completed() {
-    let Some(w) = world(|p| {
-        p.set("sessions", "remind_after_ms", "1000");
-        p.set("sessions", "remind_max", "3");
-    }) else {
-        return;
-    };
+    let Some(w) = world(reminding) else { return };
     let _d = w.start();
     let id = w.new_bead("Port the parser");
     w.turn_on("agent", &[&id]);
@@ -158,12 +159,7 @@ fn a_claimed_bead_left_open_is_reminded_of_until_it_is_completed() {
 
 #[test]
 fn a_bead_unclaimed_in_silence_is_not_reminded_of_and_goes_back_to_the_default_agent() {
-    let Some(w) = world(|p| {
-        p.set("sessions", "remind_after_ms", "1000");
-        p.set("sessions", "remind_max", "3");
-    }) else {
-        return;
-    };
+    let Some(w) = world(reminding) else { return };
     let _d = w.start();
     let id = w.new_bead("Port the lexer");
     w.turn_on("agent", &[&id]);

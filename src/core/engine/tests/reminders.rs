@@ -440,19 +440,35 @@ fn turning_reminders_on_by_reload_arms_them_for_idle_sessions() {
     assert_eq!(rig.reminders(), vec![("s1".to_string(), 1)]);
 }
 
-#[test]
-fn a_claimed_bead_is_reminded_to_its_claimer_until_it_is_completed() {
+/// A started tracker rig with reminders on and `idle` observed idle.
+fn claim_rig(idle: &[&str]) -> Rig {
     let mut rig = tracker_rig(false);
     let mut config = rig.engine.config().clone();
     config.remind_after = Some(AFTER);
     rig.engine.reconfigure(config);
     rig.startup();
-    for session in ["s1", "a1"] {
+    for session in idle {
         rig.feed(Input::SessionState {
-            session: session.into(),
+            session: session.to_string(),
             state: Some(AgentState::Idle),
         });
     }
+    rig
+}
+
+/// Bead `id` claimed by agent-1 (session a1): out of the ready set, and
+/// the older `BeadClaimed` event, which names the assignee.
+fn claim_by_agent_1(rig: &mut Rig, id: &str) {
+    set_ready(rig, &[]);
+    let claim = format!(
+        r#"{{"id":"u-1","ts":1708598530,"source":"beads/proj","type":"BeadClaimed","data":{{"bead_id":"{id}","assignee":"agent-1","mount":"proj"}}}}"#
+    );
+    events(rig, &[&claim]);
+}
+
+#[test]
+fn a_claimed_bead_is_reminded_to_its_claimer_until_it_is_completed() {
+    let mut rig = claim_rig(&["s1", "a1"]);
     set_ready(&mut rig, &[("bd-1", "-", "Fix the build")]);
     events(
         &mut rig,
@@ -461,9 +477,7 @@ fn a_claimed_bead_is_reminded_to_its_claimer_until_it_is_completed() {
     // Claimed by agent-1 (a1): it leaves the ready set. a1 is told of the
     // claim, and the claimed task is a1's open work; the claim note and
     // who holds it are notes, never reminded of.
-    set_ready(&mut rig, &[]);
-    let claim = r#"{"id":"u-1","ts":1708598530,"source":"beads/proj","type":"BeadClaimed","data":{"bead_id":"bd-1","assignee":"agent-1","mount":"proj"}}"#;
-    events(&mut rig, &[claim]);
+    claim_by_agent_1(&mut rig, "bd-1");
     let notes = rig.engine.memory().announced[&src("mount:proj")].clone();
     assert!(
         notes.keys().all(|i| !matches!(i, Item::Task(_))),
@@ -526,25 +540,13 @@ fn an_announced_step_no_longer_ready_is_still_named_by_its_reminder() {
 /// is announced again to where ready tasks go.
 #[test]
 fn a_silently_unclaimed_bead_is_not_reminded_of() {
-    let mut rig = tracker_rig(false);
-    let mut config = rig.engine.config().clone();
-    config.remind_after = Some(AFTER);
-    rig.engine.reconfigure(config);
-    rig.startup();
-    for session in ["s1", "a1"] {
-        rig.feed(Input::SessionState {
-            session: session.into(),
-            state: Some(AgentState::Idle),
-        });
-    }
+    let mut rig = claim_rig(&["s1", "a1"]);
     set_ready(&mut rig, &[("bd-1", "-", "Fix the build")]);
     events(
         &mut rig,
         &[r#"{"type":"created","id":"bd-1","mount":"proj"}"#],
     );
-    set_ready(&mut rig, &[]);
-    let claim = r#"{"id":"u-1","ts":1708598530,"source":"beads/proj","type":"BeadClaimed","data":{"bead_id":"bd-1","assignee":"agent-1","mount":"proj"}}"#;
-    events(&mut rig, &[claim]);
+    claim_by_agent_1(&mut rig, "bd-1");
     let heard_by_s1 = |rig: &Rig| {
         let delivered = &rig.world.delivered;
         delivered
@@ -584,19 +586,9 @@ fn a_silently_unclaimed_bead_is_not_reminded_of() {
 /// note, so no reminder follows right behind it.
 #[test]
 fn a_claimed_beads_reminder_counts_from_the_claim_not_from_a_long_idle() {
-    let mut rig = tracker_rig(false);
-    let mut config = rig.engine.config().clone();
-    config.remind_after = Some(AFTER);
-    rig.engine.reconfigure(config);
-    rig.startup();
-    rig.feed(Input::SessionState {
-        session: "a1".into(),
-        state: Some(AgentState::Idle),
-    });
+    let mut rig = claim_rig(&["a1"]);
     rig.run_until(rig.now + 5 * AFTER);
-    set_ready(&mut rig, &[]);
-    let claim = r#"{"id":"u-1","ts":1708598530,"source":"beads/proj","type":"BeadClaimed","data":{"bead_id":"bd-7","assignee":"agent-1","mount":"proj"}}"#;
-    events(&mut rig, &[claim]);
+    claim_by_agent_1(&mut rig, "bd-7");
     assert!(rig
         .world
         .delivered
