@@ -8,7 +8,7 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use reveille::core::beads::{parse_issues, ready};
 use reveille::core::engine::{Engine, EngineConfig};
-use reveille::core::input::{FileRead, Input};
+use reveille::core::input::{FileRead, Input, Reached};
 use reveille::core::plan::{parse_plan, PlanFormat};
 use reveille::core::record::Cursor;
 use reveille::core::tracker::parse_event;
@@ -183,6 +183,7 @@ fn engine_wake(c: &mut Criterion) {
                             Input::Delivered {
                                 session: d.session,
                                 seq: d.seq,
+                                reached: Reached::Written,
                             },
                         );
                     }
@@ -243,6 +244,7 @@ fn engine_wake_among(c: &mut Criterion) {
             let done = Input::Delivered {
                 session: d.session,
                 seq: d.seq,
+                reached: Reached::Written,
             };
             n += engine.handle(Duration::ZERO, done).len();
         }

@@ -90,6 +90,10 @@ pub(crate) fn entries(s: &Settings) -> Vec<(String, String)> {
     add("fanout.keep_children", f.keep_children.to_string());
     add("fanout.backend", optional(&f.backend));
     add("fanout.model", optional(&f.model));
+    add("codex.home", path(&s.codex.home));
+    add("codex.endpoint", optional(&s.codex.endpoint));
+    add("claude.config_dir", path(&s.claude.config_dir));
+    add("opencode.url", quoted(&s.opencode.url));
     out
 }
 

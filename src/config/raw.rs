@@ -18,6 +18,9 @@ pub(crate) struct RawConfig {
     pub state: RawState,
     pub log: RawLog,
     pub fanout: RawFanout,
+    pub codex: RawCodex,
+    pub claude: RawClaude,
+    pub opencode: RawOpencode,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -101,6 +104,28 @@ pub(crate) struct RawFanout {
     pub model: String,
 }
 
+/// `[codex]`: where the Codex app-server that owns `codex:` sessions is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCodex {
+    pub home: String,
+    pub endpoint: String,
+}
+
+/// `[claude]`: where Claude Code's registry of running sessions is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawClaude {
+    pub config_dir: String,
+}
+
+/// `[opencode]`: the opencode server that owns `opencode:` sessions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawOpencode {
+    pub url: String,
+}
+
 impl RawConfig {
     /// The built-in defaults for project `name`: the lowest layer. They must
     /// work on a fresh machine with nothing configured — the daemon creates
@@ -164,6 +189,16 @@ impl RawConfig {
                 keep_children: false,
                 backend: String::new(),
                 model: String::new(),
+            },
+            codex: RawCodex {
+                home: "~/.codex".into(),
+                endpoint: String::new(),
+            },
+            claude: RawClaude {
+                config_dir: "~/.claude".into(),
+            },
+            opencode: RawOpencode {
+                url: "http://127.0.0.1:4096".into(),
             },
         }
     }

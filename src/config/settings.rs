@@ -137,6 +137,37 @@ pub struct Settings {
     pub log: LogSettings,
     /// `[fanout]`: child sessions for parallel steps of a plan.
     pub fanout: FanoutSettings,
+    /// `[codex]`: the app-server owning `codex:` sessions.
+    pub codex: CodexSettings,
+    /// `[claude]`: the registry of running `claude:` sessions.
+    pub claude: ClaudeSettings,
+    /// `[opencode]`: the server owning `opencode:` sessions.
+    pub opencode: OpencodeSettings,
+}
+
+/// `[codex]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CodexSettings {
+    /// `CODEX_HOME`: the TUI's app-server daemon listens at
+    /// `<home>/app-server-control/app-server-control.sock`.
+    pub home: PathBuf,
+    /// An explicit `codex app-server --listen` address (`ws://…` or
+    /// `unix://…`) instead; `None` = the daemon under `home`.
+    pub endpoint: Option<String>,
+}
+
+/// `[claude]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaudeSettings {
+    /// `CLAUDE_CONFIG_DIR`: running sessions register in `<dir>/sessions/<pid>.json`.
+    pub config_dir: PathBuf,
+}
+
+/// `[opencode]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpencodeSettings {
+    /// The `opencode serve` / `opencode --port` server owning the sessions.
+    pub url: String,
 }
 
 /// `[project]`.
@@ -419,6 +450,16 @@ impl Settings {
             level: bad.keep(log_level(&raw.log.level)),
         };
         let fanout = fanout(&raw.fanout, &mut bad);
+        let codex = CodexSettings {
+            home: bad.keep(path("codex.home", &raw.codex.home, env)),
+            endpoint: bad.keep(endpoint(&raw.codex.endpoint)),
+        };
+        let claude = ClaudeSettings {
+            config_dir: bad.keep(path("claude.config_dir", &raw.claude.config_dir, env)),
+        };
+        let opencode = OpencodeSettings {
+            url: bad.keep(http_url("opencode.url", &raw.opencode.url)),
+        };
         if !bad.0.is_empty() {
             return Err(bad.0);
         }
@@ -431,8 +472,39 @@ impl Settings {
             state,
             log,
             fanout,
+            codex,
+            claude,
+            opencode,
         })
     }
+}
+
+/// `codex.endpoint`: `""`, `ws://…` or `unix://…`.
+fn endpoint(raw: &str) -> Result<Option<String>, Invalid> {
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    if raw.starts_with("ws://") || raw.starts_with("unix://") {
+        return Ok(Some(raw.to_string()));
+    }
+    Err(invalid(
+        "codex.endpoint",
+        format!("{raw:?}"),
+        "must be a ws://host:port or unix://PATH address (codex app-server --listen), or empty",
+    ))
+}
+
+/// An `http://host:port` URL, without a trailing `/`.
+fn http_url(key: &str, raw: &str) -> Result<String, Invalid> {
+    let rest = raw.strip_prefix("http://").unwrap_or("");
+    if rest.is_empty() || rest.contains(char::is_whitespace) {
+        return Err(invalid(
+            key,
+            format!("{raw:?}"),
+            "must be an http://host:port URL",
+        ));
+    }
+    Ok(raw.trim_end_matches('/').to_string())
 }
 
 /// A `s/new` value: one word (the create line is split on whitespace).

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use super::effect::{Delivery, Effect, Log, Spawn};
 use super::engine::{Engine, EngineConfig, Now};
-use super::input::{FileRead, Input, Undeliverable};
+use super::input::{FileRead, Input, Reached, Undeliverable};
 use super::record::Record;
 
 /// The world side of the engine: what carrying out an effect means.
@@ -37,7 +37,7 @@ pub trait World {
     /// Write a prompt: `Some(Ok)` written, `Some(Err)` not deliverable now,
     /// `None` finishing in the background (its outcome comes later, as an
     /// input of its own).
-    fn deliver(&mut self, delivery: &Delivery) -> Option<Result<(), Undeliverable>>;
+    fn deliver(&mut self, delivery: &Delivery) -> Option<Result<Reached, Undeliverable>>;
     /// Create a child session: `Some` with the `Input::ChildSpawned` when
     /// the outcome is known now, `None` when it comes later (an input of
     /// its own).
@@ -121,10 +121,11 @@ fn carry_out(engine: &Engine, world: &mut impl World, effect: Effect) -> Option<
 fn next_delivery(engine: &mut Engine, world: &mut impl World, now: Now) -> Option<Input> {
     while let Some(d) = engine.poll_delivery(now) {
         match world.deliver(&d) {
-            Some(Ok(())) => {
+            Some(Ok(reached)) => {
                 return Some(Input::Delivered {
                     session: d.session,
                     seq: d.seq,
+                    reached,
                 })
             }
             Some(Err(why)) => {

@@ -191,7 +191,8 @@ impl Engine {
                 children::respawn_planned(&mut cx);
                 false
             }
-            Input::Delivered { session, seq } => self.on_delivered(now, session, seq, &mut fx),
+            Input::Delivered { session, seq, .. } => self.on_delivered(now, session, seq, &mut fx),
+            Input::TurnStarted { .. } => false,
             Input::Undeliverable { session, seq, why } => {
                 let at = cx
                     .ledger

@@ -37,6 +37,25 @@ pub struct Undeliverable {
     pub reason: String,
 }
 
+/// How a prompt reached its session, as its backend saw it at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reached {
+    /// Written to a named pipe or a file: its reader is the agent's loop,
+    /// and the write is the wake-up.
+    Written,
+    /// The agent program took it — a turn on it starts now (idle) or after
+    /// the running one (busy), in the agent's own queue, which keeps it.
+    /// Whether and when a turn started on it is told later
+    /// (`Input::TurnStarted`).
+    Accepted,
+    /// The agent program took it into an inbox that would lose it with the
+    /// program and merge a second message into it (Claude Code's): it is
+    /// not delivered until a turn is seen starting on it, so the session's
+    /// next prompt waits for that, and a session that goes away first gets
+    /// it again when it is back.
+    Inbox,
+}
+
 /// An input to the engine. Time is passed beside it, never read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Input {
@@ -69,7 +88,15 @@ pub enum Input {
     /// the first start, is complete.
     StartupDone,
     /// A prompt reached its session.
-    Delivered { session: String, seq: u64 },
+    Delivered {
+        session: String,
+        seq: u64,
+        reached: Reached,
+    },
+    /// The agent started a turn on prompt `seq`, as its own identifiers
+    /// show (Codex's `clientId`, Claude's transcript, opencode's
+    /// `messageID`, an ollie-9p session seen busy after a Submit).
+    TurnStarted { session: String, seq: u64 },
     /// A prompt could not be written; it stays first in its outbox.
     Undeliverable {
         session: String,

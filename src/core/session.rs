@@ -29,6 +29,74 @@ pub fn check_name(name: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
+/// Which kind of agent a session id names. A bare id is a directory
+/// under `sessions.dir` (an ollie-9p session, a named pipe, a file: what
+/// the directory holds decides); an id qualified by its kind —
+/// `codex:<thread>`, `claude:<session>`, `opencode:<session>` — names a
+/// session of that agent program (SPEC §10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// A directory under `sessions.dir`.
+    Dir,
+    /// A Codex thread, reached through its app-server.
+    Codex,
+    /// A Claude Code session, reached through its messaging socket.
+    Claude,
+    /// An opencode session, reached through the server that owns it.
+    Opencode,
+}
+
+impl Kind {
+    /// The kinds that qualify an id, with their prefixes.
+    const QUALIFIED: [(Kind, &'static str); 3] = [
+        (Kind::Codex, "codex:"),
+        (Kind::Claude, "claude:"),
+        (Kind::Opencode, "opencode:"),
+    ];
+
+    /// The kind a session id names, and the id within that kind.
+    pub fn of(session: &str) -> (Kind, &str) {
+        for (kind, prefix) in Kind::QUALIFIED {
+            if let Some(id) = session.strip_prefix(prefix) {
+                return (kind, id);
+            }
+        }
+        (Kind::Dir, session)
+    }
+
+    /// The kind's name, as journal entries and `status` show it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Dir => "dir",
+            Kind::Codex => "codex",
+            Kind::Claude => "claude",
+            Kind::Opencode => "opencode",
+        }
+    }
+
+    /// `<kind>:<id>`, or the bare id of a directory session.
+    pub fn qualify(self, id: &str) -> String {
+        match Kind::QUALIFIED.iter().find(|(k, _)| *k == self) {
+            Some((_, prefix)) => format!("{prefix}{id}"),
+            None => id.to_string(),
+        }
+    }
+}
+
+/// Why a session id from data (a plan, a config, an event) is refused. A
+/// directory session's id becomes a path component (`check_name`); a
+/// qualified one never touches the file system, but must still be a
+/// bounded, printable, non-empty name.
+pub fn check_session(session: &str) -> Result<(), &'static str> {
+    match Kind::of(session) {
+        (Kind::Dir, id) => check_name(id),
+        (_, id) if id.trim().is_empty() => Err("names no session after its kind"),
+        (_, id) if id.len() > MAX_NAME_BYTES => Err("is longer than 255 bytes"),
+        (_, id) if id.chars().any(char::is_control) => Err("contains a control character"),
+        _ => Ok(()),
+    }
+}
+
 /// What an agent session is doing, as ollie-9p reports it (`cfg`'s
 /// `state=`, the legacy `state` file, a column of `s/idx`): `idle`,
 /// `thinking`, `calling: <tool>`, `compacting`, `limitretry`. Only the
@@ -80,7 +148,7 @@ impl std::fmt::Display for AgentState {
 
 #[cfg(test)]
 mod tests {
-    use super::{check_name, AgentState};
+    use super::{check_name, check_session, AgentState, Kind};
 
     #[test]
     fn agent_states_are_idle_or_busy() {
@@ -99,6 +167,20 @@ mod tests {
             assert!(check_name(bad).is_err(), "{bad:?} accepted");
         }
         assert!(check_name(&"x".repeat(256)).is_err());
+    }
+
+    #[test]
+    fn qualified_ids_name_their_kind_and_bare_ids_a_directory() {
+        assert_eq!(Kind::of("codex:019a-b"), (Kind::Codex, "019a-b"));
+        assert_eq!(Kind::of("claude:5f0e"), (Kind::Claude, "5f0e"));
+        assert_eq!(Kind::of("opencode:ses_1"), (Kind::Opencode, "ses_1"));
+        assert_eq!(Kind::of("1744-2b98"), (Kind::Dir, "1744-2b98"));
+        assert_eq!(Kind::Codex.qualify("my thread"), "codex:my thread");
+        assert_eq!(Kind::Dir.qualify("a"), "a");
+        assert!(check_session("codex:my thread/with slash").is_ok());
+        for bad in ["codex:", "claude: ", "opencode:a\nb", "../x", "a/b"] {
+            assert!(check_session(bad).is_err(), "{bad:?} accepted");
+        }
     }
 
     #[test]

@@ -22,7 +22,7 @@ use crate::config::{self, Settings};
 use crate::core::driver::{drive, World};
 use crate::core::effect::{Delivery, Level, Log, Spawn};
 use crate::core::engine::{Engine, EngineConfig, Fanout, Mode, Templates};
-use crate::core::input::{Change, FileRead, Input, Undeliverable};
+use crate::core::input::{self, Change, FileRead, Input, Undeliverable};
 use crate::core::prompt;
 use crate::core::record::{ChildState, Record};
 use crate::core::session::check_name;
@@ -319,7 +319,7 @@ impl World for Carry<'_> {
         self.spawner.reap(child, &self.settings.project.name);
     }
 
-    fn deliver(&mut self, d: &Delivery) -> Option<Result<(), Undeliverable>> {
+    fn deliver(&mut self, d: &Delivery) -> Option<Result<input::Reached, Undeliverable>> {
         // Every record so far is written before the prompt is.
         self.flush();
         let outcome = self.deliverer.deliver(d);
@@ -334,7 +334,7 @@ impl World for Carry<'_> {
             ),
             Some(Err(_)) => {}
         }
-        outcome.map(|r| r.map(|_| ()))
+        outcome.map(|r| r.map(|r| r.core()))
     }
 }
 
@@ -544,6 +544,7 @@ impl Daemon {
                 Input::Delivered {
                     session: outcome.session,
                     seq: outcome.seq,
+                    reached: reached.core(),
                 }
             }
             Err(why) => Input::Undeliverable {

@@ -57,6 +57,16 @@ pub enum Reached {
     Submitted(Submitted),
 }
 
+impl Reached {
+    /// What the engine is told.
+    pub fn core(&self) -> crate::core::input::Reached {
+        match self {
+            Reached::Written => crate::core::input::Reached::Written,
+            Reached::Submitted(_) => crate::core::input::Reached::Accepted,
+        }
+    }
+}
+
 /// The outcome of a delivery that finished in the background.
 #[derive(Debug)]
 pub struct Outcome {

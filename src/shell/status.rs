@@ -11,7 +11,7 @@ use crate::config::Settings;
 use crate::core::driver::{drive, World};
 use crate::core::effect::{Delivery, Log, Spawn};
 use crate::core::engine::{Engine, EngineConfig, PlanView};
-use crate::core::input::{FileRead, Input, Undeliverable};
+use crate::core::input::{FileRead, Input, Reached, Undeliverable};
 use crate::core::lifecycle::Lifecycle;
 use crate::core::name::{classify, diagnose};
 use crate::core::plan::{parse_plan, Plan, PlanFormat};
@@ -114,7 +114,7 @@ impl World for Look<'_> {
         None
     }
     fn reap(&mut self, _: &str) {}
-    fn deliver(&mut self, _: &Delivery) -> Option<Result<(), Undeliverable>> {
+    fn deliver(&mut self, _: &Delivery) -> Option<Result<Reached, Undeliverable>> {
         None
     }
 }

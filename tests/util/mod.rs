@@ -6,6 +6,7 @@
 
 pub mod beads;
 pub mod daemon;
+pub mod fakemodel;
 pub mod fuse;
 pub mod journald;
 pub mod launch;

@@ -11,7 +11,7 @@ use proptest::prelude::*;
 use super::*;
 use crate::core::driver::{drive, World};
 use crate::core::effect::{Delivery, Log, Spawn};
-use crate::core::input::{Change, FileRead, Undeliverable};
+use crate::core::input::{Change, FileRead, Reached, Undeliverable};
 use crate::core::record::Cursor;
 use crate::core::record::Item;
 
@@ -98,7 +98,7 @@ impl World for Sim {
     fn reap(&mut self, child: &str) {
         self.reaped.push(child.to_string());
     }
-    fn deliver(&mut self, d: &Delivery) -> Option<Result<(), Undeliverable>> {
+    fn deliver(&mut self, d: &Delivery) -> Option<Result<Reached, Undeliverable>> {
         if !self.readers.get(&d.session).copied().unwrap_or(false) {
             return Some(Err(Undeliverable {
                 reason: "no reader (ENXIO)".into(),
@@ -106,7 +106,7 @@ impl World for Sim {
         }
         self.delivered
             .push((d.session.clone(), d.step.clone(), d.text.clone()));
-        Some(Ok(()))
+        Some(Ok(Reached::Written))
     }
 }
 

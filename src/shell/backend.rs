@@ -1,0 +1,56 @@
+//! The seam every kind of agent session plugs into.
+//!
+//! The engine decides *what* goes to a session and *when* (one prompt in
+//! flight per session, backoff, the confirmation deadline, whether the
+//! next prompt waits for the agent to take the last one); a backend only
+//! knows *how* to reach one kind of agent and what that agent says about
+//! itself. Adding a kind of agent is adding one implementation of
+//! [`Backend`], not a branch in the engine.
+//!
+//! A backend is a worker: whatever may block (a 9P server, a socket, an
+//! HTTP request) runs on its own thread or task, never on the event loop,
+//! and everything it learns comes back to the loop as engine [`Input`]s
+//! through the [`Reports`] it was built with:
+//!
+//! | it learns | it reports |
+//! |---|---|
+//! | a delivery's outcome | `Input::Delivered { reached }` or `Input::Undeliverable` |
+//! | a turn started on a prompt of ours, by the agent's own identifiers | `Input::TurnStarted { session, seq }` |
+//! | a session's state (idle, busy, gone) — also when its program stops | `Input::SessionState` |
+//! | a child created (or not) | `Input::ChildSpawned` |
+//!
+//! Session ids arrive qualified as the engine knows them (`codex:<thread>`,
+//! `claude:<id>`, `opencode:<id>`, or a bare directory name) and are
+//! reported back the same way.
+//!
+//! Every backend keeps §4's promise for its kind: an idle agent starts a
+//! turn on the prompt within the wake latency; a busy one runs it after
+//! its current turn, never merged into it (no steering, no interrupt) and
+//! never typed into a person's half-written input; it talks only to the
+//! process that owns the session.
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::core::effect::{Delivery, Spawn};
+use crate::core::input::Input;
+
+/// Where a backend's workers send what they learn.
+pub type Reports = UnboundedSender<Input>;
+
+/// One kind of agent session.
+pub trait Backend {
+    /// Deliver `d` to its session now: the agent takes it into a turn at
+    /// once (idle) or runs it after the running turn (busy). `Some`: the
+    /// outcome is known now (`Input::Delivered` or `Input::Undeliverable`);
+    /// `None`: it comes later through the reports. Never blocks the loop.
+    fn deliver(&mut self, d: &Delivery) -> Option<Input>;
+
+    /// Create the child session `spawn` asks for (fan-out), with its
+    /// parent's working directory; `Input::ChildSpawned` answers it — now
+    /// (`Some`, e.g. a kind that cannot create sessions) or later through
+    /// the reports.
+    fn spawn(&mut self, spawn: &Spawn) -> Option<Input>;
+
+    /// Kill a child session reveille made (its step is done, it is idle).
+    fn reap(&mut self, child: &str);
+}
