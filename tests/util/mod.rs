@@ -4,6 +4,7 @@
 
 #![allow(dead_code)] // each test module uses a different part of the harness
 
+pub mod agents;
 pub mod beads;
 pub mod daemon;
 pub mod fakemodel;

@@ -1,0 +1,141 @@
+//! The real agent CLIs people run — Codex, Claude Code, opencode — started
+//! the way a person starts them (the TUIs under tmux, opencode with
+//! `--port`), each in an isolated home, offline against the fake model
+//! (`util::fakemodel`).
+//!
+//! The CLIs are the npm packages with their native binaries, installed by
+//! `.ci/run` (pinned versions) into `target/agent-clis`, or wherever
+//! `REVEILLE_AGENT_CLIS` points (a directory holding `node_modules/.bin`).
+//! Where they are not installed, a test says so in one line and returns.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The installed binary of CLI `name` (`codex`, `claude`, `opencode`), or
+/// why there is none.
+pub fn cli_bin(name: &str) -> Result<PathBuf, String> {
+    let root = match std::env::var_os("REVEILLE_AGENT_CLIS") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/agent-clis"),
+    };
+    let bin = root.join("node_modules/.bin").join(name);
+    if bin.exists() {
+        Ok(bin)
+    } else {
+        Err(format!(
+            "{} is not installed (.ci/run installs the agent CLIs into target/agent-clis; or set REVEILLE_AGENT_CLIS)",
+            bin.display()
+        ))
+    }
+}
+
+/// `tmux` on `PATH`, or why not.
+pub fn tmux_unavailable() -> Option<String> {
+    match Command::new("tmux").arg("-V").output() {
+        Ok(o) if o.status.success() => None,
+        _ => Some("tmux is not installed (apt-get install tmux)".into()),
+    }
+}
+
+/// A program running in a terminal of its own: one tmux server per
+/// instance (its own socket), so tests never share or touch a person's
+/// tmux. Killed, with everything in it, on drop.
+pub struct Tmux {
+    socket: PathBuf,
+    /// The pane's shell pid is the program's: the session runs the
+    /// command directly.
+    pub pid: u32,
+}
+
+impl Tmux {
+    /// Start `argv` in a new detached tmux session of `cols`×`rows`, in
+    /// `cwd`, with exactly `env` as its environment (plus `TERM`).
+    pub fn start(socket: &Path, argv: &[String], env: &[(String, String)], cwd: &Path) -> Tmux {
+        let mut cmd = Command::new("tmux");
+        cmd.arg("-S")
+            .arg(socket)
+            .args([
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-x",
+                "200",
+                "-y",
+                "50",
+            ])
+            .arg("-c")
+            .arg(cwd);
+        cmd.env_clear();
+        cmd.env("TERM", "xterm-256color");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        // Each variable also set inside the session: tmux's server keeps
+        // the environment it started with only for its first session.
+        for (k, v) in env {
+            cmd.arg("-e").arg(format!("{k}={v}"));
+        }
+        cmd.args(argv);
+        let out = cmd.output().expect("run tmux");
+        assert!(out.status.success(), "tmux new-session: {out:?}");
+        let pid = Tmux::query(socket, "#{pane_pid}")
+            .trim()
+            .parse()
+            .expect("the pane's pid");
+        Tmux {
+            socket: socket.to_path_buf(),
+            pid,
+        }
+    }
+
+    fn query(socket: &Path, format: &str) -> String {
+        let out = Command::new("tmux")
+            .arg("-S")
+            .arg(socket)
+            .args(["display-message", "-p", format])
+            .output()
+            .expect("run tmux");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Type `keys` (tmux key names or literal text with `literal`).
+    pub fn send(&self, keys: &[&str], literal: bool) {
+        let mut cmd = Command::new("tmux");
+        cmd.arg("-S")
+            .arg(&self.socket)
+            .args(["send-keys", "-t", "0"]);
+        if literal {
+            cmd.arg("-l");
+        }
+        cmd.args(keys);
+        let out = cmd.output().expect("run tmux");
+        assert!(out.status.success(), "tmux send-keys: {out:?}");
+    }
+
+    /// What the terminal shows now.
+    pub fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["capture-pane", "-p", "-t", "0"])
+            .output()
+            .expect("run tmux");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Whether the program in the pane is still running.
+    pub fn alive(&self) -> bool {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid as i32), None).is_ok()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .output();
+    }
+}
