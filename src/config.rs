@@ -10,6 +10,7 @@
 mod check;
 mod expand;
 mod layers;
+mod objects;
 mod raw;
 mod schema;
 mod settings;
@@ -21,9 +22,11 @@ use std::fmt;
 use std::path::PathBuf;
 
 pub use check::render_check;
+pub use objects::engine_config;
 pub use settings::{
-    validate_name, BeadsSettings, Delivery, EventSettings, Framing, LogSettings, LogTarget, Mode,
-    ProjectSettings, PromptSettings, SessionSettings, Settings, StateSettings, MAX_NAME_BYTES,
+    validate_name, BeadsSettings, ClaudeSettings, CodexSettings, Delivery, EventSettings,
+    FanoutSettings, Framing, LogSettings, LogTarget, Mode, OpencodeSettings, ProjectSettings,
+    PromptSettings, SessionSettings, Settings, StateSettings, MAX_NAME_BYTES,
 };
 
 use expand::EnvSnapshot;

@@ -82,7 +82,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Check(flags) => {
             let loaded = load(&flags)?;
-            daemon::check_templates(&loaded.settings).map_err(anyhow::Error::msg)?;
             print(&config::render_check(&loaded))?;
         }
         Command::Status { flags, json } => show_status(&flags, json)?,
@@ -147,12 +146,8 @@ fn show_status(flags: &ConfigFlags, json: bool) -> anyhow::Result<()> {
 }
 
 fn start(settings: Settings, flags: ConfigFlags) -> anyhow::Result<()> {
-    let target = match settings.log.target {
-        config::LogTarget::Auto => logging::LogTarget::Auto,
-        config::LogTarget::Journald => logging::LogTarget::Journald,
-        config::LogTarget::Stderr => logging::LogTarget::Stderr,
-    };
-    let sink = logging::init(target, &settings.log.level).map_err(anyhow::Error::msg)?;
+    let sink =
+        logging::init(settings.log.target, &settings.log.level).map_err(anyhow::Error::msg)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

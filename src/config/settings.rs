@@ -11,8 +11,10 @@ use std::time::Duration;
 use super::expand::{expand_path, EnvSnapshot};
 use super::raw::{RawConfig, RawEvents, RawFanout, RawProject, RawSessions};
 
-use crate::core::session::check_name;
+pub use crate::core::engine::Mode;
+use crate::core::prompt;
 pub use crate::core::session::MAX_NAME_BYTES;
+use crate::core::session::{check_name, check_session};
 
 /// Checks a name that becomes one path component: a project name, a session
 /// id, a mount name, the enqueue file name. `kind` says what the name is, for
@@ -26,13 +28,11 @@ pub fn validate_name(kind: &str, s: &str) -> Result<(), String> {
     })
 }
 
-/// Defines a configuration enum with its spelling in the config file.
-macro_rules! config_enum {
-    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $name { $($(#[$vdoc])* $variant),+ }
-
+/// The spellings of a configuration enum in the config file: `NAMES`,
+/// `as_str`, `FromStr` and `Display` for an enum defined here or in the
+/// part of the program that owns it (each enum exists once).
+macro_rules! config_names {
+    ($name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
         impl $name {
             /// The accepted spellings, in order.
             pub const NAMES: &'static [&'static str] = &[$($text),+];
@@ -40,13 +40,6 @@ macro_rules! config_enum {
             /// How the value is written in the configuration.
             pub fn as_str(self) -> &'static str {
                 match self { $($name::$variant => $text),+ }
-            }
-        }
-
-        /// The first spelling is the default.
-        impl Default for $name {
-            fn default() -> Self {
-                Self::NAMES[0].parse().expect("the first name parses")
             }
         }
 
@@ -68,15 +61,29 @@ macro_rules! config_enum {
     };
 }
 
-config_enum! {
-    /// `project.mode`: how steps are announced.
-    Mode {
-        /// Announce each step when it becomes ready.
-        Reactive = "reactive",
-        /// The old fallback: enqueue every step when a plan appears.
-        Queue = "queue",
-    }
+/// Defines a configuration enum with its spelling in the config file; the
+/// first spelling is the default.
+macro_rules! config_enum {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name { $($(#[$vdoc])* $variant),+ }
+
+        config_names!($name { $($variant = $text),+ });
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self::NAMES[0].parse().expect("the first name parses")
+            }
+        }
+    };
 }
+
+// `project.mode`: the engine's own enum.
+config_names!(Mode {
+    Reactive = "reactive",
+    Queue = "queue",
+});
 
 config_enum! {
     /// `sessions.framing`: how prompts are separated in the enqueue file.
@@ -353,13 +360,34 @@ fn millis(key: &str, v: u64, min: u64, max: u64) -> Result<Duration, Invalid> {
     range(key, v, min, max).map(Duration::from_millis)
 }
 
+/// A session id: a directory name, or one qualified by its kind
+/// (`codex:…`, `claude:…`, `opencode:…`), by the engine's own rule.
+fn session_id(key: &str, s: &str) -> Result<String, Invalid> {
+    check_session(s).map_err(|problem| {
+        let shown: String = s.chars().take(64).collect();
+        invalid(
+            key,
+            format!("{s:?}"),
+            format!("session id {shown:?} {problem}"),
+        )
+    })?;
+    Ok(s.to_string())
+}
+
 fn name(key: &str, kind: &str, s: &str) -> Result<String, Invalid> {
     validate_name(kind, s).map_err(|m| invalid(key, format!("{s:?}"), m))?;
     Ok(s.to_string())
 }
 
-fn template(raw: &str) -> Option<String> {
-    (!raw.is_empty()).then(|| raw.to_string())
+/// A prompt template; `""` is the built-in one. Its placeholders are
+/// checked here, once, so rendering never fails at wake time.
+fn template(key: &str, raw: &str, vars: &[&str]) -> Result<Option<String>, Invalid> {
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    let shown: String = raw.chars().take(40).collect();
+    prompt::check(raw, vars).map_err(|e| invalid(key, format!("{shown:?}"), e.to_string()))?;
+    Ok(Some(raw.to_string()))
 }
 
 /// The spellings `log.level` accepts besides `EnvFilter` directives.
@@ -423,11 +451,27 @@ impl Settings {
         };
         let t = &raw.prompt;
         let prompt = PromptSettings {
-            template: template(&t.template),
-            done_template: template(&t.done_template),
-            claim_template: template(&t.claim_template),
-            completed_template: template(&t.completed_template),
-            remind_template: template(&t.remind_template),
+            template: bad.keep(template("prompt.template", &t.template, prompt::STEP_VARS)),
+            done_template: bad.keep(template(
+                "prompt.done_template",
+                &t.done_template,
+                prompt::DONE_VARS,
+            )),
+            claim_template: bad.keep(template(
+                "prompt.claim_template",
+                &t.claim_template,
+                prompt::TASK_VARS,
+            )),
+            completed_template: bad.keep(template(
+                "prompt.completed_template",
+                &t.completed_template,
+                prompt::TASK_VARS,
+            )),
+            remind_template: bad.keep(template(
+                "prompt.remind_template",
+                &t.remind_template,
+                prompt::REMIND_VARS,
+            )),
         };
         let st = &raw.state;
         let state = StateSettings {
@@ -536,11 +580,7 @@ fn project(p: &RawProject, env: &EnvSnapshot, bad: &mut Problems) -> ProjectSett
     let default_session = if p.default_session.is_empty() {
         None
     } else {
-        Some(bad.keep(name(
-            "project.default_session",
-            "session id",
-            &p.default_session,
-        )))
+        Some(bad.keep(session_id("project.default_session", &p.default_session)))
     };
     ProjectSettings {
         name: bad.keep(name("project.name", "project name", &p.name)),
@@ -614,7 +654,7 @@ fn events(e: &RawEvents, project: &str, env: &EnvSnapshot, bad: &mut Problems) -
             bad.0.push(invalid(&key, "\"\"", "assignee name is empty"));
             continue;
         }
-        assignees.insert(who.clone(), bad.keep(name(&key, "session id", session)));
+        assignees.insert(who.clone(), bad.keep(session_id(&key, session)));
     }
     EventSettings {
         path: bad.keep(optional_path("events.path", &e.path, env)),

@@ -18,17 +18,17 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::config::{self, Settings};
+use crate::config::{self, engine_config, Settings};
 use crate::core::driver::{drive, World};
 use crate::core::effect::{Delivery, Level, Log, Spawn};
-use crate::core::engine::{Engine, EngineConfig, Fanout, Mode, Templates};
+use crate::core::engine::{Engine, EngineConfig};
 use crate::core::input::{self, Change, FileRead, Input, Undeliverable};
-use crate::core::prompt;
 use crate::core::record::{ChildState, Record};
 use crate::core::session::check_name;
 use crate::core::source::Source;
 use crate::shell::checklists::{self, Claim};
-use crate::shell::deliver::{Deliverer, Framing, Outcome, Reached};
+use crate::shell::deliver::{Deliverer, Outcome, Reached};
+use crate::shell::logging;
 use crate::shell::ollie::{self, Submitted};
 use crate::shell::read::{read_capped, read_fresh, PlanFiles};
 use crate::shell::reminders;
@@ -58,95 +58,6 @@ impl std::fmt::Display for DaemonError {
 }
 
 impl std::error::Error for DaemonError {}
-
-/// The engine's view of the settings.
-pub fn engine_config(s: &Settings) -> EngineConfig {
-    let mut c = EngineConfig::new(&s.project.plan_dir, &s.sessions.dir);
-    c.session_plans = s.sessions.session_plans;
-    c.default_session = s.project.default_session.clone();
-    c.mode = match s.project.mode {
-        config::Mode::Reactive => Mode::Reactive,
-        config::Mode::Queue => Mode::Queue,
-    };
-    c.nudge_done = s.project.nudge_done;
-    c.max_plan_bytes = usize::try_from(s.project.max_plan_bytes).unwrap_or(usize::MAX);
-    c.settle = s.project.settle;
-    c.retry_initial = s.sessions.retry_initial;
-    c.retry_max = s.sessions.retry_max;
-    // Two state polls: a gap between chained turns that one poll caught
-    // is not taken for the end of the chain.
-    c.idle_settle = (s.sessions.state_poll * 2).max(std::time::Duration::from_millis(100));
-    c.outbox_cap = s.sessions.outbox_cap;
-    c.mounts = s.events.mounts.clone();
-    c.assignees = s.events.assignees.clone();
-    c.notify_completed = s.events.notify_completed;
-    c.fanout = Fanout {
-        max_children: s.fanout.max_children,
-        max_total: s.fanout.max_total,
-        keep_children: s.fanout.keep_children,
-    };
-    c.resync = s.events.resync;
-    c.beads_file = s
-        .beads
-        .issues_jsonl
-        .as_ref()
-        .map(|p| p.display().to_string());
-    let pick = |t: &Option<String>, d: &str| t.clone().unwrap_or_else(|| d.to_string());
-    c.templates = Templates {
-        step: pick(&s.prompt.template, prompt::DEFAULT_STEP),
-        done: pick(&s.prompt.done_template, prompt::DEFAULT_DONE),
-        task: prompt::DEFAULT_TASK.to_string(),
-        claim: pick(&s.prompt.claim_template, prompt::DEFAULT_CLAIM),
-        completed: pick(&s.prompt.completed_template, prompt::DEFAULT_COMPLETED),
-        remind: pick(&s.prompt.remind_template, prompt::DEFAULT_REMIND),
-    };
-    c.remind_after = s.sessions.remind_after;
-    c.remind_max = s.sessions.remind_max;
-    c.log_level = crate::shell::logging::engine_level();
-    c
-}
-
-/// Check the prompt templates of a configuration (unknown placeholders).
-pub fn check_templates(s: &Settings) -> Result<(), String> {
-    let checks = [
-        ("prompt.template", &s.prompt.template, prompt::STEP_VARS),
-        (
-            "prompt.done_template",
-            &s.prompt.done_template,
-            prompt::DONE_VARS,
-        ),
-        (
-            "prompt.claim_template",
-            &s.prompt.claim_template,
-            prompt::TASK_VARS,
-        ),
-        (
-            "prompt.completed_template",
-            &s.prompt.completed_template,
-            prompt::TASK_VARS,
-        ),
-        (
-            "prompt.remind_template",
-            &s.prompt.remind_template,
-            prompt::REMIND_VARS,
-        ),
-    ];
-    for (key, template, vars) in checks {
-        if let Some(t) = template {
-            prompt::check(t, vars).map_err(|e| format!("{key}: {e}"))?;
-        }
-    }
-    Ok(())
-}
-
-fn framing(s: &Settings) -> Framing {
-    match s.sessions.framing {
-        config::Framing::Auto => Framing::Auto,
-        config::Framing::Message => Framing::Message,
-        config::Framing::Nul => Framing::Nul,
-        config::Framing::Jsonl => Framing::Jsonl,
-    }
-}
 
 /// Watcher events handled per loop turn before signals and timers are
 /// looked at again.
@@ -930,8 +841,7 @@ impl Daemon {
         self.notifier.reloading();
         let mut replaced = None;
         let project = self.settings.project.name.clone();
-        let loaded = load().and_then(|s| check_templates(&s).map(|()| s));
-        match loaded.map(|s| self.claim_checklists(s)) {
+        match load().map(|s| self.claim_checklists(s)) {
             Err(e) => {
                 tracing::error!(project = %project, "reload failed, keeping the running configuration: {e}");
             }
@@ -973,7 +883,7 @@ impl Daemon {
                 }
                 self.deliverer.sessions_dir = new.sessions.dir.clone();
                 self.deliverer.enqueue = new.sessions.enqueue.clone();
-                self.deliverer.framing = framing(&new);
+                self.deliverer.framing = new.sessions.framing;
                 self.deliverer.submit = new.sessions.delivery == config::Delivery::Auto;
                 self.spawner.sessions_dir = new.sessions.dir.clone();
                 self.spawner.backend = new.fanout.backend.clone();
@@ -984,7 +894,8 @@ impl Daemon {
                 if new.events.path != self.settings.events.path {
                     self.tail = new.events.path.as_ref().map(|p| Tail::new(p, None));
                 }
-                self.engine.reconfigure(engine_config(&new));
+                self.engine
+                    .reconfigure(engine_config(&new, logging::engine_level()));
                 self.settings = new;
                 tracing::info!(project = %project, "configuration reloaded");
                 self.rescan();
@@ -1121,7 +1032,6 @@ impl Daemon {
     /// Open the state, the watcher and the deliverer, and install the
     /// signal handlers: everything the loop needs, nothing read yet.
     fn build(mut settings: Settings) -> Result<(Daemon, Wakers), DaemonError> {
-        check_templates(&settings).map_err(DaemonError::Runtime)?;
         let checklists = checklists::apply(&mut settings);
         let project = settings.project.name.clone();
         let (store, memory, report) =
@@ -1132,7 +1042,7 @@ impl Daemon {
         if !report.bad_lines.is_empty() {
             tracing::error!(project = %project, "journal lines {:?} could not be read and were skipped", report.bad_lines);
         }
-        let engine = Engine::new(engine_config(&settings), memory);
+        let engine = Engine::new(engine_config(&settings, logging::engine_level()), memory);
         let mut watch = Watch::new(&settings.sessions.enqueue, settings.sessions.session_plans)
             .map_err(|e| DaemonError::Watch(e.to_string()))?;
         let events = watch
@@ -1145,7 +1055,7 @@ impl Daemon {
         let deliverer = Deliverer {
             sessions_dir: settings.sessions.dir.clone(),
             enqueue: settings.sessions.enqueue.clone(),
-            framing: framing(&settings),
+            framing: settings.sessions.framing,
             submit: settings.sessions.delivery == config::Delivery::Auto,
             outcomes: outcomes_tx,
             root: Default::default(),

@@ -28,24 +28,11 @@ use std::path::{Path, PathBuf};
 use tokio::io::unix::AsyncFd;
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::config::Framing;
 use crate::core::effect::Delivery;
 use crate::core::input::Undeliverable;
 use crate::core::session::check_name;
 use crate::shell::ollie::{self, Flavour, Submitted};
-
-/// How prompts are separated in the enqueue file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Framing {
-    /// `message` for regular and FUSE/9P files, `nul` for named pipes.
-    #[default]
-    Auto,
-    /// One open, one write, one close per prompt.
-    Message,
-    /// The prompt, then one NUL byte.
-    Nul,
-    /// One JSON object per line: `prompt`, `plan`, `step`, `session`.
-    Jsonl,
-}
 
 /// How a prompt reached its session.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -23,24 +23,13 @@ use std::os::fd::AsRawFd;
 
 use tracing_subscriber::layer::SubscriberExt;
 
+pub use crate::config::LogTarget;
 use crate::core::effect::Level;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
 
 /// The `SYSLOG_IDENTIFIER=` of every entry we write (`journalctl -t reveille`).
 pub const SYSLOG_IDENTIFIER: &str = "reveille";
-
-/// Where the configuration asks logs to go (`[log] target`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogTarget {
-    /// The journal if stderr is a journal stream (`JOURNAL_STREAM` matches
-    /// stderr's device and inode), stderr otherwise.
-    Auto,
-    /// The journal; stderr, with a warning, if journald cannot be reached.
-    Journald,
-    /// Human-readable lines on stderr.
-    Stderr,
-}
 
 /// Where logs actually went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::config::engine_config;
 use crate::config::Settings;
 use crate::core::driver::{drive, World};
-use crate::core::effect::{Delivery, Log, Spawn};
+use crate::core::effect::{Delivery, Level, Log, Spawn};
 use crate::core::engine::{Engine, EngineConfig, PlanView};
 use crate::core::input::{FileRead, Input, Reached, Undeliverable};
 use crate::core::lifecycle::Lifecycle;
@@ -17,7 +18,6 @@ use crate::core::name::{classify, diagnose};
 use crate::core::plan::{parse_plan, Plan, PlanFormat};
 use crate::core::ready_report::{one_line, StepRef};
 use crate::core::record::{Announced, Cursor, Item, Memory, Record};
-use crate::shell::daemon::engine_config;
 use crate::shell::read::read_capped;
 use crate::shell::reminders;
 use crate::shell::store::read_memory;
@@ -45,7 +45,7 @@ pub fn known(settings: &Settings) -> Result<Known, String> {
     let started_before = memory.as_ref().is_some_and(|m| m.baselined);
     let memory = memory.unwrap_or_default();
     let mut engine = Engine::new(
-        engine_config(settings),
+        engine_config(settings, Level::Error),
         Some(Memory {
             baselined: true,
             ..memory.clone()

@@ -20,7 +20,7 @@ use crate::core::name::{dir_and_name, plan_key, FileState, PlanKey};
 use crate::core::plan::{parse_plan, Plan, PlanError, PlanFormat, Step, StepStatus};
 use crate::core::prompt;
 use crate::core::record::{Item, Record};
-use crate::core::session::check_name;
+use crate::core::session::{check_name, check_session};
 use crate::core::source::Source;
 
 /// Complete re-reads of a file that keeps being fresh before it is
@@ -680,7 +680,7 @@ impl Plans {
             .or_else(|| cx.config.default_session.clone());
         match session {
             Some(s) => {
-                match check_name(&s) {
+                match check_session(&s) {
                     Ok(()) => Some(s),
                     Err(why) => {
                         if !state.warned_route {
