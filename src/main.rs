@@ -154,7 +154,10 @@ fn start(settings: Settings, flags: ConfigFlags) -> anyhow::Result<()> {
         .context("cannot start the event loop")?;
     let reload = Box::new(move || load(&flags).map(|l| l.settings).map_err(|e| e.to_string()));
     runtime
-        .block_on(daemon::run(settings, reload))
+        .block_on(async {
+            let shutdown = daemon::terminated()?;
+            daemon::run(settings, reload, shutdown).await
+        })
         .map_err(|e| {
             // Said once: in the journal (with the project's fields) when
             // logs go there — stderr would land in the journal a second

@@ -440,20 +440,6 @@ impl Watch {
         changed
     }
 
-    /// The session whose enqueue file this is, if it is one.
-    pub fn enqueue_session(&self, path: &Path) -> Option<String> {
-        if path.file_name()? != self.enqueue.as_os_str() {
-            return None;
-        }
-        let dir = path.parent()?;
-        let sessions = dir.parent()?;
-        self.roots
-            .iter()
-            .any(|r| r.kind == RootKind::Sessions && r.path == sessions)
-            .then(|| dir.file_name()?.to_str().map(str::to_string))
-            .flatten()
-    }
-
     /// Every plan-relevant file under every existing root.
     pub fn list(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();

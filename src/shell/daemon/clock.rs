@@ -1,0 +1,82 @@
+//! The loop's own deadlines besides the engine's: the watchdog, the poll
+//! of polled roots, the session-state poll and the group commit — one
+//! earliest instant for the loop's one timer.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::core::input::Input;
+
+use super::Daemon;
+
+/// The loop's own deadlines besides the engine's: the watchdog, the poll
+/// of polled roots, the session-state poll and the group commit.
+pub(super) struct Clock {
+    watchdog: Option<Duration>,
+    watchdog_at: Option<Instant>,
+    poll_at: Instant,
+    states_at: Instant,
+}
+
+impl Clock {
+    pub(super) fn new(watchdog: Option<Duration>, poll: Duration) -> Clock {
+        let now = Instant::now();
+        Clock {
+            watchdog,
+            watchdog_at: watchdog.map(|w| now + w),
+            // The poller was primed when the roots were added.
+            poll_at: now + poll,
+            states_at: now,
+        }
+    }
+
+    /// The earliest deadline that applies now.
+    pub(super) fn next(&self, d: &Daemon) -> Option<Instant> {
+        let engine = d
+            .engine
+            .poll_timeout()
+            .and_then(|t| d.started.checked_add(t));
+        let polling = d.watch.polling().then_some(self.poll_at);
+        // Session states, only while the sessions root is a polled mount
+        // (an ollie-9p tree); local ones have none to read.
+        let states = d
+            .watch
+            .sessions_polled(&d.settings.sessions.dir)
+            .then_some(self.states_at);
+        [self.watchdog_at, engine, polling, d.sync_at, states]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Everything due at `now`, each moving its own deadline on.
+    pub(super) fn fire(&mut self, d: &mut Daemon, now: Instant) {
+        if self.watchdog_at.is_some_and(|t| t <= now) {
+            // Fed from the loop itself: a stalled loop misses it and
+            // systemd restarts the service.
+            d.notifier.watchdog();
+            self.watchdog_at = self.watchdog.map(|w| now + w);
+        }
+        let engine = d
+            .engine
+            .poll_timeout()
+            .and_then(|t| d.started.checked_add(t));
+        if engine.is_some_and(|t| t <= now) {
+            d.feed(Input::Tick);
+        }
+        if d.watch.polling() && self.poll_at <= now {
+            self.poll_at = now + d.settings.events.poll_interval;
+            for seen in d.watch.poll() {
+                d.on_seen(seen);
+            }
+        }
+        if d.sync_at.is_some_and(|t| t <= now) {
+            d.sync();
+        }
+        if d.watch.sessions_polled(&d.settings.sessions.dir) && self.states_at <= now {
+            self.states_at = now + d.settings.sessions.state_poll;
+            d.poll_sessions();
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! The daemon's life around the loop: built (state, watcher, deliverer,
+//! signal handlers), started (the reconcile, `READY=1`), kept (group
+//! commit, compaction, rescans) and drained at the stop.
+
+use std::path::Path;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::config::{self, engine_config, Settings};
+use crate::core::engine::Engine;
+use crate::core::input::Input;
+use crate::shell::checklists;
+use crate::shell::deliver::{Deliverer, Outcome};
+use crate::shell::logging;
+use crate::shell::read::PlanFiles;
+use crate::shell::spawn::Spawner;
+use crate::shell::store::Store;
+use crate::shell::systemd::Notifier;
+use crate::shell::tail::Tail;
+use crate::shell::watch::{RootKind, RootMode, Watch};
+
+use super::signals::hangup;
+use super::world::{beads_read, mount_read};
+use super::{Daemon, DaemonError, Wakers};
+
+pub(super) fn add_roots(watch: &mut Watch, s: &Settings) {
+    watch.add_root(&s.project.plan_dir, RootKind::Plans);
+    watch.add_root(&s.sessions.dir, RootKind::Sessions);
+    if let Some(p) = &s.events.path {
+        watch.add_root(p, RootKind::File);
+    }
+    if let Some(p) = &s.beads.issues_jsonl {
+        watch.add_root(p, RootKind::File);
+    }
+}
+
+impl Daemon {
+    /// Open the state, the watcher and the deliverer, and install the
+    /// signal handlers: everything the loop needs, nothing read yet.
+    pub(super) fn build(mut settings: Settings) -> Result<(Daemon, Wakers), DaemonError> {
+        let checklists = checklists::apply(&mut settings);
+        let project = settings.project.name.clone();
+        let (store, memory, report) =
+            Store::open(&settings.state.dir).map_err(DaemonError::Store)?;
+        if report.torn_tail {
+            tracing::warn!(project = %project, "the journal ended in a torn record (a crash mid-write); it was skipped");
+        }
+        if !report.bad_lines.is_empty() {
+            tracing::error!(project = %project, "journal lines {:?} could not be read and were skipped", report.bad_lines);
+        }
+        let engine = Engine::new(engine_config(&settings, logging::engine_level()), memory);
+        let mut watch = Watch::new(&settings.sessions.enqueue, settings.sessions.session_plans)
+            .map_err(|e| DaemonError::Watch(e.to_string()))?;
+        let events = watch
+            .events()
+            .map_err(|e| DaemonError::Watch(e.to_string()))?;
+        add_roots(&mut watch, &settings);
+        // Prime the poller so its first round reports changes, not everything.
+        watch.poll();
+        let (outcomes_tx, outcomes) = mpsc::unbounded_channel::<Outcome>();
+        let deliverer = Deliverer {
+            sessions_dir: settings.sessions.dir.clone(),
+            enqueue: settings.sessions.enqueue.clone(),
+            framing: settings.sessions.framing,
+            submit: settings.sessions.delivery == config::Delivery::Auto,
+            outcomes: outcomes_tx,
+            root: Default::default(),
+        };
+        let (spawned_tx, spawned) = mpsc::unbounded_channel::<Input>();
+        let spawner = Spawner {
+            sessions_dir: settings.sessions.dir.clone(),
+            backend: settings.fanout.backend.clone(),
+            model: settings.fanout.model.clone(),
+            outcomes: spawned_tx,
+        };
+        let hangup = hangup()?;
+        let tail = settings
+            .events
+            .path
+            .as_ref()
+            .map(|p| Tail::new(p, engine.memory().cursor));
+        let d = Daemon {
+            settings,
+            engine,
+            store,
+            watch,
+            deliverer,
+            spawner,
+            notifier: Notifier::from_env(),
+            started: Instant::now(),
+            sync_at: None,
+            store_failing: false,
+            status: String::new(),
+            status_key: [usize::MAX; 6],
+            background: 0,
+            tail,
+            pipe: None,
+            tree: None,
+            tree_failing: false,
+            checklists,
+            plan_files: PlanFiles::default(),
+            reminders_written: Vec::new(),
+            seen: Vec::new(),
+        };
+        let wakers = Wakers {
+            events,
+            outcomes,
+            spawned,
+            hangup,
+        };
+        Ok((d, wakers))
+    }
+
+    /// The start-up reconcile: every plan, mount and issue is read and
+    /// diffed against the memory (on a first start: recorded as the
+    /// baseline); then `READY=1`.
+    pub(super) fn start_up(&mut self) {
+        let project = self.settings.project.name.clone();
+        let first_start = self.engine.in_baseline();
+        for (path, mode) in self.watch.take_changes() {
+            self.log_mode(&path, &mode);
+        }
+        self.scan();
+        self.feed(Input::StartupDone);
+        if first_start {
+            tracing::info!(project = %project, "first start: state directory {} created", self.store.dir().display());
+        }
+        self.compact();
+        tracing::info!(project = %project, "ready: {}", self.summary());
+        self.ready();
+    }
+
+    /// Finish deliveries already being written (briefly), then persist.
+    pub(super) async fn drain(&mut self, outcomes: &mut mpsc::UnboundedReceiver<Outcome>) {
+        let project = self.settings.project.name.clone();
+        self.notifier.stopping();
+        tracing::info!(project = %project, "stopping: draining and persisting state");
+        let drain_until = Instant::now() + Duration::from_secs(2);
+        while self.background > 0 {
+            match tokio::time::timeout_at(drain_until, outcomes.recv()).await {
+                Ok(Some(outcome)) => self.on_outcome(outcome),
+                _ => break,
+            }
+        }
+        self.compact();
+        if let Ok(file) = self.store.sync_handle() {
+            let _ = file.sync_data();
+        }
+        tracing::info!(project = %project, "stopped: {}", self.summary());
+    }
+
+    pub(super) fn sync(&mut self) {
+        self.sync_at = None;
+        if !self.store.needs_sync() {
+            return;
+        }
+        if let Ok(file) = self.store.sync_handle() {
+            // Off the event loop: fdatasync costs milliseconds.
+            tokio::task::spawn_blocking(move || {
+                if let Err(e) = file.sync_data() {
+                    tracing::error!("fdatasync of the journal failed: {e}");
+                }
+            });
+        }
+        if self.store.journal_bytes() > self.settings.state.compact_bytes {
+            self.compact();
+        }
+    }
+
+    pub(super) fn compact(&mut self) {
+        if let Err(e) = self.store.compact(self.engine.memory()) {
+            if !self.store_failing {
+                self.store_failing = true;
+                tracing::error!(project = %self.settings.project.name, "cannot write the state snapshot: {e}");
+            }
+        }
+    }
+
+    /// Say how a root is watched.
+    pub(super) fn log_mode(&self, path: &Path, mode: &RootMode) {
+        let project = &self.settings.project.name;
+        match mode {
+            RootMode::Inotify => {
+                tracing::info!(project = %project, "watching {} with inotify", path.display())
+            }
+            RootMode::Polled(why) => {
+                tracing::warn!(project = %project, "polling {} every {:?}: {why}", path.display(), self.settings.events.poll_interval)
+            }
+            RootMode::Missing(_) if self.settings.events.is_unchosen_log(path) => {
+                tracing::info!(project = %project, "no tracker yet: {} (the default [events] path) does not exist; it is read if it appears", path.display())
+            }
+            RootMode::Missing(a) => {
+                tracing::warn!(project = %project, "{} does not exist yet; watching {} for it", path.display(), a.display())
+            }
+        }
+    }
+
+    /// Read everything again: plans, tracker mounts, beads, the event log.
+    pub(super) fn rescan(&mut self) {
+        tracing::info!(project = %self.settings.project.name, "rescanning every root");
+        self.scan();
+    }
+
+    pub(super) fn scan(&mut self) {
+        let paths = self.watch.list();
+        self.feed(Input::Listed {
+            paths,
+            read_all: true,
+        });
+        let events = &self.settings.events;
+        if events
+            .path
+            .as_ref()
+            .is_some_and(|p| !events.is_unchosen_log(p) || p.exists())
+        {
+            for mount in self.settings.events.mounts.clone() {
+                let (read, fresh) = mount_read(&self.settings, &mount);
+                self.feed(Input::MountRead { mount, read, fresh });
+            }
+        }
+        if let Some((read, now_unix)) = beads_read(&self.settings) {
+            self.feed(Input::BeadsRead { read, now_unix });
+        }
+        self.read_events();
+    }
+}

@@ -1,0 +1,233 @@
+//! The daemon's side of the driver: what carrying out an engine effect
+//! means here — the journal, plan and tracker files, delivery, child
+//! sessions — and the journal entries the engine's logs become.
+
+use std::path::{Path, PathBuf};
+
+use tokio::time::Instant;
+
+use crate::config::Settings;
+use crate::core::driver::World;
+use crate::core::effect::{Delivery, Level, Log, Spawn};
+use crate::core::engine::EngineConfig;
+use crate::core::input::{self, FileRead, Input, Undeliverable};
+use crate::core::record::Record;
+use crate::core::session::check_name;
+use crate::core::source::Source;
+use crate::shell::deliver::{Deliverer, Reached};
+use crate::shell::ollie::{self, Submitted};
+use crate::shell::read::{read_capped, read_fresh, PlanFiles};
+use crate::shell::spawn::Spawner;
+use crate::shell::store::Store;
+use crate::shell::watch::Watch;
+
+/// Tracker files (ready lists, issues.jsonl) larger than this are refused.
+const TRACKER_FILE_CAP: usize = 256 << 20;
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Emit an engine log entry as a tracing event with structured fields.
+/// `PLAN=` carries the bare plan identity (`<stamp>_<uid>`) for markdown
+/// plans, so `journalctl PLAN=20261130T101500_a1b2c3d4` works.
+pub(super) fn emit(project: &str, l: &Log) {
+    let plan = l.plan.as_ref().map(Source::journal_name);
+    macro_rules! ev {
+        ($lvl:expr) => {
+            tracing::event!(
+                $lvl,
+                project = %project,
+                plan = plan.as_deref(),
+                step = l.step.as_deref(),
+                session = l.session.as_deref(),
+                parent = l.parent.as_deref(),
+                mount = l.mount.as_deref(),
+                file = l.file.as_deref(),
+                line = l.line.map(|n| n as u64),
+                reminder = l.reminder,
+                "{}",
+                l.message
+            )
+        };
+    }
+    match l.level() {
+        Level::Debug => ev!(tracing::Level::DEBUG),
+        Level::Info => ev!(tracing::Level::INFO),
+        Level::Warn => ev!(tracing::Level::WARN),
+        Level::Error => ev!(tracing::Level::ERROR),
+    }
+}
+
+/// `<beads_root>/<mount>/ready`. Mount names come from configuration or
+/// from events, where they were validated as one path component.
+pub(super) fn mount_read(settings: &Settings, mount: &str) -> (FileRead, bool) {
+    match check_name(mount) {
+        Ok(()) => read_fresh(
+            &settings.events.beads_root.join(mount).join("ready"),
+            TRACKER_FILE_CAP,
+            settings.project.settle,
+        ),
+        Err(why) => (FileRead::Failed(format!("mount name {why}")), false),
+    }
+}
+
+/// `<beads_root>/<mount>/list`, where 9beads keeps a claimed bead's
+/// assignee. Read whole at once: a synthetic file has no half-written
+/// state, and a claim is told from it at most once.
+pub(super) fn mount_list_read(settings: &Settings, mount: &str) -> FileRead {
+    match check_name(mount) {
+        Ok(()) => read_capped(
+            &settings.events.beads_root.join(mount).join("list"),
+            TRACKER_FILE_CAP,
+        ),
+        Err(why) => FileRead::Failed(format!("mount name {why}")),
+    }
+}
+
+pub(super) fn beads_read(settings: &Settings) -> Option<(FileRead, i64)> {
+    let path = settings.beads.issues_jsonl.as_ref()?;
+    Some((read_capped(path, TRACKER_FILE_CAP), unix_now()))
+}
+
+/// Say how a prompt reached its session: for an ollie-9p session,
+/// whether it woke an idle agent or queued behind a running turn.
+pub(super) fn log_reached(
+    project: &str,
+    session: &str,
+    parent: Option<&str>,
+    step: &str,
+    reached: &Reached,
+) {
+    let Reached::Submitted(how) = reached else {
+        return;
+    };
+    match how {
+        Submitted::Woke => {
+            tracing::info!(project = %project, session = %session, parent = parent, step = %step, "woke idle session {session} for {step}")
+        }
+        Submitted::WokeUnconfirmed => {
+            tracing::info!(project = %project, session = %session, parent = parent, step = %step, "submitted {step} to idle session {session}; its turn was not seen starting within {:?}", ollie::CONFIRM_TIMEOUT)
+        }
+        Submitted::Queued(state) => {
+            tracing::info!(project = %project, session = %session, parent = parent, step = %step, "queued {step} behind the running turn of {session} ({state})")
+        }
+        Submitted::StateUnknown => {
+            tracing::info!(project = %project, session = %session, parent = parent, step = %step, "submitted {step} to session {session} (its state could not be read)")
+        }
+    }
+}
+
+/// The daemon's side of the driver: the journal, the files, the FIFOs.
+/// It borrows the daemon's parts beside the engine, so the engine and the
+/// world it drives are two disjoint borrows.
+pub(super) struct Carry<'a> {
+    pub(super) settings: &'a Settings,
+    pub(super) store: &'a mut Store,
+    pub(super) sync_at: &'a mut Option<Instant>,
+    pub(super) store_failing: &'a mut bool,
+    pub(super) watch: &'a Watch,
+    pub(super) deliverer: &'a Deliverer,
+    pub(super) spawner: &'a Spawner,
+    pub(super) background: &'a mut usize,
+    pub(super) plan_files: &'a mut PlanFiles,
+}
+
+impl World for Carry<'_> {
+    fn record(&mut self, record: &Record) {
+        self.persist(record);
+    }
+
+    fn log(&mut self, log: Log) {
+        emit(&self.settings.project.name, &log);
+    }
+
+    fn read_plan(&mut self, path: &Path, config: &EngineConfig) -> (FileRead, bool) {
+        self.plan_files
+            .read(path, config.max_plan_bytes, config.settle)
+    }
+
+    fn list(&mut self) -> Vec<PathBuf> {
+        self.watch.list()
+    }
+
+    fn read_mount(&mut self, mount: &str) -> (FileRead, bool) {
+        mount_read(self.settings, mount)
+    }
+
+    fn read_mount_list(&mut self, mount: &str) -> FileRead {
+        mount_list_read(self.settings, mount)
+    }
+
+    fn read_beads(&mut self) -> Option<(FileRead, i64)> {
+        beads_read(self.settings)
+    }
+
+    fn spawn(&mut self, spawn: &Spawn) -> Option<Input> {
+        self.spawner.spawn(spawn);
+        None
+    }
+
+    fn reap(&mut self, child: &str) {
+        self.spawner.reap(child, &self.settings.project.name);
+    }
+
+    fn deliver(&mut self, d: &Delivery) -> Option<Result<input::Reached, Undeliverable>> {
+        // Every record so far is written before the prompt is.
+        self.flush();
+        let outcome = self.deliverer.deliver(d);
+        match &outcome {
+            None => *self.background += 1,
+            Some(Ok(reached)) => log_reached(
+                &self.settings.project.name,
+                &d.session,
+                d.parent.as_deref(),
+                &d.step,
+                reached,
+            ),
+            Some(Err(_)) => {}
+        }
+        outcome.map(|r| r.map(|r| r.core()))
+    }
+}
+
+impl Carry<'_> {
+    pub(super) fn persist(&mut self, record: &Record) {
+        if let Err(e) = self.store.stage(record) {
+            tracing::error!(project = %self.settings.project.name, "cannot encode a state record: {e}");
+        }
+        if self.store.staged_full() {
+            self.flush();
+        }
+    }
+
+    /// Write the staged records (one `write(2)`): before every delivery and
+    /// at the end of every input.
+    pub(super) fn flush(&mut self) {
+        if !self.store.has_staged() {
+            return;
+        }
+        match self.store.flush() {
+            Ok(()) => {
+                if *self.store_failing {
+                    *self.store_failing = false;
+                    tracing::info!(project = %self.settings.project.name, "state directory writable again");
+                }
+                if self.sync_at.is_none() {
+                    *self.sync_at = Some(Instant::now() + self.settings.state.sync_interval);
+                }
+            }
+            Err(e) => {
+                // Keep working from memory: a wake-up that cannot be recorded
+                // is still delivered (at-least-once allows a repeat after a
+                // crash; silence would lose it).
+                if !*self.store_failing {
+                    *self.store_failing = true;
+                    tracing::error!(project = %self.settings.project.name, "cannot record state: {e}; continuing from memory, a crash now may repeat prompts");
+                }
+            }
+        }
+    }
+}
