@@ -143,8 +143,9 @@ fn a_claimed_bead_left_open_is_reminded_of_until_it_is_completed() {
     let ended = claimed.ended.expect("the claim's turn ended").0;
     assert!(
         reminded.started >= ended + Duration::from_millis(950),
-        "reminded {:?} after the claim's turn ended",
-        reminded.started - ended
+        "reminded {:?} after the claim's turn ended: {:#?}",
+        reminded.started - ended,
+        w.ollie.turns("worker")
     );
     w.ctl(&format!("complete {id}"));
     w.turn_on("worker", &[&id, "completed elsewhere"]);

@@ -22,9 +22,6 @@ pub fn engine_config(s: &Settings, log_level: Level) -> EngineConfig {
     c.settle = s.project.settle;
     c.retry_initial = s.sessions.retry_initial;
     c.retry_max = s.sessions.retry_max;
-    // Two state polls: a gap between chained turns that one poll caught
-    // is not taken for the end of the chain.
-    c.idle_settle = (s.sessions.state_poll * 2).max(std::time::Duration::from_millis(100));
     c.outbox_cap = s.sessions.outbox_cap;
     c.mounts = s.events.mounts.clone();
     c.assignees = s.events.assignees.clone();

@@ -18,14 +18,15 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::effect::{Delivery, Effect, Level, Log};
-use super::input::Input;
+use super::input::{Input, Reached};
 use super::lifecycle::Lifecycle;
 use super::record::{Item, Memory, Record};
-use super::session::AgentState;
+use super::session::{AgentState, Kind};
 use super::source::Source;
 pub use config::{EngineConfig, Fanout, Mode, Now, Templates};
 use context::{cx, Cx};
 use ledger::Ledger;
+pub use outbox::{Outcome, Told};
 use plans::{display_name, Origin, Plans, ReadKind};
 pub use reminders::{human, ReminderView};
 use reminders::{Open, Reminders};
@@ -158,7 +159,8 @@ impl Engine {
     /// `Undeliverable` comes back: one prompt per session at a time, never
     /// interleaved, and one stuck session never holds up another.
     pub fn poll_delivery(&mut self, now: Now) -> Option<Delivery> {
-        self.ledger.poll_delivery(now, &mut self.timers)
+        self.ledger
+            .poll_delivery(now, &mut self.timers, self.sessions.observed())
     }
 
     /// Handle one input; the returned effects are to be carried out in order.
@@ -191,8 +193,12 @@ impl Engine {
                 children::respawn_planned(&mut cx);
                 false
             }
-            Input::Delivered { session, seq, .. } => self.on_delivered(now, session, seq, &mut fx),
-            Input::TurnStarted { .. } => false,
+            Input::Delivered {
+                session,
+                seq,
+                reached,
+            } => self.on_delivered(now, session, seq, reached, &mut fx),
+            Input::TurnStarted { session, seq } => self.on_turn_started(now, session, seq, &mut fx),
             Input::Undeliverable { session, seq, why } => {
                 let at = cx
                     .ledger
@@ -209,17 +215,15 @@ impl Engine {
                 // A child gone before its step was done hands it back.
                 let back = children::on_state(&mut cx, &session, state.is_some());
                 read_again(&self.plans, back, cx.fx);
+                if state.is_none() {
+                    cx.ledger.on_gone(&session, cx.timers, cx.fx);
+                }
                 self.on_session_state(now, session, state);
                 false
             }
             Input::ChildSpawned { child, outcome } => {
                 let back = children::on_spawned(&mut cx, &child, outcome);
                 read_again(&self.plans, back, cx.fx);
-                false
-            }
-            Input::QueuedBehindTurn { session } => {
-                self.sessions
-                    .on_queued(now, &session, cx.config, cx.ledger, cx.timers);
                 false
             }
             Input::Tick => false,
@@ -264,30 +268,78 @@ impl Engine {
         self.run_timers(now, fx);
     }
 
-    /// A prompt reached its session: for an observed session, when it was
-    /// heard starts its item's reminder clock. Returns whether a capped
-    /// outbox drained (every source is diffed again).
-    fn on_delivered(&mut self, now: Now, session: String, seq: u64, fx: &mut Vec<Effect>) -> bool {
-        let observed = self.sessions.observed().get(&session);
-        // Only sessions seen idle or busy can be reminded.
-        let heard = observed.and_then(|_| {
-            let queue = self.ledger.memory.outbox.get(&session)?;
-            queue.iter().find(|p| p.seq == seq)
-        });
-        if let Some(p) = heard {
-            self.reminders.heard(now, &session, &p.source, &p.item);
+    /// A prompt reached its session: recorded (a prompt in an agent's
+    /// inbox only once its turn starts), and for an observed session, when
+    /// it was heard starts its item's reminder clock. Returns whether a
+    /// capped outbox drained (every source is diffed again).
+    fn on_delivered(
+        &mut self,
+        now: Now,
+        session: String,
+        seq: u64,
+        reached: Reached,
+        fx: &mut Vec<Effect>,
+    ) -> bool {
+        self.heard(now, &session, seq, reached != Reached::Inbox);
+        let step = self.ledger.pending(&session, seq).map(|p| p.step.clone());
+        let observed = self.sessions.observed().get(&session).cloned();
+        if let Some(step) = step.filter(|_| Kind::of(&session).0.waits_for_idle()) {
+            self.sessions.prompted(now, &session, &step);
         }
-        let refill =
-            self.ledger
-                .on_delivered(session.clone(), seq, &self.config, &mut self.timers, fx);
+        let observed = observed.as_ref();
+        let (config, timers) = (&self.config, &mut self.timers);
+        let (_, refill) = self
+            .ledger
+            .on_delivered(now, &session, seq, reached, observed, config, timers, fx);
+        self.rearm(&session);
+        refill
+    }
+
+    /// The agent started a turn on prompt `seq`: a prompt in its inbox is
+    /// heard (and delivered) now.
+    fn on_turn_started(
+        &mut self,
+        now: Now,
+        session: String,
+        seq: u64,
+        fx: &mut Vec<Effect>,
+    ) -> bool {
+        let in_inbox = self
+            .ledger
+            .lanes
+            .get(&session)
+            .is_some_and(|l| l.inbox == Some(seq));
+        self.heard(now, &session, seq, in_inbox);
+        let (config, timers) = (&self.config, &mut self.timers);
+        let (_, refill) = self
+            .ledger
+            .on_turn_started(now, &session, seq, config, timers, fx);
+        self.rearm(&session);
+        refill
+    }
+
+    /// Prompt `seq` was heard by an observed session (when `now_heard`):
+    /// its item's reminder clock starts.
+    fn heard(&mut self, now: Now, session: &str, seq: u64, now_heard: bool) {
+        // Only sessions seen idle or busy can be reminded.
+        if !now_heard || !self.sessions.observed().contains_key(session) {
+            return;
+        }
+        if let Some(p) = self.ledger.pending(session, seq) {
+            self.reminders.heard(now, session, &p.source, &p.item);
+        }
+    }
+
+    /// `session`'s reminders judged again.
+    fn rearm(&mut self, session: &str) {
+        let observed = self.sessions.observed().get(session);
         self.reminders.rearm(
             &self.config,
-            &session,
+            session,
             observed,
             &self.ledger,
             &mut self.timers,
         );
-        refill
     }
 
     /// A session's observed state changed (or it is no longer listed):
@@ -295,7 +347,7 @@ impl Engine {
     fn on_session_state(&mut self, now: Now, session: String, state: Option<AgentState>) {
         let (config, ledger, timers) = (&self.config, &mut self.ledger, &mut self.timers);
         self.sessions
-            .on_state(now, session.clone(), state, config, ledger, timers);
+            .on_state(now, session.clone(), state, ledger, timers);
         self.reminders.prune(ledger);
         let observed = self.sessions.observed().get(&session);
         self.reminders
@@ -373,8 +425,8 @@ impl Engine {
                     let mut cx = cx!(self, fx);
                     self.reminders.on_due(now, key, open, observed, &mut cx);
                 }
-                Timer::Release(session) => {
-                    self.ledger.release(&session);
+                Timer::Confirm(session) => {
+                    self.ledger.on_confirm_due(&session, &self.config, fx);
                 }
             }
         }
@@ -496,6 +548,7 @@ impl Engine {
     pub fn refused(&self) -> BTreeMap<String, u64> {
         self.ledger
             .lanes
+            .lanes
             .iter()
             .filter(|(_, l)| l.refused > 0)
             .map(|(s, l)| (s.clone(), l.refused))
@@ -506,6 +559,7 @@ impl Engine {
     pub fn failing_count(&self) -> usize {
         self.ledger
             .lanes
+            .lanes
             .values()
             .filter(|l| l.failing.is_some())
             .count()
@@ -515,8 +569,19 @@ impl Engine {
     pub fn failing(&self) -> BTreeMap<String, String> {
         self.ledger
             .lanes
+            .lanes
             .iter()
             .filter_map(|(s, l)| l.failing.clone().map(|r| (s.clone(), r)))
+            .collect()
+    }
+
+    /// What each session was last told and how it went, for `status`.
+    pub fn told(&self) -> BTreeMap<String, Told> {
+        self.ledger
+            .lanes
+            .lanes
+            .iter()
+            .filter_map(|(s, l)| l.last.clone().map(|t| (s.clone(), t)))
             .collect()
     }
 
@@ -571,6 +636,7 @@ mod children;
 mod config;
 mod context;
 mod ledger;
+mod outbox;
 mod plans;
 mod recent;
 mod reminders;

@@ -119,9 +119,6 @@ pub enum Input {
         child: String,
         outcome: Result<u64, String>,
     },
-    /// A prompt was submitted to a session whose state is observed while a
-    /// turn was running: it waits in the agent's own queue.
-    QueuedBehindTurn { session: String },
     /// Timers may be due; carries nothing but the `now` beside it.
     Tick,
     /// New complete lines of the tracker's event log, each with the byte

@@ -74,6 +74,14 @@ impl Kind {
         }
     }
 
+    /// Whether the agent would fold a prompt given during a turn into that
+    /// turn (opencode: a queued prompt rides along with the next model
+    /// call of a running tool loop), so it may only be given one while it
+    /// is idle. The others run a prompt given during a turn after it.
+    pub fn waits_for_idle(self) -> bool {
+        self == Kind::Opencode
+    }
+
     /// `<kind>:<id>`, or the bare id of a directory session.
     pub fn qualify(self, id: &str) -> String {
         match Kind::QUALIFIED.iter().find(|(k, _)| *k == self) {

@@ -32,7 +32,7 @@
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::core::effect::{Delivery, Spawn};
-use crate::core::input::Input;
+use crate::core::input::{Input, Reached, Undeliverable};
 
 /// Where a backend's workers send what they learn.
 pub type Reports = UnboundedSender<Input>;
@@ -41,9 +41,10 @@ pub type Reports = UnboundedSender<Input>;
 pub trait Backend {
     /// Deliver `d` to its session now: the agent takes it into a turn at
     /// once (idle) or runs it after the running turn (busy). `Some`: the
-    /// outcome is known now (`Input::Delivered` or `Input::Undeliverable`);
-    /// `None`: it comes later through the reports. Never blocks the loop.
-    fn deliver(&mut self, d: &Delivery) -> Option<Input>;
+    /// outcome is known now; `None`: it comes later through the reports
+    /// (`Input::Delivered` or `Input::Undeliverable`). Never blocks the
+    /// loop.
+    fn deliver(&mut self, d: &Delivery) -> Option<Result<Reached, Undeliverable>>;
 
     /// Create the child session `spawn` asks for (fan-out), with its
     /// parent's working directory; `Input::ChildSpawned` answers it — now

@@ -30,12 +30,10 @@ use crate::config::Settings;
 use crate::core::driver::drive;
 use crate::core::engine::Engine;
 use crate::core::input::Input;
+use crate::shell::backends::Backends;
 use crate::shell::checklists::Claim;
-use crate::shell::deliver::{Deliverer, Outcome, Reached};
-use crate::shell::ollie::Submitted;
 use crate::shell::read::PlanFiles;
 use crate::shell::sessions::SessionTree;
-use crate::shell::spawn::Spawner;
 use crate::shell::store::{Store, StoreError};
 use crate::shell::systemd::Notifier;
 use crate::shell::tail::{PipeTail, Tail};
@@ -43,7 +41,7 @@ use crate::shell::watch::{Seen, Watch, WatchEvents};
 
 use clock::Clock;
 pub use signals::terminated;
-use world::{log_reached, Carry};
+use world::Carry;
 
 /// Why the daemon could not start or had to stop.
 #[derive(Debug)]
@@ -75,9 +73,8 @@ struct Daemon {
     engine: Engine,
     store: Store,
     watch: Watch,
-    deliverer: Deliverer,
-    /// Creates and kills child sessions (fan-out).
-    spawner: Spawner,
+    /// Every kind of session reveille reaches.
+    backends: Backends,
     notifier: Notifier,
     /// The engine's clock origin.
     started: Instant,
@@ -115,9 +112,9 @@ struct Daemon {
 /// What the event loop waits on besides the daemon itself.
 struct Wakers {
     events: WatchEvents,
-    outcomes: mpsc::UnboundedReceiver<Outcome>,
-    /// Outcomes of child session creates (`Input::ChildSpawned`).
-    spawned: mpsc::UnboundedReceiver<Input>,
+    /// What the backends' workers learnt: delivery outcomes, turn starts,
+    /// session states, child creates.
+    reports: mpsc::UnboundedReceiver<Input>,
     /// SIGHUP: reload.
     hangup: tokio::signal::unix::Signal,
 }
@@ -134,7 +131,7 @@ pub async fn run(
     d.start_up();
     tokio::pin!(shutdown);
     d.serve(&mut wakers, &*load, shutdown).await?;
-    d.drain(&mut wakers.outcomes).await;
+    d.drain(&mut wakers.reports).await;
     Ok(())
 }
 
@@ -157,8 +154,7 @@ impl Daemon {
             sync_at: &mut self.sync_at,
             store_failing: &mut self.store_failing,
             watch: &self.watch,
-            deliverer: &self.deliverer,
-            spawner: &self.spawner,
+            backends: &mut self.backends,
             background: &mut self.background,
             plan_files: &mut self.plan_files,
         };
@@ -208,8 +204,7 @@ impl Daemon {
                         ready.clear_ready();
                     }
                 }
-                Some(outcome) = w.outcomes.recv() => self.on_outcome(outcome),
-                Some(input) = w.spawned.recv() => self.feed(input),
+                Some(input) = w.reports.recv() => self.on_report(input),
                 ready = async {
                     match &self.pipe {
                         Some(pipe) => pipe.readable().await,
@@ -243,36 +238,12 @@ impl Daemon {
         Ok(more)
     }
 
-    fn on_outcome(&mut self, outcome: Outcome) {
-        self.background = self.background.saturating_sub(1);
-        let input = match outcome.result {
-            Ok(reached) => {
-                let parent = self.engine.memory().children.get(&outcome.session);
-                log_reached(
-                    &self.settings.project.name,
-                    &outcome.session,
-                    parent.map(|c| c.parent.as_str()),
-                    &outcome.step,
-                    &reached,
-                );
-                if matches!(reached, Reached::Submitted(Submitted::Queued(_))) {
-                    // Before `Delivered`, which would offer the next prompt.
-                    self.feed(Input::QueuedBehindTurn {
-                        session: outcome.session.clone(),
-                    });
-                }
-                Input::Delivered {
-                    session: outcome.session,
-                    seq: outcome.seq,
-                    reached: reached.core(),
-                }
-            }
-            Err(why) => Input::Undeliverable {
-                session: outcome.session,
-                seq: outcome.seq,
-                why,
-            },
-        };
+    /// What a backend's worker reported; a delivery's outcome ends one
+    /// background write.
+    fn on_report(&mut self, input: Input) {
+        if matches!(input, Input::Delivered { .. } | Input::Undeliverable { .. }) {
+            self.background = self.background.saturating_sub(1);
+        }
         self.feed(input);
     }
 }

@@ -26,45 +26,19 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use tokio::io::unix::AsyncFd;
-use tokio::sync::mpsc::UnboundedSender;
 
 use crate::config::Framing;
-use crate::core::effect::Delivery;
-use crate::core::input::Undeliverable;
+use crate::core::effect::{Delivery, Spawn};
+use crate::core::input::{Input, Reached, Undeliverable};
 use crate::core::session::check_name;
-use crate::shell::ollie::{self, Flavour, Submitted};
+use crate::shell::backend::{Backend, Reports};
+use crate::shell::ollie::{self, Flavour};
+use crate::shell::sessions::listed;
+use crate::shell::spawn::Spawner;
 
-/// How a prompt reached its session.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reached {
-    /// Written to the session's enqueue file (a named pipe's reader, or a
-    /// regular file's consumer, is the agent's loop: the write wakes it).
-    Written,
-    /// Submitted to an ollie-9p session's `prompt`.
-    Submitted(Submitted),
-}
-
-impl Reached {
-    /// What the engine is told.
-    pub fn core(&self) -> crate::core::input::Reached {
-        match self {
-            Reached::Written => crate::core::input::Reached::Written,
-            Reached::Submitted(_) => crate::core::input::Reached::Accepted,
-        }
-    }
-}
-
-/// The outcome of a delivery that finished in the background.
-#[derive(Debug)]
-pub struct Outcome {
-    pub session: String,
-    pub seq: u64,
-    /// The step or task id, for the journal.
-    pub step: String,
-    pub result: Result<Reached, Undeliverable>,
-}
-
-/// Writes prompts; one per session at a time (the engine guarantees that).
+/// The backend of directory sessions (`<sessions_dir>/<id>/`): named pipes,
+/// files, and ollie-9p sessions. Writes prompts, one per session at a time
+/// (the engine guarantees that), and creates and kills ollie-9p children.
 pub struct Deliverer {
     pub sessions_dir: PathBuf,
     pub enqueue: String,
@@ -72,10 +46,12 @@ pub struct Deliverer {
     /// Submit to sessions recognised as ollie-9p ones (`prompt` + `cfg` or
     /// `state` in the directory) instead of writing their enqueue file.
     pub submit: bool,
-    /// Where background completions are reported.
-    pub outcomes: UnboundedSender<Outcome>,
+    /// Where background outcomes and turn starts are reported.
+    pub reports: Reports,
     /// The sessions root, held open between deliveries.
     pub root: HeldRoot,
+    /// Creates and kills ollie-9p child sessions (fan-out).
+    pub spawner: Spawner,
 }
 
 /// The sessions root held open for `openat2`, with the identity it had
@@ -360,8 +336,8 @@ impl Deliverer {
     }
 
     /// Try to deliver now. `Some` is the outcome; `None` means the write
-    /// continues in the background and its `Outcome` will be sent.
-    pub fn deliver(&self, d: &Delivery) -> Option<Result<Reached, Undeliverable>> {
+    /// continues in the background and its outcome will be reported.
+    fn write(&self, d: &Delivery) -> Option<Result<Reached, Undeliverable>> {
         let target = match self.open(&d.session) {
             Ok(t) => t,
             Err(e) => return Some(Err(e)),
@@ -380,7 +356,7 @@ impl Deliverer {
             }
             Target::Regular(mut file) => {
                 let bytes = self.frame(d, false);
-                self.in_background(d, move || {
+                self.in_background(d, move |_| {
                     let result = file
                         .write_all(&bytes)
                         .map(|()| Reached::Written)
@@ -391,17 +367,63 @@ impl Deliverer {
                 None
             }
             Target::Ollie(dir, flavour) => {
-                // Submit takes the plain text: ollie-9p trims it and makes
-                // one prompt of each write-and-close, so no framing applies.
-                let text = d.text.clone();
-                self.in_background(d, move || {
-                    ollie::deliver(&dir, flavour, &text)
-                        .map(Reached::Submitted)
-                        .map_err(|e| undeliverable(format!("submit to prompt: {e}")))
-                });
+                self.submit_later(d, dir, flavour);
                 None
             }
         }
+    }
+
+    /// Submit to an ollie-9p session on a blocking thread (a 9P server
+    /// takes its time): the plain text (ollie-9p trims it and makes one
+    /// prompt of each write-and-close, so no framing applies), checked by
+    /// `prompt.prev`; then, the outcome reported, the turn starting is
+    /// watched for the journal (`Input::TurnStarted`).
+    fn submit_later(&self, d: &Delivery, dir: OwnedFd, flavour: Flavour) {
+        let text = d.text.clone();
+        let sessions_dir = self.sessions_dir.clone();
+        let (session, seq) = (d.session.clone(), d.seq);
+        self.in_background(d, move |reports| {
+            // The state it is in as the prompt reaches it, told first: it
+            // decides whether the prompt woke it or waits behind a turn
+            // (the tree's last poll may be older than a person's Submit).
+            let before = ollie::read_state(&dir, flavour).ok().flatten();
+            // (An older ollie-9p's sessions have no `idx` to follow them
+            // by: their state stays unobserved.)
+            if let Some(state) = before.as_ref().filter(|_| flavour == Flavour::Current) {
+                let _ = reports.send(Input::SessionState {
+                    session: session.clone(),
+                    state: Some(state.clone()),
+                });
+            }
+            let took = ollie::deliver(&dir, flavour, &text)
+                .map_err(|e| undeliverable(format!("submit to prompt: {e}")))?;
+            // A write to a session killed a moment ago opens fine and is
+            // lost: one that is no longer listed did not take it. One still
+            // listed whose `prompt.prev` shows another text was written to
+            // by someone else meanwhile; it took ours too.
+            if !took && !listed(&sessions_dir, &session).unwrap_or(true) {
+                return Err(undeliverable(
+                    "the session did not take the prompt: it is no longer listed in idx (killed?)",
+                ));
+            }
+            // An idle agent's turn on it is about to start: seen for the
+            // journal. A busy one runs it after its turn.
+            if before.is_some_and(|s| s.is_idle()) {
+                let reports = reports.clone();
+                std::thread::spawn(move || {
+                    if let Some(state) = ollie::await_turn(&dir, flavour) {
+                        if !state.is_idle() && flavour == Flavour::Current {
+                            let _ = reports.send(Input::SessionState {
+                                session: session.clone(),
+                                state: Some(state),
+                            });
+                        }
+                        let _ = reports.send(Input::TurnStarted { session, seq });
+                    }
+                });
+            }
+            Ok(Reached::Accepted)
+        });
     }
 
     /// Run a write that may block (a FUSE/9P server takes its time) on a
@@ -410,26 +432,20 @@ impl Deliverer {
     fn in_background(
         &self,
         d: &Delivery,
-        write: impl FnOnce() -> Result<Reached, Undeliverable> + Send + 'static,
+        write: impl FnOnce(&Reports) -> Result<Reached, Undeliverable> + Send + 'static,
     ) {
-        let outcomes = self.outcomes.clone();
-        let (session, seq, step) = (d.session.clone(), d.seq, d.step.clone());
+        let reports = self.reports.clone();
+        let (session, seq) = (d.session.clone(), d.seq);
         tokio::task::spawn_blocking(move || {
-            let result = write();
-            let _ = outcomes.send(Outcome {
-                session,
-                seq,
-                step,
-                result,
-            });
+            let _ = reports.send(outcome(session, seq, write(&reports)));
         });
     }
 
     /// Finish a partial pipe write when the pipe drains. Nothing else is
     /// written to this session meanwhile, so the prompt is never interleaved.
     fn finish_later(&self, file: File, bytes: Vec<u8>, mut done: usize, d: &Delivery) {
-        let outcomes = self.outcomes.clone();
-        let (session, seq, step) = (d.session.clone(), d.seq, d.step.clone());
+        let reports = self.reports.clone();
+        let (session, seq) = (d.session.clone(), d.seq);
         tokio::spawn(async move {
             let result = async {
                 // SAFETY: `File` owns its fd and nothing replaces or closes
@@ -451,13 +467,35 @@ impl Deliverer {
                 Ok(Reached::Written)
             }
             .await;
-            let _ = outcomes.send(Outcome {
-                session,
-                seq,
-                step,
-                result,
-            });
+            let _ = reports.send(outcome(session, seq, result));
         });
+    }
+}
+
+impl Backend for Deliverer {
+    fn deliver(&mut self, d: &Delivery) -> Option<Result<Reached, Undeliverable>> {
+        self.write(d)
+    }
+
+    fn spawn(&mut self, spawn: &Spawn) -> Option<Input> {
+        self.spawner.spawn(spawn);
+        None
+    }
+
+    fn reap(&mut self, child: &str) {
+        self.spawner.reap(child);
+    }
+}
+
+/// The input that reports a delivery's outcome.
+pub fn outcome(session: String, seq: u64, result: Result<Reached, Undeliverable>) -> Input {
+    match result {
+        Ok(reached) => Input::Delivered {
+            session,
+            seq,
+            reached,
+        },
+        Err(why) => Input::Undeliverable { session, seq, why },
     }
 }
 
@@ -503,8 +541,15 @@ mod tests {
             enqueue: "fifo.in".into(),
             framing: Framing::Auto,
             submit: true,
-            outcomes: tokio::sync::mpsc::unbounded_channel().0,
+            reports: tokio::sync::mpsc::unbounded_channel().0,
             root: HeldRoot::default(),
+            spawner: Spawner {
+                sessions_dir: dir.to_path_buf(),
+                backend: None,
+                model: None,
+                project: "test".into(),
+                reports: tokio::sync::mpsc::unbounded_channel().0,
+            },
         }
     }
 

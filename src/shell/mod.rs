@@ -17,6 +17,7 @@
 //! - `systemd`: sd_notify; `logging`: journald or stderr.
 
 pub mod backend;
+pub mod backends;
 pub mod checklists;
 pub mod daemon;
 pub mod deliver;

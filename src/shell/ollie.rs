@@ -10,16 +10,14 @@
 //! it after the current turn. So reveille Submits to every ollie session,
 //! whatever its state, in one write.
 //!
-//! Order. ollie-9p acts on a write when the file is closed, each in a
-//! goroutine of its own, and ollie-core's Submit on an idle agent holds its
-//! submit lock from before the turn is marked running (pre-turn hooks run in
-//! that window) until the turn and everything queued behind it are done. A
-//! second Submit arriving inside that window waits for the lock and runs
-//! after everything queued meanwhile. So after a Submit to an idle session
-//! reveille waits until the session is seen busy (`confirm_started`) before
-//! it writes the next prompt to it; a Submit to a busy session lands on the
-//! queue at once. Prompts to one session therefore reach ollie's queue in
-//! reveille's order.
+//! No write error reaches the writer: ollie-9p acts on a write when the
+//! file is clunked, after `close(2)` returned, and a write to a session
+//! killed a moment ago opens fine and is lost. So a Submit is confirmed by
+//! what the session shows afterwards: `prompt.prev` holds the last prompt
+//! written to it (ollie-9p store/sessionfile.go, set by the write handler
+//! before it submits), and `statewait` shows the turn starting. Nothing
+//! waits here for the turn: the engine's lane goes on at once, and the turn
+//! start only confirms the wake-up for the journal (`await_turn`).
 
 use std::ffi::CString;
 use std::fs::File;
@@ -54,9 +52,8 @@ impl Flavour {
 /// The longest state file read: `cfg` is a handful of `key=value` lines.
 const STATE_CAP: usize = 64 << 10;
 
-/// How long, after a Submit to an idle session, reveille waits to see the
-/// turn start before it writes that session's next prompt anyway.
-pub const CONFIRM_TIMEOUT: Duration = Duration::from_secs(2);
+/// The longest `statewait` read: one state and a newline.
+const STATEWAIT_CAP: u64 = 256;
 
 fn c(name: &str) -> CString {
     CString::new(name).expect("static file names have no NUL")
@@ -129,60 +126,61 @@ pub fn submit(dir: &OwnedFd, text: &str) -> io::Result<()> {
     nix::unistd::close(fd).map_err(io::Error::from)
 }
 
-/// After a Submit to an idle session: wait until it is seen busy (the turn
-/// started, so a later Submit queues behind it), at most `timeout`.
-/// Returns whether it was seen busy; a turn that started and ended between
-/// two looks is not seen, which only costs the wait.
-pub fn confirm_started(dir: &OwnedFd, flavour: Flavour, timeout: Duration) -> bool {
-    let deadline = Instant::now() + timeout;
-    let mut pause = Duration::from_millis(1);
-    loop {
-        if let Ok(Some(state)) = read_state(dir, flavour) {
-            if !state.is_idle() {
-                return true;
-            }
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            return false;
-        }
-        std::thread::sleep(pause.min(deadline - now));
-        pause = (pause * 2).min(Duration::from_millis(25));
+/// Whether the session took `text`: its `prompt.prev` holds it (trimmed,
+/// as ollie-9p keeps it). A write to a session killed a moment ago opens
+/// and closes fine and is lost; this is how that is told apart.
+pub fn took(dir: &OwnedFd, text: &str) -> io::Result<bool> {
+    let file = open_in(dir, "prompt.prev", libc::O_RDONLY)?;
+    let mut prev = String::with_capacity(text.len() + 64);
+    file.take(text.len() as u64 + 4096)
+        .read_to_string(&mut prev)?;
+    Ok(prev.trim() == text.trim())
+}
+
+/// Submit `text` and check that the session took it (an older ollie-9p
+/// has no `prompt.prev` to check by: taken).
+pub fn deliver(dir: &OwnedFd, flavour: Flavour, text: &str) -> io::Result<bool> {
+    submit(dir, text)?;
+    match flavour {
+        Flavour::Current => took(dir, text),
+        Flavour::Legacy => Ok(true),
     }
 }
 
-/// How a prompt reached an ollie session.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Submitted {
-    /// The agent was idle: the prompt started a turn (seen busy after).
-    Woke,
-    /// The agent was idle and the prompt was submitted, but no turn was
-    /// seen starting within the confirmation wait.
-    WokeUnconfirmed,
-    /// A turn was running (its state given): the prompt is queued behind it.
-    Queued(AgentState),
-    /// The state could not be read; the Submit itself succeeded.
-    StateUnknown,
+/// One read of `statewait`: blocks until the session's state differs from
+/// the state when the read began (or ~5 s pass, or the session dies), then
+/// returns the state. `None`: no `statewait` (an older ollie-9p) or an
+/// unreadable answer.
+pub fn wait_state(dir: &OwnedFd) -> Option<AgentState> {
+    let file = open_in(dir, "statewait", libc::O_RDONLY).ok()?;
+    let mut text = String::new();
+    file.take(STATEWAIT_CAP).read_to_string(&mut text).ok()?;
+    AgentState::parse(&text)
 }
 
-/// Submit `text` to the ollie session in `dir`, reading its state first
-/// (so the journal can say what happened) and, if it was idle, waiting for
-/// the turn to start (so the next prompt queues behind it, in order).
-pub fn deliver(dir: &OwnedFd, flavour: Flavour, text: &str) -> io::Result<Submitted> {
-    let before = read_state(dir, flavour).ok().flatten();
-    submit(dir, text)?;
-    Ok(match before {
-        Some(AgentState::Idle) => {
-            if confirm_started(dir, flavour, CONFIRM_TIMEOUT) {
-                Submitted::Woke
-            } else {
-                Submitted::WokeUnconfirmed
-            }
-        }
-        Some(busy) => Submitted::Queued(busy),
-        None => Submitted::StateUnknown,
-    })
+/// After a Submit to an idle session: whether a turn is seen starting —
+/// the state busy now, or `statewait` answering busy, or answering idle
+/// sooner than its timeout (a short turn came and went between two
+/// looks). At most one `statewait` read (≤ ~5 s), on the caller's thread.
+pub fn await_turn(dir: &OwnedFd, flavour: Flavour) -> Option<AgentState> {
+    if let Ok(Some(busy)) = read_state(dir, flavour).map(|s| s.filter(|s| !s.is_idle())) {
+        return Some(busy);
+    }
+    // An older ollie-9p has no `statewait`: one look is all there is.
+    if flavour == Flavour::Legacy {
+        return None;
+    }
+    let asked = Instant::now();
+    match wait_state(dir)? {
+        AgentState::Idle if asked.elapsed() >= STATEWAIT_TIMEOUT => None,
+        state => Some(state),
+    }
 }
+
+/// How long `statewait` waits for a change before it answers with the
+/// state as it is (ollie-9p: 5 s); a little less, to tell a real change
+/// from the timeout.
+const STATEWAIT_TIMEOUT: Duration = Duration::from_millis(4500);
 
 #[cfg(test)]
 mod tests {
@@ -220,19 +218,24 @@ mod tests {
     }
 
     #[test]
-    fn submit_to_a_busy_session_reports_the_turn_it_queued_behind() {
+    fn a_submit_is_taken_when_prompt_prev_holds_it() {
         let t = tempfile::tempdir().unwrap();
         std::fs::write(t.path().join("prompt"), "").unwrap();
         std::fs::write(t.path().join("cfg"), "state=calling: grep\n").unwrap();
+        std::fs::write(t.path().join("prompt.prev"), "do s2\n").unwrap();
         let d = dir_fd(t.path());
-        let how = deliver(&d, Flavour::Current, "do s2").unwrap();
-        assert_eq!(
-            how,
-            Submitted::Queued(AgentState::Busy("calling: grep".into()))
-        );
+        assert!(deliver(&d, Flavour::Current, "  do s2\n").unwrap());
         assert_eq!(
             std::fs::read_to_string(t.path().join("prompt")).unwrap(),
-            "do s2"
+            "  do s2\n"
+        );
+        assert!(
+            !took(&d, "do s3").unwrap(),
+            "another prompt is not this one"
+        );
+        assert_eq!(
+            await_turn(&d, Flavour::Current),
+            Some(AgentState::Busy("calling: grep".into()))
         );
     }
 }

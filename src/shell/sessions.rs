@@ -186,6 +186,17 @@ impl SessionTree {
     }
 }
 
+/// Whether session `id` is listed in `<dir>/idx` now (one read). `Err`
+/// when `idx` cannot be read (not an ollie-9p tree, or the mount is gone).
+/// `idx` is read, not the directory: after a kill the old entry stays
+/// visible for a second (the kernel's entry cache).
+pub fn listed(dir: &Path, id: &str) -> std::io::Result<bool> {
+    let text = read_all(&dir.join("idx"), IDX_CAP)?;
+    Ok(String::from_utf8_lossy(&text)
+        .lines()
+        .any(|l| l.split('\t').next().map(str::trim) == Some(id)))
+}
+
 /// `id\tstate\tcwd\tbackend\tmodel` lines; ids that are not safe path
 /// components and lines without a state are skipped.
 fn parse_index(text: &str) -> BTreeMap<String, (AgentState, String)> {

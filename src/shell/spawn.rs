@@ -2,13 +2,19 @@
 //! `s/new` with its parent's working directory, and killing one.
 //!
 //! ollie-9p acts on a write when the file is closed, and over 9pfuse an
-//! error (a second create of the same `name=`: "session already exists")
-//! is reported at clunk and never reaches the writer's `close(2)`: the write
-//! "succeeds" whether or not a session was made. So a create is confirmed
-//! only by seeing the session listed in `s/idx` — and a child that is
-//! already listed (a create retried after a crash) is simply confirmed.
-//! Each create runs on a thread of its own (a slow 9P server holds up only
-//! that child) and its outcome comes back to the loop as an input.
+//! error (a second create of the same `name=`, an unknown backend, a key
+//! it does not know) is reported at clunk and never reaches the writer's
+//! `close(2)`: the write "succeeds" whether or not a session was made. So a
+//! create is confirmed only by seeing the session listed in `s/idx` — and a
+//! child that is already listed (a create retried after a crash) is simply
+//! confirmed. The create line carries only keys known to be valid: `cwd`
+//! and `name`, and `backend`/`model` only when configured — the parent's
+//! `cfg` shows the backend's *display* name (`local` for an openai backend
+//! at 127.0.0.1), which `s/new backend=` refuses. A create not listed in
+//! time is written once more, then reported as failed, with the line that
+//! was refused (the server says why only in its own log). Each create runs
+//! on a thread of its own (a slow 9P server holds up only that child) and
+//! its outcome comes back to the loop as an input.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -19,10 +25,12 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::core::effect::Spawn;
 use crate::core::input::Input;
+use crate::shell::sessions::listed;
 
-/// How long a create may take to show in `s/idx` before it counts as
-/// failed (the step then goes back to the parent).
-pub const CREATE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a create may take to show in `s/idx` before it is written once
+/// more, and then before it counts as failed (the step then goes back to
+/// the parent). ollie-9p lists a new session 2–14 ms after the write.
+pub const CREATE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The longest `cfg` or `idx` read.
 const READ_CAP: u64 = 8 << 20;
@@ -31,11 +39,15 @@ const READ_CAP: u64 = 8 << 20;
 #[derive(Debug, Clone)]
 pub struct Spawner {
     pub sessions_dir: PathBuf,
-    /// The children's backend and model; `None`: the parent's.
+    /// The children's backend and model (`[fanout]`); `None`: the
+    /// server's default — never the parent's `cfg`, whose backend is a
+    /// display name `s/new` refuses.
     pub backend: Option<String>,
     pub model: Option<String>,
+    /// For the journal.
+    pub project: String,
     /// Where create outcomes are reported (`Input::ChildSpawned`).
-    pub outcomes: UnboundedSender<Input>,
+    pub reports: UnboundedSender<Input>,
 }
 
 impl Spawner {
@@ -44,7 +56,7 @@ impl Spawner {
         let (me, spawn) = (self.clone(), spawn.clone());
         std::thread::spawn(move || {
             let outcome = me.create(&spawn.child, &spawn.parent, CREATE_TIMEOUT);
-            let _ = me.outcomes.send(Input::ChildSpawned {
+            let _ = me.reports.send(Input::ChildSpawned {
                 child: spawn.child,
                 outcome,
             });
@@ -53,9 +65,9 @@ impl Spawner {
 
     /// Kill the child (`kill` to its `ctl`), in the background. A kill that
     /// fails is said; the child is no longer followed either way.
-    pub fn reap(&self, child: &str, project: &str) {
+    pub fn reap(&self, child: &str) {
         let ctl = self.sessions_dir.join(child).join("ctl");
-        let (child, project) = (child.to_string(), project.to_string());
+        let (child, project) = (child.to_string(), self.project.clone());
         std::thread::spawn(move || {
             if let Err(e) = put(&ctl, "kill") {
                 tracing::warn!(project = %project, session = %child, "cannot kill child session {child}: {e}");
@@ -63,33 +75,46 @@ impl Spawner {
         });
     }
 
-    /// `s/new cwd=<parent's cwd> name=<child> [backend= model= agent=]`,
-    /// then wait until the child is listed. Returns when it was seen (unix
-    /// milliseconds).
+    /// `s/new cwd=<parent's cwd> name=<child> [backend= model=]`, then
+    /// wait until the child is listed; written once more if it is not.
+    /// Returns when it was seen (unix milliseconds).
     fn create(&self, child: &str, parent: &str, timeout: Duration) -> Result<u64, String> {
-        if listed(&self.sessions_dir, child) {
+        if listed(&self.sessions_dir, child).unwrap_or(false) {
             return Ok(unix_ms());
         }
         let cfg = read_cfg(&self.sessions_dir.join(parent).join("cfg"))
             .map_err(|e| format!("cannot read the cfg of parent {parent}: {e}"))?;
         let line = create_line(child, &cfg, self.backend.as_deref(), self.model.as_deref())?;
-        put(&self.sessions_dir.join("new"), &line).map_err(|e| format!("s/new: {e}"))?;
-        let deadline = Instant::now() + timeout;
-        while Instant::now() < deadline {
-            if listed(&self.sessions_dir, child) {
+        for _attempt in 0..2 {
+            put(&self.sessions_dir.join("new"), &line).map_err(|e| format!("s/new: {e}"))?;
+            if self.wait_listed(child, timeout) {
                 return Ok(unix_ms());
+            }
+        }
+        Err(format!(
+            "ollie-9p did not create it: `{line}` written to s/new twice, and it was not listed in s/idx within {timeout:?} either time (ollie-9p says why only in its own log)"
+        ))
+    }
+
+    /// Whether `child` is listed in `s/idx` within `timeout` (read every
+    /// 20 ms: ollie-9p gives no other sign of a create).
+    fn wait_listed(&self, child: &str, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if listed(&self.sessions_dir, child).unwrap_or(false) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        Err(format!(
-            "not listed in s/idx {timeout:?} after s/new (ollie-9p reports a refused create to nobody)"
-        ))
     }
 }
 
-/// The `s/new` line for `child`: the parent's `cwd` (required) and its
-/// backend, model and agent unless overridden. `s/new` splits on
-/// whitespace, so a value holding any cannot be passed.
+/// The `s/new` line for `child`: the parent's `cwd` (required), and the
+/// configured backend and model. `s/new` splits on whitespace, so a value
+/// holding any cannot be passed.
 fn create_line(
     child: &str,
     cfg: &BTreeMap<String, String>,
@@ -107,26 +132,12 @@ fn create_line(
         ));
     }
     let mut line = format!("cwd={cwd} name={child}");
-    let keys = [("backend", backend), ("model", model), ("agent", None)];
-    for (key, chosen) in keys {
-        let value = chosen.or_else(|| cfg.get(key).map(String::as_str));
+    for (key, value) in [("backend", backend), ("model", model)] {
         if let Some(v) = value.filter(|v| !v.is_empty() && !v.contains(char::is_whitespace)) {
             line.push_str(&format!(" {key}={v}"));
         }
     }
     Ok(line)
-}
-
-/// Whether `id` is listed in `<dir>/idx` (or, in a tree without one, has
-/// a directory). `idx` is read, not the directory: after a kill the old
-/// entry may stay visible for a second (the attribute cache).
-fn listed(dir: &Path, id: &str) -> bool {
-    match read_capped(&dir.join("idx")) {
-        Ok(text) => text
-            .lines()
-            .any(|l| l.split('\t').next().map(str::trim) == Some(id)),
-        Err(_) => dir.join(id).is_dir(),
-    }
 }
 
 fn read_cfg(path: &Path) -> std::io::Result<BTreeMap<String, String>> {
@@ -196,9 +207,15 @@ mod tests {
             ("model", "big"),
             ("agent", ""),
         ]);
+        // The parent's backend and model are never copied: `cfg` shows
+        // display names that `s/new` refuses.
         assert_eq!(
-            create_line("p.s2-1", &parent, None, Some("small")).unwrap(),
-            "cwd=/src/x name=p.s2-1 backend=anthropic model=small"
+            create_line("p.s2-1", &parent, None, None).unwrap(),
+            "cwd=/src/x name=p.s2-1"
+        );
+        assert_eq!(
+            create_line("p.s2-1", &parent, Some("openai"), Some("small")).unwrap(),
+            "cwd=/src/x name=p.s2-1 backend=openai model=small"
         );
         assert!(create_line("c", &cfg(&[("cwd", "")]), None, None).is_err());
         assert!(create_line("c", &cfg(&[("cwd", "/a b")]), None, None).is_err());

@@ -89,11 +89,10 @@ pub struct EngineConfig {
     /// First retry delay for an undeliverable prompt; doubles up to `retry_max`.
     pub retry_initial: Duration,
     pub retry_max: Duration,
-    /// How long a session that has a prompt waiting in its own queue must
-    /// look idle before its next prompt is written (see
-    /// `Sessions::on_queued`): longer than the gap between two chained
-    /// turns the state poll could catch.
-    pub idle_settle: Duration,
+    /// How long after a prompt reached an agent whose state is known its
+    /// turn is expected to be seen starting; past it the journal says it
+    /// was not seen (nothing waits for it).
+    pub confirm_timeout: Duration,
     /// Pending prompts kept per session; beyond it new wake-ups wait
     /// (unannounced, so nothing is lost) until the outbox drains.
     pub outbox_cap: usize,
@@ -137,7 +136,7 @@ impl EngineConfig {
             rename_grace: Duration::from_millis(100),
             retry_initial: Duration::from_millis(50),
             retry_max: Duration::from_secs(2),
-            idle_settle: Duration::from_millis(100),
+            confirm_timeout: Duration::from_secs(2),
             outbox_cap: 1000,
             templates: Templates::default(),
             mounts: Vec::new(),

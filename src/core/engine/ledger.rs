@@ -1,30 +1,20 @@
 //! The ledger: the durable memory (announced sets, outboxes) and the
-//! delivery lanes over it. It is the only place records are applied.
-//! Announcing records a wake-up and queues its prompt; withdrawing takes
-//! back one that went stale before it could be written; each session's lane
-//! has at most one prompt in flight and retries with backoff.
+//! delivery lanes over it (`outbox.rs` decides when each session's next
+//! prompt goes out). It is the only place records are applied. Announcing
+//! records a wake-up and queues its prompt; withdrawing takes back one that
+//! went stale before it could be written; a delivery's outcome is recorded
+//! and said here.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
 
 use super::config::{EngineConfig, Now};
-use super::timers::{Timer, Timers};
+use super::outbox::Lanes;
+use super::sessions::Observed;
+use super::timers::Timers;
 use crate::core::effect::{Delivery, Effect, Level, Log};
-use crate::core::input::Undeliverable;
+use crate::core::input::{Reached, Undeliverable};
 use crate::core::record::{ChildState, Item, Memory, Pending, Record};
 use crate::core::source::Source;
-
-/// The delivery lane of one session: at most one prompt in flight, retries
-/// with backoff, so one stuck session never delays another.
-#[derive(Debug, Clone, Default)]
-pub(super) struct Lane {
-    pub(super) inflight: Option<u64>,
-    pub(super) backoff: Duration,
-    /// The reason of the current failure streak, logged once.
-    pub(super) failing: Option<String>,
-    /// Wake-ups refused because the outbox was full (shown in status).
-    pub(super) refused: u64,
-}
 
 /// One wake-up to announce: what, to whom, and its prompt.
 pub(super) struct Wake<'a> {
@@ -42,9 +32,8 @@ pub(super) struct Wake<'a> {
 pub(super) struct Ledger {
     /// The durable part, changed only through `Record`s.
     pub(super) memory: Memory,
-    pub(super) lanes: BTreeMap<String, Lane>,
-    /// Sessions whose lane may be able to send.
-    dirty_lanes: BTreeSet<String>,
+    /// Each session's delivery lane: when its next prompt goes out.
+    pub(super) lanes: Lanes,
     /// Sessions whose outbox hit the cap since the last drain: when they
     /// drain, every source is diffed again.
     capped: BTreeSet<String>,
@@ -54,17 +43,14 @@ pub(super) struct Ledger {
     /// (session, source) pairs where the session checked a step since the
     /// coordinator last looked: their reminder clocks start again.
     pub(super) progressed: Vec<(String, Source)>,
-    /// Sessions whose next prompt waits until the agent has run what it
-    /// has queued (see `Sessions::on_queued`).
-    held: BTreeSet<String>,
 }
 
 impl Ledger {
     pub(super) fn new(memory: Memory) -> Ledger {
-        let dirty_lanes = memory.outbox.keys().cloned().collect();
+        let lanes = Lanes::new(memory.outbox.keys().cloned());
         Ledger {
             memory,
-            dirty_lanes,
+            lanes,
             ..Ledger::default()
         }
     }
@@ -109,12 +95,7 @@ impl Ledger {
 
     /// A session showed signs of a reader: a lane backing off retries now.
     pub(super) fn poke(&mut self, now: Now, session: String, timers: &mut Timers) {
-        // Backing off (never while a write is in flight): retry now.
-        let retry = Timer::Retry(session.clone());
-        if timers.get(&retry).is_some() {
-            timers.set(retry, now);
-            self.dirty_lanes.insert(session);
-        }
+        self.lanes.poke(now, &session, timers);
     }
 
     /// Record an announcement and queue its prompt. Returns false when the
@@ -140,8 +121,7 @@ impl Ledger {
             self.full_said.remove(session);
         }
         if queued >= cap {
-            let lane = self.lanes.entry(session.to_string()).or_default();
-            lane.refused += 1;
+            self.lanes.lane(session).refused += 1;
             if self.capped.insert(session.to_string()) && self.full_said.insert(session.to_string())
             {
                 fx.push(Effect::Log(
@@ -184,7 +164,7 @@ impl Ledger {
         .session(session)
         .file(&plan);
         fx.push(Effect::Log(self.with_parent(log, session)));
-        self.dirty_lanes.insert(session.to_string());
+        self.lanes.wake(session);
         true
     }
 
@@ -199,10 +179,11 @@ impl Ledger {
     ) -> usize {
         let mut found = Vec::new();
         for (session, queue) in &self.memory.outbox {
-            let inflight = self.lanes.get(session).and_then(|l| l.inflight);
+            let lane = self.lanes.get(session);
             for p in queue {
-                // A prompt being written right now cannot be taken back.
-                if p.source == *source && &p.item == item && Some(p.seq) != inflight {
+                // A prompt being written, or already in the agent's inbox,
+                // cannot be taken back.
+                if p.source == *source && &p.item == item && !lane.is_some_and(|l| l.taken(p.seq)) {
                     found.push((session.clone(), p.seq, p.step.clone()));
                 }
             }
@@ -266,56 +247,205 @@ impl Ledger {
         }
     }
 
-    /// A prompt reached its session. Returns whether a capped outbox has
-    /// drained far enough that every source must be diffed again.
+    /// A prompt reached its session: recorded as delivered (for a prompt
+    /// in an inbox, once its turn starts) and said. Returns whether it
+    /// counts as delivered now, and whether a capped outbox has drained far
+    /// enough that every source must be diffed again.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn on_delivered(
         &mut self,
-        session: String,
+        now: Now,
+        session: &str,
         seq: u64,
+        reached: Reached,
+        observed: Option<&Observed>,
         config: &EngineConfig,
         timers: &mut Timers,
         fx: &mut Vec<Effect>,
-    ) -> bool {
-        // Only read for the journal entry, at debug level.
-        let step = self
-            .memory
-            .outbox
-            .get(&session)
-            .and_then(|q| q.iter().find(|p| p.seq == seq))
-            .filter(|_| config.logs(Level::Debug))
-            .map(|p| (p.source.clone(), p.step.clone()));
+    ) -> (bool, bool) {
+        let Some(p) = self.pending(session, seq).cloned() else {
+            // Withdrawn or recorded already (a repeated outcome).
+            self.lanes.lane(session).writing.take_if(|s| *s == seq);
+            self.lanes.wake(session);
+            return (false, false);
+        };
+        if self.lanes.lane(session).failing.take().is_some() {
+            let log = Log::new(Level::Info, format!("session {session} is reachable again"))
+                .session(session);
+            fx.push(Effect::Log(log));
+        }
+        let was_idle = observed.map(|o| o.state.is_idle());
+        let now_delivered =
+            self.lanes
+                .delivered(now, session, &p, (reached, was_idle), config, timers);
+        self.say_reached(session, &p, reached, observed, config, fx);
+        if !now_delivered {
+            return (false, false);
+        }
         self.record(
             Record::Delivered {
-                session: session.clone(),
+                session: session.to_string(),
                 seq,
             },
             fx,
         );
-        let lane = self.lanes.entry(session.clone()).or_default();
-        if lane.inflight == Some(seq) {
-            lane.inflight = None;
-        }
-        lane.backoff = Duration::ZERO;
-        timers.cancel(&Timer::Retry(session.clone()));
-        if lane.failing.take().is_some() {
-            fx.push(Effect::Log(
-                Log::new(Level::Info, "session is reachable again").session(&session),
-            ));
-        }
-        if let Some((source, step)) = step {
-            let log = Log::new(Level::Debug, format!("delivered {step}"))
-                .plan(&source)
-                .step(&step)
-                .session(&session);
-            fx.push(Effect::Log(self.with_parent(log, &session)));
-        }
-        let refill = self.drained(&session, config.outbox_cap);
-        self.dirty_lanes.insert(session);
-        refill
+        (true, self.drained(session, config.outbox_cap))
     }
 
-    /// A write failed: back off (doubling up to `retry_max`), say why once
-    /// per streak. Returns when to retry.
+    /// The journal entry of a prompt reaching its session: for an agent
+    /// seen busy, that it waits behind the running turn; for one of unknown
+    /// state, that it was submitted; for one seen idle, nothing yet (its
+    /// turn starting says it woke); for a pipe or file, `delivered` (debug).
+    fn say_reached(
+        &self,
+        session: &str,
+        p: &Pending,
+        reached: Reached,
+        observed: Option<&Observed>,
+        config: &EngineConfig,
+        fx: &mut Vec<Effect>,
+    ) {
+        let step = &p.step;
+        let (level, message) = match (reached, observed) {
+            (Reached::Written, _) => (
+                Level::Debug,
+                format!("delivered {step} to session {session}"),
+            ),
+            (_, Some(o)) if o.state.is_idle() => return,
+            (Reached::Inbox, Some(o)) => (
+                Level::Info,
+                format!(
+                    "{step} waits in the inbox of {session} for its running turn to end ({})",
+                    o.state
+                ),
+            ),
+            (_, Some(o)) => (
+                Level::Info,
+                format!(
+                    "queued {step} behind the running turn of {session} ({})",
+                    o.state
+                ),
+            ),
+            (_, None) => (
+                Level::Info,
+                format!("submitted {step} to session {session} (its state is not known)"),
+            ),
+        };
+        if !config.logs(level) {
+            return;
+        }
+        let log = Log::new(level, message)
+            .plan(&p.source)
+            .step(step)
+            .session(session);
+        fx.push(Effect::Log(self.with_parent(log, session)));
+    }
+
+    /// The agent started a turn on `seq`, as its own signals show: a
+    /// prompt in its inbox is delivered now; a wake-up awaited is said.
+    /// Returns whether a prompt was delivered by it (and whether a capped
+    /// outbox drained).
+    pub(super) fn on_turn_started(
+        &mut self,
+        now: Now,
+        session: &str,
+        seq: u64,
+        config: &EngineConfig,
+        timers: &mut Timers,
+        fx: &mut Vec<Effect>,
+    ) -> (bool, bool) {
+        let (from_inbox, confirmed, step) = self.lanes.turn_started(now, session, seq, timers);
+        let source = self.pending(session, seq).map(|p| p.source.clone());
+        let said = match (confirmed, step) {
+            (Some(c), _) if c.was_idle => {
+                let message = format!("woke idle session {session} for {}", c.step);
+                Some((c.step, message))
+            }
+            (_, Some(step)) => {
+                let message = format!("turn started on {step} in session {session}");
+                Some((step, message))
+            }
+            _ => None,
+        };
+        if let Some((step, message)) = said {
+            let mut log = Log::new(Level::Info, message).step(&step).session(session);
+            if let Some(source) = &source {
+                log = log.plan(source);
+            }
+            fx.push(Effect::Log(self.with_parent(log, session)));
+        }
+        if !from_inbox {
+            return (false, false);
+        }
+        self.record(
+            Record::Delivered {
+                session: session.to_string(),
+                seq,
+            },
+            fx,
+        );
+        (true, self.drained(session, config.outbox_cap))
+    }
+
+    /// The turn awaited after a delivery to an idle agent was not seen
+    /// starting in time: said (nothing waited for it).
+    pub(super) fn on_confirm_due(
+        &mut self,
+        session: &str,
+        config: &EngineConfig,
+        fx: &mut Vec<Effect>,
+    ) {
+        let Some(c) = self.lanes.not_seen_starting(session) else {
+            return;
+        };
+        if !c.was_idle {
+            return;
+        }
+        let log = Log::new(
+            Level::Info,
+            format!(
+                "submitted {} to idle session {session}; its turn was not seen starting within {:?}",
+                c.step, config.confirm_timeout
+            ),
+        )
+        .step(&c.step)
+        .session(session);
+        fx.push(Effect::Log(self.with_parent(log, session)));
+    }
+
+    /// The session went away (killed, renamed, its program stopped): a
+    /// prompt in its inbox went with it and is delivered again when the
+    /// session is back.
+    pub(super) fn on_gone(&mut self, session: &str, timers: &mut Timers, fx: &mut Vec<Effect>) {
+        let Some(seq) = self.lanes.gone(session, timers) else {
+            return;
+        };
+        let Some(p) = self.pending(session, seq) else {
+            return;
+        };
+        let log = Log::new(
+            Level::Warn,
+            format!(
+                "session {session} went away with {} in its inbox; it is delivered again when the session is back",
+                p.step
+            ),
+        )
+        .plan(&p.source)
+        .step(&p.step)
+        .session(session);
+        fx.push(Effect::Log(self.with_parent(log, session)));
+    }
+
+    /// The pending prompt `seq` of `session`.
+    pub(super) fn pending(&self, session: &str, seq: u64) -> Option<&Pending> {
+        self.memory
+            .outbox
+            .get(session)
+            .and_then(|q| q.iter().find(|p| p.seq == seq))
+    }
+
+    /// A write failed: back off, say why once per streak. Returns when to
+    /// retry.
     pub(super) fn on_undeliverable(
         &mut self,
         now: Now,
@@ -325,95 +455,60 @@ impl Ledger {
         config: &EngineConfig,
         fx: &mut Vec<Effect>,
     ) -> Now {
-        let lane = self.lanes.entry(session.to_string()).or_default();
-        if lane.inflight == Some(seq) {
-            lane.inflight = None;
-        }
-        lane.backoff = if lane.backoff.is_zero() {
-            config.retry_initial
-        } else {
-            (lane.backoff * 2).min(config.retry_max)
-        };
-        if lane.failing.as_deref() != Some(why.reason.as_str()) {
+        let step = self.pending(session, seq).map(|p| p.step.clone());
+        let (at, new) = self
+            .lanes
+            .failed(now, session, seq, step, &why.reason, config);
+        if new {
             let pending = self.memory.outbox.get(session).map_or(0, |q| q.len());
             fx.push(Effect::Log(
                 Log::new(
                     Level::Warn,
                     format!(
-                        "cannot deliver to session: {}; {pending} prompt(s) kept in its outbox, retrying",
+                        "cannot deliver to session {session}: {}; {pending} prompt(s) kept in its outbox, retrying",
                         why.reason
                     ),
                 )
                 .session(session),
             ));
-            lane.failing = Some(why.reason);
         }
-        now + lane.backoff
+        at
     }
 
     /// A lane whose retry came due may send.
     pub(super) fn wake_lane(&mut self, session: String) {
-        self.dirty_lanes.insert(session);
+        self.lanes.wake(&session);
     }
 
-    /// Hold `session`'s lane: nothing more is offered for it until
-    /// `release`.
-    pub(super) fn hold(&mut self, session: &str) {
-        self.held.insert(session.to_string());
-    }
-
-    /// Release a held lane; its next prompt is offered at once.
-    pub(super) fn release(&mut self, session: &str) -> bool {
-        let was = self.held.remove(session);
-        if was {
-            self.dirty_lanes.insert(session.to_string());
-        }
-        was
-    }
-
-    pub(super) fn is_held(&self, session: &str) -> bool {
-        self.held.contains(session)
-    }
-
-    /// The next prompt to write, if a lane can send — asked by the shell
-    /// when it is ready to write (as quinn's `poll_transmit`), so a prompt
-    /// withdrawn by an input handled in the meantime is never written. Each
-    /// answer marks that session's lane busy until `Delivered` or
-    /// `Undeliverable` comes back: one prompt per session at a time, never
-    /// interleaved, and one stuck session never holds up another.
-    pub(super) fn poll_delivery(&mut self, now: Now, timers: &mut Timers) -> Option<Delivery> {
-        while let Some(session) = self.dirty_lanes.pop_first() {
-            let retry = Timer::Retry(session.clone());
-            let lane = self.lanes.entry(session.clone()).or_default();
-            // In flight, or backing off: the retry timer brings it back.
-            // Held: its release does.
-            if lane.inflight.is_some()
-                || timers.get(&retry).is_some_and(|at| at > now)
-                || self.held.contains(&session)
-            {
-                continue;
-            }
-            timers.cancel(&retry);
-            // A child not yet seen to exist: its prompt waits for it
-            // (`wake_lane` once it is listed) rather than failing writes.
-            let planned = self.memory.children.get(&session);
-            if planned.is_some_and(|c| c.state == ChildState::Planned) {
-                continue;
-            }
-            let Some(front) = self.memory.outbox.get(&session).and_then(|q| q.front()) else {
-                continue;
-            };
-            lane.inflight = Some(front.seq);
-            return Some(Delivery {
-                seq: front.seq,
-                text: front.text.clone(),
-                plan: front.plan.clone(),
-                step: front.step.clone(),
-                parent: self.memory.children.get(&session).map(|c| c.parent.clone()),
-                session,
-            });
-        }
-        None
+    /// The next prompt to write, if a lane can send (`Lanes::next`); its
+    /// lane is busy until the outcome comes back.
+    pub(super) fn poll_delivery(
+        &mut self,
+        now: Now,
+        timers: &mut Timers,
+        observed: &BTreeMap<String, Observed>,
+    ) -> Option<Delivery> {
+        let memory = &self.memory;
+        let (session, p) = self.lanes.next(
+            now,
+            timers,
+            |s| memory.outbox.get(s).and_then(|q| q.front()),
+            |s| {
+                memory
+                    .children
+                    .get(s)
+                    .is_some_and(|c| c.state == ChildState::Planned)
+            },
+            observed,
+        )?;
+        Some(Delivery {
+            seq: p.seq,
+            text: p.text.clone(),
+            plan: p.plan.clone(),
+            step: p.step.clone(),
+            parent: memory.children.get(&session).map(|c| c.parent.clone()),
+            session,
+        })
     }
 
     /// Wake-ups refused at the cap were left unannounced: whether the

@@ -145,22 +145,29 @@ impl Reminders {
         ledger: &'a Ledger,
         session: &'a str,
     ) -> impl Iterator<Item = (&'a Source, &'a Item, u32)> + 'a {
-        // Once, not per item: an outbox may hold a thousand prompts.
-        let pending: BTreeSet<(&Source, &Item)> = ledger
-            .memory
-            .outbox
-            .get(session)
-            .into_iter()
-            .flatten()
-            .map(|p| (&p.source, &p.item))
+        // Once, not per item: an outbox may hold a thousand prompts. A
+        // claim's note is the prompt of the claimed task: until it is
+        // heard, the task is not the session's to be reminded of.
+        let queue = ledger.memory.outbox.get(session).into_iter().flatten();
+        let pending: BTreeSet<(&Source, &Item)> =
+            queue.clone().map(|p| (&p.source, &p.item)).collect();
+        let claims: BTreeSet<(&Source, &str)> = queue
+            .filter_map(|p| match &p.item {
+                Item::Claim(id, _) => Some((&p.source, id.as_str())),
+                _ => None,
+            })
             .collect();
+        let waiting = move |s: &Source, i: &Item| {
+            pending.contains(&(s, i))
+                || matches!(i, Item::Claimed(id) if claims.contains(&(s, id.as_str())))
+        };
         ledger
             .memory
             .announced
             .iter()
             .flat_map(|(s, items)| items.iter().map(move |(i, a)| (s, i, a)))
             .filter(move |(_, i, a)| a.session.as_deref() == Some(session) && is_work(i))
-            .filter(move |(s, i, _)| !pending.contains(&(*s, *i)))
+            .filter(move |(s, i, _)| !waiting(s, i))
             .map(|(s, i, a)| (s, i, a.reminded))
     }
 

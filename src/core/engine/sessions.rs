@@ -10,9 +10,9 @@
 
 use std::collections::BTreeMap;
 
-use super::config::{EngineConfig, Now};
+use super::config::Now;
 use super::ledger::Ledger;
-use super::timers::{Timer, Timers};
+use super::timers::Timers;
 use crate::core::session::AgentState;
 
 /// A session's observed state, and since when (engine time).
@@ -43,34 +43,23 @@ impl Sessions {
         ledger.poke(now, session, timers);
     }
 
-    /// The session's tree reported its state (`None`: no longer listed).
-    /// A session that appears or goes idle has its pending prompts retried
-    /// at once: it can take them now.
+    /// The session's agent reported its state (`None`: gone, or its
+    /// program not running). A session that appears or goes idle has its
+    /// pending prompts retried at once: it can take them now.
     pub(super) fn on_state(
         &mut self,
         now: Now,
         session: String,
         state: Option<AgentState>,
-        config: &EngineConfig,
         ledger: &mut Ledger,
         timers: &mut Timers,
     ) {
-        let release = Timer::Release(session.clone());
         let Some(state) = state else {
             // Gone: nothing of its queue will run; its prompts wait in the
             // outbox for it to come back.
             self.observed.remove(&session);
-            timers.cancel(&release);
-            ledger.release(&session);
             return;
         };
-        if ledger.is_held(&session) {
-            if state.is_idle() {
-                timers.set_once(release, now + config.idle_settle);
-            } else {
-                timers.cancel(&release);
-            }
-        }
         let appeared = !self.observed.contains_key(&session);
         let changed = self.observed.get(&session).is_none_or(|o| o.state != state);
         if !changed {
@@ -84,33 +73,15 @@ impl Sessions {
         }
     }
 
-    /// A prompt was Submitted while the agent was busy: it waits in the
-    /// agent's own queue. ollie-core runs a chain of turns — the running
-    /// one, then each queued item — under one lock, showing `idle` for a
-    /// moment between two of them; a Submit that lands in such a gap is
-    /// not queued but waits for the lock, and so runs after everything
-    /// queued meanwhile. So the session's next prompt is held until the
-    /// agent has looked idle for `idle_settle` without a turn starting:
-    /// its chain is over, and a Submit then starts a turn at once.
-    pub(super) fn on_queued(
-        &mut self,
-        now: Now,
-        session: &str,
-        config: &EngineConfig,
-        ledger: &mut Ledger,
-        timers: &mut Timers,
-    ) {
-        let Some(seen) = self.observed.get(session) else {
-            return;
-        };
-        ledger.hold(session);
-        // Already seen idle again (the turn ended before this outcome
-        // came back): no state change may follow, so start the wait now.
-        if seen.state.is_idle() {
-            timers.set_once(
-                Timer::Release(session.to_string()),
-                now + config.idle_settle,
-            );
+    /// A prompt reached an idle agent that folds later prompts into the
+    /// turn it starts (`Kind::waits_for_idle`): it is busy from now on, as
+    /// far as its lane is concerned, until it says it is idle again.
+    pub(super) fn prompted(&mut self, now: Now, session: &str, step: &str) {
+        if let Some(o) = self.observed.get_mut(session) {
+            if o.state.is_idle() {
+                o.state = AgentState::Busy(format!("starting a turn on {step}"));
+                o.since = now;
+            }
         }
     }
 

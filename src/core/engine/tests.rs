@@ -48,6 +48,8 @@ struct Sim {
     spawned: Vec<Spawn>,
     /// Child sessions killed, in order.
     reaped: Vec<String>,
+    /// How a session's agent takes a prompt (`Written` when not given).
+    reaches: BTreeMap<String, Reached>,
 }
 
 impl Sim {
@@ -106,7 +108,11 @@ impl World for Sim {
         }
         self.delivered
             .push((d.session.clone(), d.step.clone(), d.text.clone()));
-        Some(Ok(Reached::Written))
+        Some(Ok(self
+            .reaches
+            .get(&d.session)
+            .copied()
+            .unwrap_or(Reached::Written)))
     }
 }
 
@@ -135,6 +141,7 @@ impl Rig {
                 unix: 1_800_000_000,
                 spawned: Vec::new(),
                 reaped: Vec::new(),
+                reaches: BTreeMap::new(),
             },
         }
     }
@@ -1509,6 +1516,7 @@ fn a_fresh_ready_file_missing_a_task_is_read_again_before_the_task_is_forgotten(
         .is_announced(&src("mount:proj"), &Item::Task("bd-1".into())));
 }
 
+mod lanes;
 mod reminders;
 
 mod fanout {

@@ -31,8 +31,9 @@ pub(super) enum Timer {
     /// An item announced to an idle session may be due a reminder:
     /// (session, source, item).
     Remind(String, Source, Item),
-    /// A held session has looked idle long enough: release its lane.
-    Release(String),
+    /// A prompt reached an agent whose state is known: by now its turn
+    /// should have been seen starting (for the journal only).
+    Confirm(String),
 }
 
 /// The deadlines.

@@ -11,8 +11,10 @@ use tokio::time::Instant;
 use crate::config::{self, engine_config, Settings};
 use crate::core::engine::Engine;
 use crate::core::input::Input;
+use crate::shell::backend::Reports;
+use crate::shell::backends::Backends;
 use crate::shell::checklists;
-use crate::shell::deliver::{Deliverer, Outcome};
+use crate::shell::deliver::Deliverer;
 use crate::shell::logging;
 use crate::shell::read::PlanFiles;
 use crate::shell::spawn::Spawner;
@@ -24,6 +26,26 @@ use crate::shell::watch::{RootKind, RootMode, Watch};
 use super::signals::hangup;
 use super::world::{beads_read, mount_read};
 use super::{Daemon, DaemonError, Wakers};
+
+/// The backend of directory sessions (pipes, files, ollie-9p), as the
+/// settings say.
+pub(super) fn dir_backend(settings: &Settings, reports: &Reports) -> Deliverer {
+    Deliverer {
+        sessions_dir: settings.sessions.dir.clone(),
+        enqueue: settings.sessions.enqueue.clone(),
+        framing: settings.sessions.framing,
+        submit: settings.sessions.delivery == config::Delivery::Auto,
+        reports: reports.clone(),
+        root: Default::default(),
+        spawner: Spawner {
+            sessions_dir: settings.sessions.dir.clone(),
+            backend: settings.fanout.backend.clone(),
+            model: settings.fanout.model.clone(),
+            project: settings.project.name.clone(),
+            reports: reports.clone(),
+        },
+    }
+}
 
 pub(super) fn add_roots(watch: &mut Watch, s: &Settings) {
     watch.add_root(&s.project.plan_dir, RootKind::Plans);
@@ -59,21 +81,10 @@ impl Daemon {
         add_roots(&mut watch, &settings);
         // Prime the poller so its first round reports changes, not everything.
         watch.poll();
-        let (outcomes_tx, outcomes) = mpsc::unbounded_channel::<Outcome>();
-        let deliverer = Deliverer {
-            sessions_dir: settings.sessions.dir.clone(),
-            enqueue: settings.sessions.enqueue.clone(),
-            framing: settings.sessions.framing,
-            submit: settings.sessions.delivery == config::Delivery::Auto,
-            outcomes: outcomes_tx,
-            root: Default::default(),
-        };
-        let (spawned_tx, spawned) = mpsc::unbounded_channel::<Input>();
-        let spawner = Spawner {
-            sessions_dir: settings.sessions.dir.clone(),
-            backend: settings.fanout.backend.clone(),
-            model: settings.fanout.model.clone(),
-            outcomes: spawned_tx,
+        let (reports_tx, reports) = mpsc::unbounded_channel::<Input>();
+        let backends = Backends {
+            dir: dir_backend(&settings, &reports_tx),
+            reports: reports_tx,
         };
         let hangup = hangup()?;
         let tail = settings
@@ -86,8 +97,7 @@ impl Daemon {
             engine,
             store,
             watch,
-            deliverer,
-            spawner,
+            backends,
             notifier: Notifier::from_env(),
             started: Instant::now(),
             sync_at: None,
@@ -106,8 +116,7 @@ impl Daemon {
         };
         let wakers = Wakers {
             events,
-            outcomes,
-            spawned,
+            reports,
             hangup,
         };
         Ok((d, wakers))
@@ -133,14 +142,14 @@ impl Daemon {
     }
 
     /// Finish deliveries already being written (briefly), then persist.
-    pub(super) async fn drain(&mut self, outcomes: &mut mpsc::UnboundedReceiver<Outcome>) {
+    pub(super) async fn drain(&mut self, reports: &mut mpsc::UnboundedReceiver<Input>) {
         let project = self.settings.project.name.clone();
         self.notifier.stopping();
         tracing::info!(project = %project, "stopping: draining and persisting state");
         let drain_until = Instant::now() + Duration::from_secs(2);
         while self.background > 0 {
-            match tokio::time::timeout_at(drain_until, outcomes.recv()).await {
-                Ok(Some(outcome)) => self.on_outcome(outcome),
+            match tokio::time::timeout_at(drain_until, reports.recv()).await {
+                Ok(Some(input)) => self.on_report(input),
                 _ => break,
             }
         }

@@ -1,13 +1,13 @@
 //! SIGHUP: the configuration read again and applied in the same process,
 //! or refused with the running one kept.
 
-use crate::config::{self, engine_config, Settings};
+use crate::config::{engine_config, Settings};
 use crate::shell::checklists::{self, Claim};
 use crate::shell::logging;
 use crate::shell::tail::Tail;
 use crate::shell::watch::{Watch, WatchEvents};
 
-use super::life::add_roots;
+use super::life::{add_roots, dir_backend};
 use super::Daemon;
 
 impl Daemon {
@@ -72,13 +72,8 @@ impl Daemon {
                         }
                     }
                 }
-                self.deliverer.sessions_dir = new.sessions.dir.clone();
-                self.deliverer.enqueue = new.sessions.enqueue.clone();
-                self.deliverer.framing = new.sessions.framing;
-                self.deliverer.submit = new.sessions.delivery == config::Delivery::Auto;
-                self.spawner.sessions_dir = new.sessions.dir.clone();
-                self.spawner.backend = new.fanout.backend.clone();
-                self.spawner.model = new.fanout.model.clone();
+                // A fresh backend: its held sessions root is opened again.
+                self.backends.dir = dir_backend(&new, &self.backends.reports);
                 if new.sessions.dir != self.settings.sessions.dir {
                     self.tree = None;
                 }

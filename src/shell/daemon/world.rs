@@ -10,14 +10,12 @@ use crate::config::Settings;
 use crate::core::driver::World;
 use crate::core::effect::{Delivery, Level, Log, Spawn};
 use crate::core::engine::EngineConfig;
-use crate::core::input::{self, FileRead, Input, Undeliverable};
+use crate::core::input::{FileRead, Input, Reached, Undeliverable};
 use crate::core::record::Record;
 use crate::core::session::check_name;
 use crate::core::source::Source;
-use crate::shell::deliver::{Deliverer, Reached};
-use crate::shell::ollie::{self, Submitted};
+use crate::shell::backends::Backends;
 use crate::shell::read::{read_capped, read_fresh, PlanFiles};
-use crate::shell::spawn::Spawner;
 use crate::shell::store::Store;
 use crate::shell::watch::Watch;
 
@@ -92,34 +90,6 @@ pub(super) fn beads_read(settings: &Settings) -> Option<(FileRead, i64)> {
     Some((read_capped(path, TRACKER_FILE_CAP), unix_now()))
 }
 
-/// Say how a prompt reached its session: for an ollie-9p session,
-/// whether it woke an idle agent or queued behind a running turn.
-pub(super) fn log_reached(
-    project: &str,
-    session: &str,
-    parent: Option<&str>,
-    step: &str,
-    reached: &Reached,
-) {
-    let Reached::Submitted(how) = reached else {
-        return;
-    };
-    match how {
-        Submitted::Woke => {
-            tracing::info!(project = %project, session = %session, parent = parent, step = %step, "woke idle session {session} for {step}")
-        }
-        Submitted::WokeUnconfirmed => {
-            tracing::info!(project = %project, session = %session, parent = parent, step = %step, "submitted {step} to idle session {session}; its turn was not seen starting within {:?}", ollie::CONFIRM_TIMEOUT)
-        }
-        Submitted::Queued(state) => {
-            tracing::info!(project = %project, session = %session, parent = parent, step = %step, "queued {step} behind the running turn of {session} ({state})")
-        }
-        Submitted::StateUnknown => {
-            tracing::info!(project = %project, session = %session, parent = parent, step = %step, "submitted {step} to session {session} (its state could not be read)")
-        }
-    }
-}
-
 /// The daemon's side of the driver: the journal, the files, the FIFOs.
 /// It borrows the daemon's parts beside the engine, so the engine and the
 /// world it drives are two disjoint borrows.
@@ -129,8 +99,7 @@ pub(super) struct Carry<'a> {
     pub(super) sync_at: &'a mut Option<Instant>,
     pub(super) store_failing: &'a mut bool,
     pub(super) watch: &'a Watch,
-    pub(super) deliverer: &'a Deliverer,
-    pub(super) spawner: &'a Spawner,
+    pub(super) backends: &'a mut Backends,
     pub(super) background: &'a mut usize,
     pub(super) plan_files: &'a mut PlanFiles,
 }
@@ -166,30 +135,21 @@ impl World for Carry<'_> {
     }
 
     fn spawn(&mut self, spawn: &Spawn) -> Option<Input> {
-        self.spawner.spawn(spawn);
-        None
+        self.backends.spawn(spawn)
     }
 
     fn reap(&mut self, child: &str) {
-        self.spawner.reap(child, &self.settings.project.name);
+        self.backends.reap(child);
     }
 
-    fn deliver(&mut self, d: &Delivery) -> Option<Result<input::Reached, Undeliverable>> {
+    fn deliver(&mut self, d: &Delivery) -> Option<Result<Reached, Undeliverable>> {
         // Every record so far is written before the prompt is.
         self.flush();
-        let outcome = self.deliverer.deliver(d);
-        match &outcome {
-            None => *self.background += 1,
-            Some(Ok(reached)) => log_reached(
-                &self.settings.project.name,
-                &d.session,
-                d.parent.as_deref(),
-                &d.step,
-                reached,
-            ),
-            Some(Err(_)) => {}
+        let outcome = self.backends.deliver(d);
+        if outcome.is_none() {
+            *self.background += 1;
         }
-        outcome.map(|r| r.map(|r| r.core()))
+        outcome
     }
 }
 

@@ -600,3 +600,37 @@ fn a_claimed_beads_reminder_counts_from_the_claim_not_from_a_long_idle() {
     rig.run_until(claimed + AFTER + Duration::from_millis(10));
     assert_eq!(rig.reminders(), vec![("bd-7".to_string(), 1)]);
 }
+
+/// Regression: a claimed task's clock starts when its claim's note is
+/// heard. While that note still waits to be written (a1 has no reader),
+/// a report of a1's state must not find the claimed task due — it found
+/// it due at once (idle since long before the claim), and the reminder
+/// reached the agent ahead of the claim itself.
+#[test]
+fn a_claimed_task_is_not_reminded_of_while_its_claims_note_waits() {
+    let mut rig = claim_rig(&["s1", "a1"]);
+    rig.world.readers.insert("a1".into(), false);
+    rig.advance(AFTER * 3);
+    set_ready(&mut rig, &[("bd-1", "-", "Fix the build")]);
+    events(
+        &mut rig,
+        &[r#"{"type":"created","id":"bd-1","mount":"proj"}"#],
+    );
+    claim_by_agent_1(&mut rig, "bd-1");
+    rig.feed(Input::SessionState {
+        session: "a1".into(),
+        state: Some(AgentState::Idle),
+    });
+    rig.advance(Duration::from_millis(1));
+    assert!(rig.reminders().is_empty(), "{:?}", rig.reminders());
+    // Once the note is heard, a full interval later, the reminder comes.
+    rig.world.readers.insert("a1".into(), true);
+    rig.feed(Input::SessionActivity {
+        session: "a1".into(),
+    });
+    let heard = rig.now;
+    rig.run_until(heard + AFTER - Duration::from_millis(1));
+    assert!(rig.reminders().is_empty());
+    rig.run_until(heard + AFTER);
+    assert_eq!(rig.reminders(), [("bd-1".to_string(), 1)]);
+}

@@ -1,0 +1,336 @@
+//! When each session's next prompt goes out: the one owner of delivery
+//! timing. Per session a lane — the prompt being written, a prompt waiting
+//! in the agent's inbox, the backoff after a failed write, the turn start
+//! awaited for the journal — and the rule that picks the next prompt to
+//! write (`Lanes::next`). The prompts themselves are the durable outboxes
+//! in the ledger's memory; this part decides only *when*.
+//!
+//! The rule, for one session:
+//! - one prompt being written at a time, so prompts never interleave, and
+//!   one stuck session never holds up another (each has its lane);
+//! - after a failed write, the lane backs off (doubling up to
+//!   `retry_max`) and retries when the backoff ends, or at once when the
+//!   session shows a sign of life (a reader opened its pipe, it appeared,
+//!   it went idle);
+//! - a prompt taken into an agent's inbox that would merge a second one
+//!   into it and forget it with the program (`Reached::Inbox`, Claude's) is
+//!   delivered only once a turn is seen starting on it: the next prompt
+//!   waits for that, and a session that goes away first gets it again;
+//! - a kind whose agent would fold a prompt into the running turn
+//!   (`Kind::waits_for_idle`, opencode's) gets its next prompt only while
+//!   it is observed idle;
+//! - nothing waits for an agent's turn to start or end otherwise: a
+//!   Submit to an idle ollie-9p agent starts a turn, one to a busy agent
+//!   runs after its turn, and the next prompt is written at once. The turn
+//!   start is awaited only to say in the journal that the agent woke
+//!   (`Timer::Confirm`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use super::config::{EngineConfig, Now};
+use super::sessions::Observed;
+use super::timers::{Timer, Timers};
+use crate::core::input::Reached;
+use crate::core::record::Pending;
+use crate::core::session::Kind;
+
+/// What a session was last told, and how it went — for `status`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Told {
+    /// The prompt's sequence number.
+    pub seq: u64,
+    /// The step or task id the prompt was about.
+    pub step: String,
+    pub outcome: Outcome,
+    /// When (engine time).
+    #[serde(skip)]
+    pub at: Now,
+}
+
+/// How the last delivery to a session went.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Written to its pipe or file: the reader has it.
+    Written,
+    /// The agent took it; a turn on it starts now or after the running one.
+    Accepted,
+    /// Waiting in the agent's inbox for the running turn to end.
+    InInbox,
+    /// The agent started a turn on it.
+    TurnStarted,
+    /// The agent took it while idle, but no turn was seen starting in time.
+    NotSeenStarting,
+    /// It could not be written (the reason); it stays in the outbox.
+    Refused(String),
+}
+
+/// A turn start awaited after a delivery, for the journal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Confirming {
+    pub(super) seq: u64,
+    pub(super) step: String,
+    /// The agent was observed idle when the prompt reached it: its turn
+    /// starting is the wake-up.
+    pub(super) was_idle: bool,
+}
+
+/// The delivery lane of one session.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Lane {
+    /// The prompt being written: its outcome has not come back yet.
+    pub(super) writing: Option<u64>,
+    /// A prompt in the agent's inbox, not yet seen reaching the model.
+    pub(super) inbox: Option<u64>,
+    /// The turn start awaited for the journal.
+    pub(super) confirming: Option<Confirming>,
+    pub(super) backoff: Duration,
+    /// The reason of the current failure streak, logged once.
+    pub(super) failing: Option<String>,
+    /// Wake-ups refused because the outbox was full (shown in status).
+    pub(super) refused: u64,
+    /// What the session was told last.
+    pub(super) last: Option<Told>,
+}
+
+impl Lane {
+    /// A prompt of this lane that cannot be withdrawn: being written, or
+    /// already in the agent's inbox.
+    pub(super) fn taken(&self, seq: u64) -> bool {
+        self.writing == Some(seq) || self.inbox == Some(seq)
+    }
+}
+
+/// Every session's lane, and which may be able to send.
+#[derive(Debug, Default)]
+pub(super) struct Lanes {
+    pub(super) lanes: BTreeMap<String, Lane>,
+    /// Sessions whose lane may be able to send.
+    dirty: BTreeSet<String>,
+}
+
+impl Lanes {
+    pub(super) fn new(sessions: impl IntoIterator<Item = String>) -> Lanes {
+        Lanes {
+            lanes: BTreeMap::new(),
+            dirty: sessions.into_iter().collect(),
+        }
+    }
+
+    pub(super) fn get(&self, session: &str) -> Option<&Lane> {
+        self.lanes.get(session)
+    }
+
+    pub(super) fn lane(&mut self, session: &str) -> &mut Lane {
+        self.lanes.entry(session.to_string()).or_default()
+    }
+
+    /// `session`'s lane may be able to send (a prompt was queued, a write
+    /// ended, its backoff ended).
+    pub(super) fn wake(&mut self, session: &str) {
+        self.dirty.insert(session.to_string());
+    }
+
+    /// The session showed a sign of life (a reader opened its pipe, it
+    /// appeared, it went idle): a lane backing off retries now, and one
+    /// waiting for it to be idle may send.
+    pub(super) fn poke(&mut self, now: Now, session: &str, timers: &mut Timers) {
+        let retry = Timer::Retry(session.to_string());
+        if timers.get(&retry).is_some() {
+            timers.set(retry, now);
+        }
+        self.wake(session);
+    }
+
+    /// The next session that may write its front prompt now, and that
+    /// prompt; its lane is marked writing. `front` gives a session's first
+    /// pending prompt, `planned` whether it is a child not yet seen to
+    /// exist (its prompt waits for it), `observed` its state.
+    pub(super) fn next<'m>(
+        &mut self,
+        now: Now,
+        timers: &mut Timers,
+        front: impl Fn(&str) -> Option<&'m Pending>,
+        planned: impl Fn(&str) -> bool,
+        observed: &BTreeMap<String, Observed>,
+    ) -> Option<(String, &'m Pending)> {
+        while let Some(session) = self.dirty.pop_first() {
+            let retry = Timer::Retry(session.clone());
+            let lane = self.lanes.entry(session.clone()).or_default();
+            // Writing or in an inbox: the outcome or the turn start brings
+            // it back. Backing off: the retry timer does.
+            if lane.writing.is_some()
+                || lane.inbox.is_some()
+                || timers.get(&retry).is_some_and(|at| at > now)
+            {
+                continue;
+            }
+            timers.cancel(&retry);
+            // A child not yet seen to exist: its prompt waits for it
+            // rather than failing writes. A kind that folds a prompt into
+            // the running turn: its going idle brings it back.
+            if planned(&session) || !may_take_now(&session, observed) {
+                continue;
+            }
+            let Some(p) = front(&session) else {
+                continue;
+            };
+            lane.writing = Some(p.seq);
+            return Some((session, p));
+        }
+        None
+    }
+
+    /// A prompt reached its session, as `reached` says, the agent observed
+    /// idle or busy then (`was_idle`, `None`: its state is not known).
+    /// Returns whether it counts as delivered now (`Reached::Inbox` counts
+    /// only once its turn starts).
+    pub(super) fn delivered(
+        &mut self,
+        now: Now,
+        session: &str,
+        p: &Pending,
+        (reached, was_idle): (Reached, Option<bool>),
+        config: &EngineConfig,
+        timers: &mut Timers,
+    ) -> bool {
+        let lane = self.lane(session);
+        if lane.writing == Some(p.seq) {
+            lane.writing = None;
+        }
+        lane.backoff = Duration::ZERO;
+        timers.cancel(&Timer::Retry(session.to_string()));
+        let outcome = match reached {
+            Reached::Written => Outcome::Written,
+            Reached::Accepted => Outcome::Accepted,
+            Reached::Inbox => Outcome::InInbox,
+        };
+        lane.last = Some(Told {
+            seq: p.seq,
+            step: p.step.clone(),
+            outcome,
+            at: now,
+        });
+        if reached == Reached::Inbox {
+            lane.inbox = Some(p.seq);
+        }
+        // An agent whose state is known: its turn starting is awaited for
+        // the journal, a bounded time (the lane does not wait for it,
+        // unless the prompt is in an inbox).
+        if reached != Reached::Written {
+            if let Some(was_idle) = was_idle {
+                lane.confirming = Some(Confirming {
+                    seq: p.seq,
+                    step: p.step.clone(),
+                    was_idle,
+                });
+                timers.set(
+                    Timer::Confirm(session.to_string()),
+                    now + config.confirm_timeout,
+                );
+            }
+        }
+        self.wake(session);
+        reached != Reached::Inbox
+    }
+
+    /// The agent started a turn on `seq`. Returns whether it was in the
+    /// inbox (now delivered), the confirmation awaited of it, and the step
+    /// it was about when it is the session's last delivery.
+    pub(super) fn turn_started(
+        &mut self,
+        now: Now,
+        session: &str,
+        seq: u64,
+        timers: &mut Timers,
+    ) -> (bool, Option<Confirming>, Option<String>) {
+        let Some(lane) = self.lanes.get_mut(session) else {
+            return (false, None, None);
+        };
+        let from_inbox = lane.inbox == Some(seq);
+        if from_inbox {
+            lane.inbox = None;
+            self.dirty.insert(session.to_string());
+        }
+        let confirmed = lane.confirming.take_if(|c| c.seq == seq);
+        if confirmed.is_some() {
+            timers.cancel(&Timer::Confirm(session.to_string()));
+        }
+        let told = lane.last.as_mut().filter(|t| t.seq == seq);
+        let step = told.map(|t| {
+            t.outcome = Outcome::TurnStarted;
+            t.at = now;
+            t.step.clone()
+        });
+        (from_inbox, confirmed, step)
+    }
+
+    /// The awaited turn start did not come in time.
+    pub(super) fn not_seen_starting(&mut self, session: &str) -> Option<Confirming> {
+        let lane = self.lanes.get_mut(session)?;
+        let c = lane.confirming.take()?;
+        if let Some(told) = lane.last.as_mut() {
+            if told.outcome == Outcome::Accepted {
+                told.outcome = Outcome::NotSeenStarting;
+            }
+        }
+        Some(c)
+    }
+
+    /// The session went away: a prompt in its inbox went with the program
+    /// that held it, and is delivered again when the session is back.
+    /// Returns that prompt's seq.
+    pub(super) fn gone(&mut self, session: &str, timers: &mut Timers) -> Option<u64> {
+        let lane = self.lanes.get_mut(session)?;
+        if lane.confirming.take().is_some() {
+            timers.cancel(&Timer::Confirm(session.to_string()));
+        }
+        let lost = lane.inbox.take();
+        self.dirty.insert(session.to_string());
+        lost
+    }
+
+    /// A write failed: back off (doubling up to `retry_max`). Returns when
+    /// to retry, and whether the reason is new (to be said once per
+    /// streak).
+    pub(super) fn failed(
+        &mut self,
+        now: Now,
+        session: &str,
+        seq: u64,
+        step: Option<String>,
+        reason: &str,
+        config: &EngineConfig,
+    ) -> (Now, bool) {
+        let lane = self.lane(session);
+        if lane.writing == Some(seq) {
+            lane.writing = None;
+        }
+        lane.backoff = if lane.backoff.is_zero() {
+            config.retry_initial
+        } else {
+            (lane.backoff * 2).min(config.retry_max)
+        };
+        if let Some(step) = step {
+            lane.last = Some(Told {
+                seq,
+                step,
+                outcome: Outcome::Refused(reason.to_string()),
+                at: now,
+            });
+        }
+        let new = lane.failing.as_deref() != Some(reason);
+        if new {
+            lane.failing = Some(reason.to_string());
+        }
+        (now + lane.backoff, new)
+    }
+}
+
+/// Whether `session` may take a prompt now: a kind that would fold it
+/// into a running turn only while it is observed idle.
+fn may_take_now(session: &str, observed: &BTreeMap<String, Observed>) -> bool {
+    let (kind, _) = Kind::of(session);
+    !kind.waits_for_idle() || observed.get(session).is_some_and(|o| o.state.is_idle())
+}

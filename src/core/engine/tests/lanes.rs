@@ -1,0 +1,175 @@
+//! When a session's next prompt goes out (`engine/outbox.rs`): at once
+//! after a prompt the agent took; after a turn starts on one held in an
+//! agent's inbox; only while idle for an agent that would fold it into its
+//! running turn; and what the journal says of each.
+
+use super::*;
+use crate::core::session::AgentState;
+
+fn plan(steps: usize) -> String {
+    let mut s = String::from("# Lanes\n\n");
+    for i in 1..=steps {
+        s.push_str(&format!("- [ ] Step {i} (after: none)\n"));
+    }
+    s
+}
+
+/// A started rig whose default session is `session`, observed in `state`,
+/// taking prompts as `reached`.
+fn rig(session: &str, state: Option<AgentState>, reached: Reached) -> Rig {
+    let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
+    config.default_session = Some(session.into());
+    let memory = Memory {
+        baselined: true,
+        ..Memory::default()
+    };
+    let mut rig = Rig::new(config, Some(memory));
+    rig.world.readers.insert(session.into(), true);
+    rig.world.reaches.insert(session.into(), reached);
+    rig.startup();
+    if state.is_some() {
+        rig.feed(Input::SessionState {
+            session: session.into(),
+            state,
+        });
+    }
+    rig
+}
+
+fn busy() -> Option<AgentState> {
+    Some(AgentState::Busy("thinking".into()))
+}
+
+fn delivered_seqs(rig: &Rig) -> Vec<u64> {
+    rig.world
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Delivered { seq, .. } => Some(*seq),
+            _ => None,
+        })
+        .collect()
+}
+
+fn said(rig: &Rig, needle: &str) -> bool {
+    rig.world.logs.iter().any(|l| l.message.contains(needle))
+}
+
+#[test]
+fn prompts_an_agent_took_are_followed_by_the_next_at_once() {
+    // No hold after a Submit, whether it woke the agent or queued.
+    for state in [Some(AgentState::Idle), busy(), None] {
+        let mut rig = rig("a", state.clone(), Reached::Accepted);
+        rig.write(NAME, &plan(3));
+        assert_eq!(rig.steps_delivered(), ["s1", "s2", "s3"], "{state:?}");
+        assert_eq!(delivered_seqs(&rig).len(), 3);
+    }
+}
+
+#[test]
+fn a_prompt_in_an_inbox_is_delivered_when_its_turn_starts_and_only_then_the_next_goes() {
+    let mut rig = rig("claude:x", busy(), Reached::Inbox);
+    rig.write(NAME, &plan(2));
+    // One prompt in the inbox; the second waits in the outbox.
+    assert_eq!(rig.steps_delivered(), ["s1"]);
+    assert!(
+        delivered_seqs(&rig).is_empty(),
+        "not delivered before its turn"
+    );
+    assert!(said(&rig, "s1 waits in the inbox of claude:x"));
+    assert_eq!(rig.engine.memory().pending_total(), 2);
+    // Its step checked meanwhile: it is in the agent's hands, not withdrawn.
+    let seq = rig.engine.memory().outbox["claude:x"][0].seq;
+    rig.feed(Input::TurnStarted {
+        session: "claude:x".into(),
+        seq,
+    });
+    assert_eq!(delivered_seqs(&rig), [seq]);
+    assert!(said(&rig, "turn started on s1 in session claude:x"));
+    assert_eq!(rig.steps_delivered(), ["s1", "s2"]);
+    assert_eq!(rig.engine.told()["claude:x"].step, "s2");
+}
+
+#[test]
+fn a_session_gone_with_a_prompt_in_its_inbox_gets_it_again_when_it_is_back() {
+    let mut rig = rig("claude:x", Some(AgentState::Idle), Reached::Inbox);
+    rig.write(NAME, &plan(1));
+    assert_eq!(rig.take_delivered(), ["s1"]);
+    rig.feed(Input::SessionState {
+        session: "claude:x".into(),
+        state: None,
+    });
+    assert!(said(&rig, "went away with s1 in its inbox"));
+    // Nothing is offered while it is gone…
+    rig.world.readers.insert("claude:x".into(), false);
+    rig.settle();
+    // …and once it is back, the same prompt, once.
+    rig.world.readers.insert("claude:x".into(), true);
+    rig.feed(Input::SessionState {
+        session: "claude:x".into(),
+        state: Some(AgentState::Idle),
+    });
+    rig.settle();
+    assert_eq!(rig.steps_delivered(), ["s1"]);
+    assert!(delivered_seqs(&rig).is_empty(), "still awaiting its turn");
+}
+
+#[test]
+fn an_agent_that_folds_prompts_into_its_turn_gets_them_only_while_idle() {
+    let mut rig = rig("opencode:x", busy(), Reached::Accepted);
+    rig.write(NAME, &plan(2));
+    assert!(
+        rig.steps_delivered().is_empty(),
+        "nothing into a running turn"
+    );
+    rig.feed(Input::SessionState {
+        session: "opencode:x".into(),
+        state: Some(AgentState::Idle),
+    });
+    // Idle: the first goes; the second waits for the turn it starts to
+    // end, as the agent reports it.
+    assert_eq!(rig.take_delivered(), ["s1"]);
+    rig.settle();
+    assert!(
+        rig.take_delivered().is_empty(),
+        "not into the turn s1 started"
+    );
+    rig.feed(Input::SessionState {
+        session: "opencode:x".into(),
+        state: Some(AgentState::Idle),
+    });
+    assert_eq!(rig.take_delivered(), ["s2"]);
+}
+
+#[test]
+fn the_journal_says_whether_the_prompt_woke_the_agent_or_waits_behind_its_turn() {
+    let mut idle = rig("a", Some(AgentState::Idle), Reached::Accepted);
+    idle.write(NAME, &plan(1));
+    let seq = delivered_seqs(&idle)[0];
+    idle.feed(Input::TurnStarted {
+        session: "a".into(),
+        seq,
+    });
+    assert!(said(&idle, "woke idle session a for s1"));
+
+    let mut slow = rig("a", Some(AgentState::Idle), Reached::Accepted);
+    slow.write(NAME, &plan(1));
+    slow.settle();
+    assert!(said(
+        &slow,
+        "submitted s1 to idle session a; its turn was not seen starting within 2s"
+    ));
+    assert_eq!(slow.engine.told()["a"].outcome, Outcome::NotSeenStarting);
+
+    let mut behind = rig("a", busy(), Reached::Accepted);
+    behind.write(NAME, &plan(1));
+    assert!(said(
+        &behind,
+        "queued s1 behind the running turn of a (thinking)"
+    ));
+    behind.settle();
+    assert!(
+        !said(&behind, "not seen starting"),
+        "a queued prompt waits for its turn"
+    );
+}
