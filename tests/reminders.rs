@@ -78,15 +78,18 @@ fn an_agent_that_leaves_its_step_open_is_reminded_after_doubling_intervals_up_to
     let turns = ended_turns(&ollie, 3);
     let (wake, first, second) = (&turns[0], &turns[1], &turns[2]);
     assert!(wake.prompt.contains("first step"), "{turns:#?}");
-    let file = path.file_name().unwrap().to_string_lossy().into_owned();
     for (n, turn) in [(1, first), (2, second)] {
         assert!(
             turn.prompt
                 .contains(&format!("Reminder {n} of 2: s1 is still open: first step")),
             "{turns:#?}"
         );
-        let call = format!("task_complete(\"{file}\", \"first step\")");
-        assert!(turn.prompt.contains(&call), "{}", turn.prompt);
+        // How to close it, with the tools the agent has.
+        let close = format!(
+            "If it is finished, change `- [ ] first step` to `- [x] first step` in {}",
+            path.display()
+        );
+        assert!(turn.prompt.contains(&close), "{}", turn.prompt);
     }
     // After AFTER idle, then after 2×AFTER idle (the idle state is seen
     // within one 50 ms poll; the slack covers a loaded machine).

@@ -32,6 +32,7 @@ pub fn engine_config(s: &Settings, log_level: Level) -> EngineConfig {
         keep_children: s.fanout.keep_children,
     };
     c.resync = s.events.resync;
+    c.beads_root = s.events.beads_root.clone();
     c.beads_file = s
         .beads
         .issues_jsonl

@@ -494,7 +494,7 @@ impl Engine {
                 let step = plan.summary.as_ref()?.open_step(key)?;
                 let (label, title) = (step.label.clone(), step.title.clone());
                 let file = display_name(&plan.path);
-                let call = format!("task_complete(\"{file}\", \"{title}\")");
+                let call = plans::closing(source, &title, &plan.path).to_string();
                 Some(Open {
                     label,
                     title,
@@ -513,10 +513,7 @@ impl Engine {
                     }
                 }
                 let title = self.tasks.task_titles.get(&(source.clone(), id.clone()));
-                let call = match source {
-                    Source::Mount(m) => format!("complete {id} (written to {m}/ctl)"),
-                    _ => format!("bd close {id}"),
-                };
+                let call = tasks::closing(source, id, &self.config).to_string();
                 Some(Open {
                     label: id.clone(),
                     title: title.cloned().unwrap_or_else(|| id.clone()),

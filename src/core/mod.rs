@@ -23,6 +23,7 @@
 //! - `ready_report`: `reveille ready` output.
 
 pub mod beads;
+pub mod close;
 pub mod driver;
 pub mod effect;
 pub mod engine;

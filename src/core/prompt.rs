@@ -17,65 +17,106 @@ pub const STEP_VARS: &[&str] = &[
     "path",
     "plan",
     "session",
+    "close",
 ];
 
 /// Placeholders a tracker prompt (bead or issue) may use.
-pub const TASK_VARS: &[&str] = &["id", "title", "mount", "assignee", "session", "source"];
+pub const TASK_VARS: &[&str] = &[
+    "id", "title", "mount", "assignee", "session", "source", "close",
+];
 
 /// Placeholders the all-steps-done prompt may use.
 pub const DONE_VARS: &[&str] = &["goal", "file", "path", "plan", "session", "done_file"];
 
 /// Placeholders a reminder may use.
 pub const REMIND_VARS: &[&str] = &[
-    "id", "title", "file", "path", "session", "ago", "n", "max", "call",
+    "id", "title", "file", "path", "session", "ago", "n", "max", "close", "call",
 ];
 
-/// The default reminder: what is still open, since when, and the exact
-/// call that closes it — worded apart from the first prompt, so an agent
-/// (and a person reading the transcript) sees it is being asked again.
-pub const DEFAULT_REMIND: &str = "\
+/// Who speaks, and why: the last line of every default prompt. An agent
+/// receives a prompt as if its user had typed it (Claude Code even says
+/// "another session sent a message … not typed by your user"), so it is
+/// told that it comes from reveille, and what reveille is.
+macro_rules! signature {
+    () => {
+        "(From reveille, which watches your plans and task tracker and tells you when work becomes ready; not typed by your user.)"
+    };
+}
+pub const SIGNATURE: &str = signature!();
+
+/// The default reminder: what is still open, since when, and exactly how
+/// to close it — worded apart from the first prompt, so an agent (and a
+/// person reading the transcript) sees it is being asked again. `{call}`
+/// is the older name of `{close}`.
+pub const DEFAULT_REMIND: &str = concat!(
+    "\
 [reveille] Reminder {n} of {max}: {id} is still open: {title}
-It was announced to you {ago} ago and is not checked yet.
-Plan file: {path}
-If it is finished, call {call}; if it is blocked, say what blocks it.
-";
+It was announced to you {ago} ago and is not closed yet.
+Where: {path}
+If it is finished, {close}; if it is blocked, say what blocks it.
+",
+    signature!(),
+    "\n"
+);
 
 /// The default step prompt: the goal, the step's id, title, description and
-/// dependencies, and the plan file so the agent can call `task_complete`.
-/// The file is named by its whole path: a session checklist's bare name is
-/// just `plan`, which says nothing about where it is.
-pub const DEFAULT_STEP: &str = "\
+/// dependencies, the plan file by its whole path (a session checklist's
+/// bare name is just `plan`), and exactly how to close the step with the
+/// tools the agent has (`core::close`).
+pub const DEFAULT_STEP: &str = concat!(
+    "\
 [reveille] Step {id} of \"{goal}\" is ready: {title}
 {description}
 Completed dependencies: {deps}.
 Plan file: {path}
-When it is finished, call task_complete(\"{file}\", \"{title}\").
-";
+When it is finished, {close}.
+",
+    signature!(),
+    "\n"
+);
 
 /// The default prompt when every step of a wip plan is checked.
-pub const DEFAULT_DONE: &str = "\
+pub const DEFAULT_DONE: &str = concat!(
+    "\
 [reveille] Every step of \"{goal}\" is checked.
 If the goal is realised, rename {file} to {done_file}.
-";
+",
+    signature!(),
+    "\n"
+);
 
 /// The default prompt for a tracker task entering the ready set.
-pub const DEFAULT_TASK: &str = "\
+pub const DEFAULT_TASK: &str = concat!(
+    "\
 [reveille] Task {id} is ready: {title}
 Source: {source}
-";
+When it is finished, {close}.
+",
+    signature!(),
+    "\n"
+);
 
 /// The default prompt for a task assigned to this session by someone else.
-pub const DEFAULT_CLAIM: &str = "\
+pub const DEFAULT_CLAIM: &str = concat!(
+    "\
 [reveille] Task {id} was assigned to {assignee}: {title}
 Source: {source}
-";
+When it is finished, {close}.
+",
+    signature!(),
+    "\n"
+);
 
 /// The default prompt for a task completed elsewhere.
-pub const DEFAULT_COMPLETED: &str = "\
+pub const DEFAULT_COMPLETED: &str = concat!(
+    "\
 [reveille] Task {id} was completed elsewhere: {title}
 Stop any work on it.
 Source: {source}
-";
+",
+    signature!(),
+    "\n"
+);
 
 /// A template problem found when the configuration is loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -243,6 +284,17 @@ mod tests {
         assert!(check(DEFAULT_CLAIM, TASK_VARS).is_ok());
         assert!(check(DEFAULT_COMPLETED, TASK_VARS).is_ok());
         assert!(check(DEFAULT_REMIND, REMIND_VARS).is_ok());
+        for t in [
+            DEFAULT_STEP,
+            DEFAULT_DONE,
+            DEFAULT_TASK,
+            DEFAULT_CLAIM,
+            DEFAULT_COMPLETED,
+            DEFAULT_REMIND,
+        ] {
+            assert!(t.trim_end().ends_with(SIGNATURE), "{t}");
+            assert!(!t.contains("task_complete"), "{t}");
+        }
         let err = check("x {nope}", STEP_VARS).unwrap_err();
         assert!(err.0.contains("{nope}"), "{err}");
         assert!(check("x {title", STEP_VARS).is_err());

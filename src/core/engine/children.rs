@@ -20,12 +20,15 @@
 
 use crate::core::fnv::Fnv;
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use super::context::Cx;
 use super::ledger::Wake;
 use super::sessions::Observed;
+use crate::core::close::Close;
 use crate::core::effect::{Effect, Level, Log, Spawn};
 use crate::core::plan::Plan;
+use crate::core::prompt;
 use crate::core::record::{Child, ChildState, Item, Record};
 use crate::core::source::Source;
 
@@ -399,7 +402,7 @@ pub(super) fn reap_idle(cx: &mut Cx, observed: &BTreeMap<String, Observed>) {
 }
 
 /// What a child is told: it is a sub-agent for exactly one step.
-pub(super) fn child_prompt(plan: &Plan, i: usize, path: &str, parent: &str) -> String {
+pub(super) fn child_prompt(plan: &Plan, i: usize, path: &Path, parent: &str) -> String {
     let step = &plan.steps[i];
     let mut out = format!(
         "[reveille] You are a sub-agent of session {parent}, created for exactly one step of \"{}\": {}: {}\n",
@@ -409,9 +412,14 @@ pub(super) fn child_prompt(plan: &Plan, i: usize, path: &str, parent: &str) -> S
         out.push_str(line);
         out.push('\n');
     }
+    let close = Close::PlanFile {
+        title: &step.title,
+        path,
+    };
     out.push_str(&format!(
-        "Plan file: {path}\nDo this one step only: other steps of the plan belong to other sessions.\nWhen it is finished, call task_complete(\"{path}\", \"{}\"), then stop.\n",
-        step.title
+        "Plan file: {}\nDo this one step only: other steps of the plan belong to other sessions.\nWhen it is finished, {close}, then stop.\n{}\n",
+        path.display(),
+        prompt::SIGNATURE
     ));
     out
 }

@@ -107,6 +107,9 @@ pub struct EngineConfig {
     /// (`events.resync_ms`): catches the changes 9beads writes no event
     /// for in a quiet project. `None` (the default) never wakes for it.
     pub resync: Option<Duration>,
+    /// Where the 9beads mounts are (`events.beads_root`): a task is closed
+    /// by writing its id to `<beads_root>/<mount>/complete`.
+    pub beads_root: PathBuf,
     /// The beads `issues.jsonl` file name, for prompts (`None`: not watched).
     pub beads_file: Option<String>,
     /// How long an observed session is idle with announced work open
@@ -143,6 +146,7 @@ impl EngineConfig {
             assignees: BTreeMap::new(),
             notify_completed: false,
             resync: None,
+            beads_root: PathBuf::from("/beads"),
             beads_file: None,
             remind_after: None,
             remind_max: 3,

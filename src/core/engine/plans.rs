@@ -12,6 +12,7 @@ use super::ledger::Wake;
 use super::recent::Recent;
 use super::reminders;
 use super::timers::{Recheck, Timer};
+use crate::core::close::Close;
 use crate::core::effect::{Effect, Level, Log};
 use crate::core::input::{Change, FileRead};
 use crate::core::lifecycle::Lifecycle;
@@ -936,13 +937,10 @@ impl Plans {
             parent_busy |= child.is_none();
             let to = child.as_deref().unwrap_or(session);
             let (label, text) = match cx.config.mode {
-                Mode::Reactive if child.is_some() => {
-                    let path = path.display().to_string();
-                    (
-                        step.label.clone(),
-                        children::child_prompt(plan, i, &path, session),
-                    )
-                }
+                Mode::Reactive if child.is_some() => (
+                    step.label.clone(),
+                    children::child_prompt(plan, i, path, session),
+                ),
                 Mode::Reactive => {
                     let t = &cx.config.templates.step;
                     let text = render_step(t, plan, i, &file, path, source, session);
@@ -1055,6 +1053,7 @@ fn render_step(
     } else {
         deps.join(", ")
     };
+    let close = closing(source, &step.title, path).to_string();
     prompt::render(
         template,
         &[
@@ -1067,8 +1066,18 @@ fn render_step(
             ("path", &path.display().to_string()),
             ("plan", &source.to_string()),
             ("session", session),
+            ("close", &close),
         ],
     )
+}
+
+/// How the step titled `title` of the plan `source` at `path` is closed.
+pub(super) fn closing<'a>(source: &Source, title: &'a str, path: &'a Path) -> Close<'a> {
+    match source {
+        Source::SessionPlan(_) => Close::Checklist { title },
+        Source::PlanJson(_) => Close::PlanJson { text: title, path },
+        _ => Close::PlanFile { title, path },
+    }
 }
 
 /// The queue fallback's format: `qN: title (after: qA, qB)`, description

@@ -32,7 +32,7 @@ pub(super) struct Open {
     pub(super) file: String,
     /// The plan's whole path (or the source again for tasks).
     pub(super) path: String,
-    /// The exact call that closes it.
+    /// Exactly how it is closed (`core::close`).
     pub(super) call: String,
 }
 
@@ -379,6 +379,7 @@ fn render(config: &EngineConfig, open: &Open, session: &str, n: u32, ago: Durati
             ("ago", &human(ago)),
             ("n", &n.to_string()),
             ("max", &config.remind_max.to_string()),
+            ("close", &open.call),
             ("call", &open.call),
         ],
     )

@@ -12,6 +12,7 @@ use super::context::Cx;
 use super::ledger::Wake;
 use super::timers::{Recheck, Timer};
 use crate::core::beads;
+use crate::core::close::Close;
 use crate::core::effect::{Effect, Level, Log};
 use crate::core::input::FileRead;
 use crate::core::lines::quoted;
@@ -263,9 +264,10 @@ impl Tasks {
         };
         let title = title.map_or_else(|| self.title_of(&source, id), str::to_string);
         let name = source.to_string();
+        let close = closing(&source, id, cx.config).to_string();
         let text = prompt::render(
             &cx.config.templates.claim,
-            &task_vars(id, &title, mount, Some(assignee), &session, &name),
+            &task_vars(id, &title, mount, Some(assignee), &session, &name, &close),
         );
         prune_notes(&source, cx);
         let wake = Wake {
@@ -425,9 +427,10 @@ impl Tasks {
         }
         let name = source.to_string();
         let mount = source.mount().unwrap_or(&name);
+        let close = closing(source, id, cx.config).to_string();
         let text = prompt::render(
             &cx.config.templates.completed,
-            &task_vars(id, &title, mount, None, &session, &name),
+            &task_vars(id, &title, mount, None, &session, &name, &close),
         );
         prune_notes(source, cx);
         let wake = Wake {
@@ -559,6 +562,7 @@ impl Tasks {
             // Back in the ready set (unclaimed, reopened, unblocked): the
             // claims and completion told about its last round are history.
             forget_notes(source, &task.id, cx);
+            let close = closing(source, &task.id, cx.config).to_string();
             let text = prompt::render(
                 &cx.config.templates.task,
                 &task_vars(
@@ -568,6 +572,7 @@ impl Tasks {
                     task.assignee.as_deref(),
                     &session,
                     &source.to_string(),
+                    &close,
                 ),
             );
             let wake = Wake {
@@ -699,7 +704,8 @@ fn task_vars<'a>(
     assignee: Option<&'a str>,
     session: &'a str,
     source: &'a str,
-) -> [(&'static str, &'a str); 6] {
+    close: &'a str,
+) -> [(&'static str, &'a str); 7] {
     [
         ("id", id),
         ("title", title),
@@ -707,7 +713,21 @@ fn task_vars<'a>(
         ("assignee", assignee.unwrap_or("-")),
         ("session", session),
         ("source", source),
+        ("close", close),
     ]
+}
+
+/// How task `id` of `source` is closed: 9beads' `complete` file of its
+/// mount, or `bd close`.
+pub(super) fn closing<'a>(source: &'a Source, id: &'a str, config: &'a EngineConfig) -> Close<'a> {
+    match source {
+        Source::Mount(mount) => Close::NineBeads {
+            id,
+            root: &config.beads_root,
+            mount,
+        },
+        _ => Close::Beads { id },
+    }
 }
 
 mod notes;

@@ -302,10 +302,15 @@ fn the_default_prompt_carries_goal_id_title_description_deps_and_file() {
     assert!(text.contains("Step 2"), "{text}");
     assert!(text.contains("do thing 2"), "{text}");
     assert!(text.contains("Completed dependencies: s1."), "{text}");
+    // How to close it with the tools the agent has: the checkbox edit.
     assert!(
-        text.contains(&format!("task_complete(\"{NAME}\", \"Step 2\")")),
+        text.contains(&format!(
+            "When it is finished, change `- [ ] Step 2` to `- [x] Step 2` in {PLAN_DIR}/{NAME}."
+        )),
         "{text}"
     );
+    assert!(text.contains("not typed by your user"), "{text}");
+    assert!(!text.contains("task_complete"), "{text}");
 }
 
 #[test]
@@ -1608,7 +1613,8 @@ mod fanout {
         for (session, step, text) in &texts {
             assert!(spawned.contains(session), "{session}");
             assert!(text.contains("sub-agent"), "{text}");
-            assert!(text.contains("task_complete(\"/p/"), "{text}");
+            assert!(text.contains("to `- [x] "), "{text}");
+            assert!(!text.contains("task_complete"), "{text}");
             assert!(text.contains(&format!("{step}: ")), "{text}");
         }
         assert!(children(&rig).iter().all(|c| c.2 == ChildState::Working));

@@ -77,7 +77,7 @@ fn an_idle_session_is_reminded_after_doubling_intervals_up_to_the_cap() {
     assert_eq!(rig.reminders(), vec![("s1".to_string(), 1)]);
     let (_, _, text) = rig.world.delivered.last().unwrap().clone();
     assert!(text.contains("Reminder 1 of 3"), "{text}");
-    let call = format!("task_complete(\"{NAME}\", \"Step 1\")");
+    let call = format!("change `- [ ] Step 1` to `- [x] Step 1` in {PLAN_DIR}/{NAME}");
     assert!(text.contains(&call), "{text}");
     assert!(text.contains("announced to you 11s ago"), "{text}");
     let log = rig
@@ -399,7 +399,7 @@ fn a_task_is_reminded_while_ready_unless_claimed_for_another_session() {
     assert_eq!(rig.reminders(), vec![("bd-2".to_string(), 1)]);
     let text = &rig.world.delivered.last().unwrap().2;
     assert!(
-        text.contains("Write docs") && text.contains("complete bd-2"),
+        text.contains("Write docs") && text.contains("echo bd-2 > /beads/proj/complete"),
         "{text}"
     );
 }
@@ -496,7 +496,7 @@ fn a_claimed_bead_is_reminded_to_its_claimer_until_it_is_completed() {
     assert_eq!(rig.reminders(), vec![("bd-1".to_string(), 1)]);
     let (session, _, text) = rig.world.delivered.last().unwrap().clone();
     assert_eq!(session, "a1");
-    assert!(text.contains("complete bd-1"), "{text}");
+    assert!(text.contains("echo bd-1 > /beads/proj/complete"), "{text}");
     // Completed: no longer anyone's open work, and no more reminders.
     events(
         &mut rig,
@@ -523,7 +523,7 @@ fn an_announced_step_no_longer_ready_is_still_named_by_its_reminder() {
     rig.run_until(rig.now + AFTER);
     let reminded: Vec<String> = rig.reminders().into_iter().map(|(s, _)| s).collect();
     assert!(reminded.contains(&"s2".to_string()), "{reminded:?}");
-    let call = format!("task_complete(\"{NAME}\", \"Step 2\")");
+    let call = format!("change `- [ ] Step 2` to `- [x] Step 2` in {PLAN_DIR}/{NAME}");
     assert!(
         rig.world
             .delivered
