@@ -15,8 +15,10 @@ fn a_step_ready_right_after_a_chain_of_two_turns_starts_within_250_ms() {
         return;
     };
     let daemon = Daemon::start(&rig.project);
-    rig.ollie.submit(AGENT, "a person's question delay=1");
+    rig.ollie.submit(AGENT, "a person's question delay=2");
     rig.ollie.wait_turn("person's question", T);
+    // reveille has seen the agent busy (one `idx` poll, 1 s by default).
+    daemon.wait_log(&format!("session {AGENT}: idle → thinking"), T);
     // First is announced while the person's turn runs: reveille's Submit
     // queues behind it, and the two turns run as one chain.
     let (plan, _) = rig.plan("after a chain", &sequential(&["First", "Second"]));

@@ -40,7 +40,9 @@ fn a_step_ready_during_a_persons_long_turn_runs_as_its_own_turn_right_after_it()
     let daemon = Daemon::start(&rig.project);
     rig.ollie.submit(AGENT, "a person's long question delay=2");
     let person = rig.ollie.wait_turn("long question", T);
+    daemon.wait_log(&format!("session {AGENT}: idle → thinking"), T);
     let (plan, written) = rig.plan("while busy", &sequential(&["Busy step"]));
+    daemon.wait_log("queued s1 behind the running turn", T);
     let step = rig.ollie.wait_turn("Busy step", T);
     let turns = rig.ollie.wait_quiet(T);
     let person = turns.iter().find(|t| t.started == person.started).unwrap();
