@@ -48,6 +48,7 @@ fn renamed(settled: bool) {
         return;
     };
     let daemon = Daemon::start(&rig.project);
+    daemon.wait_log(&format!("session {AGENT} appeared"), T);
     assert!(rig.ollie.rename(AGENT, "away"), "ctl rn on an idle session");
     daemon.wait_log(&format!("session {AGENT} is gone"), T);
     if settled {
@@ -81,6 +82,7 @@ fn killed(settled: bool) {
         return;
     };
     let daemon = Daemon::start(&rig.project);
+    daemon.wait_log(&format!("session {AGENT} appeared"), T);
     rig.ollie.kill(AGENT);
     daemon.wait_log(&format!("session {AGENT} is gone"), T);
     if settled {
