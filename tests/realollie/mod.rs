@@ -15,6 +15,7 @@ mod plans;
 mod queue;
 mod reminders;
 mod renamed;
+mod server;
 mod wake;
 
 use std::path::{Path, PathBuf};
