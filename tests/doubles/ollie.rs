@@ -342,9 +342,11 @@ fn idx_lists_sessions_sorted_and_cfg_shows_the_state() {
     wait_until("alpha at its tool call", T, || {
         (ollie.state("alpha")? == format!("calling: {TOOL}")).then_some(())
     });
+    // The tool every ollie agent calls today, and the backend by its
+    // display name (an openai backend on 127.0.0.1 is `local`).
     assert_eq!(
         get(ollie.sessions_dir().join("idx")),
-        format!("alpha\tcalling: {TOOL}\t{shown}\tollama\tqwen3:8b\nzeta\tidle\t{shown}\tollama\tqwen3:8b\n")
+        format!("alpha\tcalling: execute_code\t{shown}\tlocal\tqwen3:8b\nzeta\tidle\t{shown}\tlocal\tqwen3:8b\n")
     );
     let cfg = get(alpha.join("cfg"));
     assert!(
@@ -352,7 +354,7 @@ fn idx_lists_sessions_sorted_and_cfg_shows_the_state() {
         "{cfg}"
     );
     for key in [
-        "backend=ollama\n",
+        "backend=local\n",
         "model=qwen3:8b\n",
         "agent=default\n",
         &format!("cwd={shown}\n"),
@@ -408,7 +410,10 @@ fn ctl_rn_renames_and_rm_r_kills_a_session_mid_turn() {
         turn.ended.map(|(_, outcome)| outcome)
     });
     assert_eq!(turn, Outcome::Killed);
-    assert!(!new.exists());
+    // The killed session's entry lingers for 9pfuse's 1 s entry timeout.
+    wait_until("the killed session's directory to go", T, || {
+        (!new.exists()).then_some(())
+    });
 }
 
 #[test]
@@ -449,26 +454,49 @@ fn server_side_changes_move_no_mtime_and_raise_no_inotify_event() {
     });
 }
 
+/// Queues `n` items (`item 1` …) on session `id`, each seen queued
+/// before the next is written (fifo.in writes are handled on threads of
+/// their own, in any order).
+fn queue_items(ollie: &Ollie, dir: &Path, id: &str, n: usize) {
+    for i in 1..=n {
+        let text = format!("item {i}");
+        put(dir.join("fifo.in"), &text);
+        wait_until("the item queued", T, || {
+            (ollie.queue(id).last() == Some(&text)).then_some(())
+        });
+    }
+}
+
 #[test]
-fn fifo_out_pops_and_a_stat_pops_too() {
+fn a_lookup_of_fifo_out_pops_three_before_the_read_pops_the_one_it_returns() {
     let Some((ollie, cwd)) = double(Options::default()) else {
         return;
     };
     let dir = new_session(&ollie, "q", cwd.path());
-    for text in ["one", "two", "three"] {
-        put(dir.join("fifo.in"), text);
-        wait_until("the item queued", T, || {
-            ollie
-                .queue("q")
-                .last()
-                .is_some_and(|l| l == text)
-                .then_some(())
-        });
-    }
-    // The lookup before the open stats fifo.out, and ollie-9p sizes it by
-    // reading it: "one" is lost to the stat, the read gets "two".
-    assert_eq!(get(dir.join("fifo.out")), "two");
-    assert_eq!(ollie.queue("q"), ["three"]);
+    queue_items(&ollie, &dir, "q", 5);
+    // The lookup before the open walks fifo.out (one pop) and stats it
+    // (two): ollie-9p sizes a file by reading it. The read gets the 4th.
+    assert_eq!(get(dir.join("fifo.out")), "item 4");
+    assert_eq!(ollie.queue("q"), ["item 5"]);
+}
+
+#[test]
+fn a_stat_of_fifo_out_pops_three_and_so_does_a_listing_of_the_session() {
+    let Some((ollie, cwd)) = double(Options::default()) else {
+        return;
+    };
+    let dir = new_session(&ollie, "q", cwd.path());
+    queue_items(&ollie, &dir, "q", 7);
+    let meta = std::fs::metadata(dir.join("fifo.out")).unwrap();
+    assert_eq!(meta.len(), "item 3".len() as u64, "sized by the 3rd pop");
+    assert_eq!(ollie.queue("q").len(), 4, "a stat popped three");
+    // 9pfuse's readdir has no types: a typed listing stats every entry.
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(names.iter().any(|n| n == "fifo.out"), "{names:?}");
+    assert_eq!(ollie.queue("q"), ["item 7"], "a listing popped three");
 }
 
 #[test]
@@ -640,6 +668,211 @@ fn the_legacy_layout_has_enqueue_state_and_workdir() {
         [turns[0].prompt.as_str(), turns[1].prompt.as_str()],
         ["now", "later"]
     );
+}
+
+/// `write_all`, then `close(2)` itself, whose result is returned: over
+/// 9pfuse it is 0 whatever the server makes of the text.
+fn put_and_close(path: &Path, text: &str) -> i32 {
+    use std::os::fd::IntoRawFd;
+    let mut file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    file.write_all(text.as_bytes()).unwrap();
+    let fd = file.into_raw_fd();
+    // SAFETY: the fd was just taken from the File, which no longer owns it.
+    unsafe { libc::close(fd) }
+}
+
+#[test]
+fn a_session_made_through_s_new_appears_only_after_the_close_returned() {
+    let Some((ollie, cwd)) = double(Options::default()) else {
+        return;
+    };
+    let before = Instant::now();
+    put(
+        ollie.sessions_dir().join("new"),
+        &format!("cwd={} name=late", cwd.path().display()),
+    );
+    let returned = Instant::now();
+    let created = wait_until("the session", T, || ollie.created_at("late"));
+    assert!(
+        created > returned && created - before >= Duration::from_millis(2),
+        "created {:?} after the write began, the close returned after {:?}",
+        created - before,
+        returned - before
+    );
+}
+
+#[test]
+fn the_backend_is_shown_by_its_display_name_which_s_new_refuses() {
+    let Some((ollie, cwd)) = double(Options::default()) else {
+        return;
+    };
+    let dir = new_session(&ollie, "parent", cwd.path());
+    assert!(get(dir.join("cfg")).contains("backend=local\n"));
+    let new = ollie.sessions_dir().join("new");
+    // What a waker copying the parent's cfg into a create would write.
+    put(
+        &new,
+        &format!("cwd={} name=child backend=local", cwd.path().display()),
+    );
+    wait_until("the refusal", T, || {
+        let errors = ollie.errors().join("\n");
+        errors
+            .contains("unknown OLLIE_BACKEND \"local\"")
+            .then_some(())
+    });
+    assert!(!ollie.exists("child"));
+    put(
+        &new,
+        &format!("cwd={} name=child backend=openai", cwd.path().display()),
+    );
+    wait_until("the child", T, || ollie.exists("child").then_some(()));
+    let idx = get(ollie.sessions_dir().join("idx"));
+    assert!(
+        idx.contains("child\tidle\t") && idx.contains("\tlocal\t"),
+        "{idx}"
+    );
+    // A cfg switch to the display name fails too: only the chat says so.
+    put(dir.join("cfg"), "backend=local");
+    wait_until("the failed switch in the chat", T, || {
+        get(dir.join("chat"))
+            .contains("failed to switch backend")
+            .then_some(())
+    });
+    assert!(
+        get(dir.join("cfg")).contains("backend=local\n"),
+        "still openai"
+    );
+}
+
+#[test]
+fn a_refused_prompt_cfg_or_ctl_write_closes_with_0() {
+    let Some((ollie, cwd)) = double(Options::default()) else {
+        return;
+    };
+    let gate = Gate::default();
+    let hold = gate.clone();
+    ollie.on_turn(move |_| hold.hold());
+    let dir = new_session(&ollie, "w", cwd.path());
+    put(dir.join("prompt"), "busy now");
+    ollie.wait_turns("w", 1, T);
+    assert_eq!(put_and_close(&dir.join("cfg"), "backend=ollama"), 0);
+    assert_eq!(put_and_close(&dir.join("ctl"), "frobnicate"), 0);
+    wait_until("both refusals, at the server", T, || {
+        let errors = ollie.errors().join("\n");
+        (errors.contains("cannot switch backend while agent is running")
+            && errors.contains("unknown ctl command: frobnicate"))
+        .then_some(())
+    });
+    gate.release();
+    ollie.wait_idle("w", T);
+    ollie.kill("w");
+    // The killed session's directory still resolves: the write is lost.
+    assert_eq!(put_and_close(&dir.join("prompt"), "into the void"), 0);
+    wait_until("the lost prompt, at the server", T, || {
+        let errors = ollie.errors().join("\n");
+        errors
+            .contains("w/prompt: session not found: w")
+            .then_some(())
+    });
+}
+
+#[test]
+fn a_killed_sessions_directory_lingers_for_a_second_and_swallows_writes() {
+    let Some((ollie, cwd)) = double(Options::default()) else {
+        return;
+    };
+    let dir = new_session(&ollie, "k", cwd.path());
+    put(dir.join("ctl"), "kill");
+    wait_until("the kill", T, || (!ollie.exists("k")).then_some(()));
+    let killed = Instant::now();
+    assert!(dir.is_dir(), "9pfuse's entry timeout keeps it for a second");
+    put(dir.join("prompt"), "lost");
+    let gone = wait_until("the directory to go", T, || {
+        (!dir.exists()).then_some(Instant::now())
+    });
+    assert!(
+        gone - killed >= Duration::from_millis(900),
+        "{:?}",
+        gone - killed
+    );
+    assert!(ollie.turns("k").is_empty() && ollie.received("k").is_empty());
+}
+
+#[test]
+fn a_renamed_sessions_old_path_reaches_it_under_its_new_id_for_a_second() {
+    let Some((ollie, cwd)) = double(Options::default()) else {
+        return;
+    };
+    let old = new_session(&ollie, "before", cwd.path());
+    put(old.join("ctl"), "rn after");
+    wait_until("the rename", T, || ollie.exists("after").then_some(()));
+    // ollie-9p rewrote the old path's fids to the new id.
+    put(old.join("prompt"), "through the old name");
+    let turns = ollie.wait_turns("after", 1, T);
+    assert_eq!(turns[0].prompt, "through the old name");
+    wait_until("the old name to go", T, || (!old.exists()).then_some(()));
+}
+
+#[test]
+fn by_default_a_submitted_turn_starts_after_a_pre_turn_window() {
+    let Some((ollie, cwd)) = double(Options::default()) else {
+        return;
+    };
+    let dir = new_session(&ollie, "p", cwd.path());
+    put(dir.join("prompt"), "hooks first");
+    let turns = ollie.wait_turns("p", 1, T);
+    let received = ollie.received("p")[0].at;
+    let window = turns[0].started - received;
+    assert!(window >= Duration::from_millis(10), "{window:?}");
+}
+
+#[test]
+fn a_submit_in_the_gap_between_two_chained_turns_runs_after_the_whole_chain() {
+    // The gap between chained turns is the next turn's pre-turn hooks:
+    // ollie-core clears currentAction when a turn's run returns and sets it
+    // again only after the next one's hooks (core.go `executeTurn`), so a
+    // Submit then sees an idle agent and waits on submitMu, behind the
+    // chain and everything queued meanwhile.
+    let Some((ollie, cwd)) = double(Options {
+        pre_turn: Duration::from_millis(800),
+        ..Options::default()
+    }) else {
+        return;
+    };
+    let gate = Gate::default();
+    let hold = gate.clone();
+    ollie.on_turn(move |turn| {
+        if turn.prompt == "second" {
+            hold.hold();
+        }
+    });
+    let dir = new_session(&ollie, "gap", cwd.path());
+    put(dir.join("prompt"), "first");
+    ollie.wait_turns("gap", 1, T);
+    put(dir.join("fifo.in"), "second");
+    wait_until("second queued", T, || {
+        (ollie.queue("gap") == ["second"]).then_some(())
+    });
+    // first ends; second's pre-turn hooks run: the chain's gap.
+    ollie.wait_ended("gap", 1, T);
+    assert_eq!(ollie.state("gap").as_deref(), Some("idle"));
+    put(dir.join("prompt"), "in the gap");
+    wait_until("in the gap received", T, || {
+        (ollie.received("gap").len() == 3).then_some(())
+    });
+    let turns = ollie.wait_turns("gap", 2, T);
+    assert!(
+        ollie.received("gap")[2].at < turns[1].started,
+        "the Submit came after the gap; the test proves nothing"
+    );
+    put(dir.join("fifo.in"), "queued later");
+    wait_until("queued later queued", T, || {
+        (ollie.queue("gap").len() == 1).then_some(())
+    });
+    gate.release();
+    let turns = ollie.wait_turns("gap", 4, T);
+    let prompts: Vec<&str> = turns.iter().map(|t| t.prompt.as_str()).collect();
+    assert_eq!(prompts, ["first", "second", "queued later", "in the gap"]);
 }
 
 /// A real inotify watch on one directory, non-blocking.

@@ -12,6 +12,7 @@ pub mod fuse;
 pub mod journald;
 pub mod launch;
 pub mod ollie;
+pub mod realollie;
 pub mod rig;
 pub mod systemd;
 pub mod world;

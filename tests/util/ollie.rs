@@ -4,10 +4,14 @@
 //! behaviour naming the file (and function) it comes from: the tree in
 //! [`files`] (lneely/ollie-9p), the agents in [`agent`] (lneely/ollie-core).
 //!
-//! It is as unkind as the real program, on purpose:
+//! It is at least as unkind as the real program (shared/UPSTREAM.md, and
+//! the real server itself in `util::realollie`), on purpose:
 //! - a write acts when the file is closed, after `close(2)` has returned
 //!   (FUSE sends RELEASE asynchronously), and an error never reaches the
-//!   writer: a duplicate `s/new name=` "succeeds" and creates nothing;
+//!   writer: a refused `s/new`, `cfg`, `ctl` or `prompt` "succeeds";
+//! - a session made through `s/new` appears 2–14 ms after the `close`;
+//! - `idx` and `cfg` show the backend's display name (`local`), which
+//!   `s/new backend=` refuses;
 //! - `prompt`, `fifo.in` and `ctl` writes are handled on their own thread
 //!   (ollie-9p `isAsyncWrite` → a goroutine), so two writes closed back to
 //!   back can be handled in either order;
@@ -15,10 +19,17 @@
 //!   *finished* turn; an interrupted (`ctl stop`) turn drains nothing;
 //! - between two turns of a chain the state is `idle` for a moment;
 //! - a Submit that arrives while a turn is starting (pre-turn hooks, before
-//!   ollie-core sets `currentAction`) is not queued: it waits for the whole
-//!   chain, queued items included, then runs;
-//! - a stat of `fifo.out` pops an item (runfilestore.go `stat` sizes a file
-//!   by reading it), and so does the lookup before an open;
+//!   ollie-core sets `currentAction`) — the first of a chain or one between
+//!   two chained turns — is not queued: it waits for the whole chain,
+//!   queued items included, then runs;
+//! - a lookup or stat of `fifo.out` pops three items (the walk one, the
+//!   Tstat two: runfilestore.go `stat` sizes a file by reading it), and a
+//!   listing of `s/<id>` pops them too (9pfuse's readdir has no types, so
+//!   a typed listing stats every entry);
+//! - a killed or renamed session's directory still resolves for a second
+//!   (9pfuse's entry timeout): a write to the killed one is lost, one to
+//!   the renamed one reaches it under its new id;
+//! - a turn's tool call shows as `calling: execute_code`;
 //! - only ollie-core's known slash commands (and `!shell`) are commands: an
 //!   unknown `/text` is a prompt and starts a turn;
 //! - a session named after a fixed file of `s/` (`new`, `idx`, `b`, …) runs
@@ -27,15 +38,17 @@
 //!   nowhere (an error at clunk today, silence in the older layout);
 //! - there are no inotify events and mtimes never move.
 //!
-//! Timing: the pre-turn window is 0 by default (`Options::pre_turn` widens
-//! it); `statewait` blocks its real 5 s.
+//! Timing: the pre-turn window is 10 ms by default, what the real server
+//! takes from a Submit's close to `busy` in `idx` (`Options::pre_turn`
+//! widens it); `statewait` blocks its real 5 s.
 //!
 //! What it leaves out: the model (a turn is a set duration with one tool call
 //! in the middle, where a test's script acts), the effects of slash commands
 //! (they are recorded), `/i` injects, hooks' output, `compacting` and
 //! `limitretry` states, the server crash a bare `ctl rn` causes upstream
 //! (`input[3:]` out of range), and the fid path rewrite ollie-9p does on `rn`
-//! for files held open across a rename (here such a file reads empty).
+//! for files held open across a rename beyond the second the old name
+//! lingers (after it, such a file reads empty).
 
 // Explicit paths, so the benchmark can include this file through `#[path]`
 // (a path-included file resolves child modules as a `mod.rs` would).
@@ -43,6 +56,8 @@
 mod agent;
 #[path = "ollie/files.rs"]
 mod files;
+#[path = "ollie/lingering.rs"]
+mod lingering;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -80,7 +95,7 @@ impl Default for Options {
         Options {
             flavour: Flavour::Current,
             turn: Duration::from_millis(300),
-            pre_turn: Duration::ZERO,
+            pre_turn: Duration::from_millis(10),
         }
     }
 }
@@ -184,6 +199,8 @@ pub struct Record {
     /// Errors the server returned at clunk or logged: they never reached
     /// a writer.
     errors: Mutex<Vec<String>>,
+    /// Each session created, and when.
+    created: Mutex<Vec<(String, Instant)>>,
 }
 
 impl Record {
@@ -212,6 +229,12 @@ impl Record {
     }
     fn error(&self, error: String) {
         self.errors.lock().unwrap().push(error);
+    }
+    fn created(&self, id: &str) {
+        self.created
+            .lock()
+            .unwrap()
+            .push((id.into(), Instant::now()));
     }
 }
 
@@ -248,6 +271,7 @@ impl Ollie {
             sessions: Mutex::new(Default::default()),
             record: Arc::new(Record::default()),
             behaviour: Arc::new(behaviour),
+            lingering: Default::default(),
         });
         let mount =
             Mount::new(Arc::new(Served(server.clone()))).expect("mount the ollie-9p double");
@@ -384,6 +408,16 @@ impl Ollie {
     /// The errors the server returned or logged (never seen by a writer).
     pub fn errors(&self) -> Vec<String> {
         self.server.record.errors.lock().unwrap().clone()
+    }
+
+    /// When session `id` was (last) created, if it was.
+    pub fn created_at(&self, id: &str) -> Option<Instant> {
+        let created = self.server.record.created.lock().unwrap();
+        created
+            .iter()
+            .rev()
+            .find(|(c, _)| c == id)
+            .map(|&(_, at)| at)
     }
 
     /// A session's prompt queue, oldest first.

@@ -9,8 +9,42 @@ use std::time::{Duration, Instant};
 
 use super::{Command, Outcome, Received, Record, TurnScope};
 
-/// The tool a turn calls in its middle: `calling: execute` is observable.
-pub const TOOL: &str = "execute";
+/// The tool a turn calls in its middle, as every ollie agent's tool is
+/// called today (ollie-core pkg/tools/execute/server.go: `execute_code`);
+/// the state then reads `calling: execute_code` (core.go `executeTurn`:
+/// `s.setState("calling: " + ev.Name)` on each `call` event).
+pub const TOOL: &str = "execute_code";
+
+/// What a session runs on when `s/new` names no backend: `OLLIE_BACKEND`,
+/// an openai-compatible server on this machine — whose display name, the
+/// one `idx` and `cfg` show, is `local` (ollie-core pkg/backend/new.go
+/// `openAIName`).
+pub const DEFAULT_BACKEND: &str = "openai";
+
+/// The backend names `s/new backend=` and `/backend` take (ollie-core
+/// pkg/backend/new.go `newBackend`); anything else is refused with this
+/// message — among them every display name but the plain ones (`local`).
+pub fn new_backend(which: &str) -> Result<(), String> {
+    match which {
+        "ollama" | "openai" | "openrouter" | "anthropic" | "copilot" | "kiro" | "codewhisperer" => {
+            Ok(())
+        }
+        _ => Err(format!(
+            "unknown OLLIE_BACKEND {which:?} (supported: ollama, openai, openrouter, anthropic, copilot, kiro)"
+        )),
+    }
+}
+
+/// What `idx` and `cfg` show for a backend: its `Name()` — for the
+/// openai-compatible ones a label derived from `OLLIE_OPENAI_URL` (new.go
+/// `openAIName`), `local` for the double's, which is on 127.0.0.1.
+pub fn display_name(which: &str) -> &str {
+    match which {
+        "openai" | "openrouter" => "local",
+        "codewhisperer" => "kiro",
+        other => other,
+    }
+}
 
 /// How long `statewait` blocks without a change (ollie-9p server.go `read`:
 /// `context.WithTimeout(ctx, 5*time.Second)` around the blocking read).
@@ -71,6 +105,8 @@ pub struct Fields {
     /// The prompt queue (`s.fifo`).
     pub fifo: VecDeque<String>,
     pub cwd: String,
+    /// The backend as `s/new` or `/backend` named it (`openai`); shown by
+    /// its [`display_name`].
     pub backend: String,
     pub model: String,
     pub agent: String,
@@ -84,6 +120,9 @@ pub struct Fields {
     pub turn: Option<Duration>,
     /// statewait reads blocked right now (for tests to know one is).
     pub statewaiting: usize,
+    /// When a listing of the session's directory last paid for the lookup
+    /// of `fifo.out` a typed listing makes (files.rs `typeless_listing`).
+    pub listed: Option<Instant>,
 }
 
 /// One session: its fields, the condition every change broadcasts on
@@ -109,7 +148,7 @@ impl Agent {
             killed: false,
             fifo: VecDeque::new(),
             cwd: cwd.to_string(),
-            backend: "ollama".into(),
+            backend: DEFAULT_BACKEND.into(),
             model: "qwen3:8b".into(),
             agent: "default".into(),
             plan: Vec::new(),
@@ -117,6 +156,7 @@ impl Agent {
             prev_prompt: Vec::new(),
             turn: None,
             statewaiting: 0,
+            listed: None,
         };
         Agent {
             fields: Mutex::new(fields),

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use super::super::fuse::{errno_for, Node, Tree};
-use super::agent::{Agent, Behaviour};
+use super::agent::{display_name, new_backend, Agent, Behaviour};
+use super::lingering::{Leads, Lingering};
 use super::{Command, Flavour, Record};
 
 /// Fixed files directly under `s/` (store/session.go `sessionStoreOrder`).
@@ -95,6 +96,8 @@ pub struct Server {
     pub sessions: Mutex<BTreeMap<String, Arc<Agent>>>,
     pub record: Arc<Record>,
     pub behaviour: Arc<Behaviour>,
+    /// Killed and renamed ids the mount still resolves for a moment.
+    pub lingering: Lingering,
 }
 
 impl Server {
@@ -126,6 +129,21 @@ impl Server {
         self.sessions.lock().unwrap().get(id).cloned()
     }
 
+    /// The session a path under `s/<id>` reaches: a live one, or, for a
+    /// moment after a rename, the renamed one (see [`Lingering`]).
+    fn reached(&self, id: &str) -> Option<Arc<Agent>> {
+        self.session(id)
+            .or_else(|| match self.lingering.lookup(id)? {
+                Leads::To(new) => self.session(&new),
+                Leads::Nowhere => None,
+            })
+    }
+
+    /// Whether `s/<id>` resolves: a live session, or one that lingers.
+    fn resolves(&self, id: &str) -> bool {
+        self.session(id).is_some() || self.lingering.lookup(id).is_some()
+    }
+
     fn file_mode(&self, name: &str) -> Option<u16> {
         self.session_files()
             .iter()
@@ -140,7 +158,8 @@ impl Server {
             .iter()
             .map(|(id, agent)| {
                 let f = agent.fields();
-                format!("{id}\t{}\t{}\t{}\t{}\n", f.state, f.cwd, f.backend, f.model)
+                let backend = display_name(&f.backend);
+                format!("{id}\t{}\t{}\t{backend}\t{}\n", f.state, f.cwd, f.model)
             })
             .collect()
     }
@@ -156,7 +175,7 @@ impl Server {
             "statewait" => agent.statewait(),
             "cfg" => cfg_content(agent),
             "state" => format!("{}\n", agent.fields().state),
-            "backend" => format!("{}\n", agent.fields().backend),
+            "backend" => format!("{}\n", display_name(&agent.fields().backend)),
             "model" => format!("{}\n", agent.fields().model),
             "agent" => format!("{}\n", agent.fields().agent),
             "workdir" => format!("{}\n", agent.fields().cwd),
@@ -172,13 +191,14 @@ impl Server {
     /// What stat reports as a session file's size: server.go `makeStat` →
     /// runfilestore.go `stat`: the size function if any (plan, chat), 4096
     /// for a wait file, else the length of a Read — so a stat of `fifo.out`
-    /// pops an item, as upstream. The older server reported the length of
-    /// chat, reply and the mutable one-line files, 0 for the rest.
+    /// pops, as upstream. The older server reported the length of chat,
+    /// reply and the mutable one-line files, 0 for the rest.
     fn session_size(&self, agent: &Agent, file: &str) -> u64 {
         match (self.flavour, file) {
             (_, "chat") => agent.fields().chat.len() as u64,
             (Flavour::Current, "plan") => agent.fields().plan.len() as u64,
             (Flavour::Current, "statewait") => 4096,
+            (Flavour::Current, "fifo.out") => lookup_fifo_out(agent),
             (Flavour::Current, _) => self.session_read(agent, file).len() as u64,
             (Flavour::Legacy, "state" | "backend" | "agent" | "model" | "usage" | "workdir") => {
                 self.session_read(agent, file).len() as u64
@@ -215,11 +235,16 @@ impl Server {
     }
 
     /// server.go `handleWrite` for `s/new`: an empty text is ignored (the
-    /// older server ignored every empty write).
+    /// older server ignored every empty write). The session appears a few
+    /// ms after the writer's `close` returned: 9pfuse sends the clunk on
+    /// the RELEASE the kernel sends after it (the real package measured
+    /// `s/<id>` missing on 16 % of tries, there 2–14 ms later); the double
+    /// is late every time.
     fn create_from(&self, input: &str) -> Result<(), String> {
         if input.is_empty() {
             return Ok(());
         }
+        std::thread::sleep(create_lag());
         let args: Vec<&str> = input.split_whitespace().collect();
         self.create(&args).map(|_| ())
     }
@@ -228,7 +253,7 @@ impl Server {
     /// older `handleWrite`.
     fn session_write(&self, id: &str, file: &str, input: String) -> Result<(), String> {
         let agent = self
-            .session(id)
+            .reached(id)
             .ok_or_else(|| format!("session not found: {id}"))?;
         // A name this layout lacks: the current store fails to open it, the
         // older handleWrite fell through its switch and returned nil.
@@ -308,7 +333,13 @@ impl Server {
             }
             match k {
                 "name" => name = Some(v.to_string()),
-                "backend" | "model" | "agent" => settings.push((k, v)),
+                // session.go `createSession`: `backend.NewWithName` refuses
+                // a name it has no constructor for — any display name.
+                "backend" => {
+                    new_backend(v).map_err(|e| format!("backend: {e}"))?;
+                    settings.push((k, v));
+                }
+                "model" | "agent" => settings.push((k, v)),
                 k if k == dir_key => cwd = Some(v.to_string()),
                 _ => {
                     return Err(format!(
@@ -336,12 +367,14 @@ impl Server {
             *field = v.to_string();
         }
         sessions.insert(id.clone(), Arc::new(agent));
+        self.record.created(&id);
         Ok(id)
     }
 
     /// store/session.go `KillSession`.
     pub fn kill(&self, id: &str) {
         if let Some(agent) = self.sessions.lock().unwrap().remove(id) {
+            self.lingering.killed(id);
             agent.kill();
         }
     }
@@ -362,6 +395,7 @@ impl Server {
         agent.fields().id = new.to_string();
         sessions.remove(old);
         sessions.insert(new.to_string(), agent.clone());
+        self.lingering.renamed(old, new);
         agent.append_chat(&format!(":: session renamed: {old} -> {new}\n"));
         Ok(())
     }
@@ -390,6 +424,47 @@ impl Server {
     }
 }
 
+/// What a lookup of `fifo.out` costs upstream: the walk (server.go `walk`
+/// → `pathType` → runfilestore.go `stat`, which sizes the file by reading
+/// it: `PopQueue`) pops one, the Tstat 9pfuse sends with every lookup
+/// (`fuselookup` → `fsdirfstat`; server.go `makeStat` → `pathType`, then
+/// `sfs.Stat` for the length) two more. Returns the size the last one
+/// gives. A getattr alone costs only the Tstat's two; the double charges
+/// every stat a lookup's three.
+fn lookup_fifo_out(agent: &Agent) -> u64 {
+    (0..3).fold(0, |_, _| agent.pop_queue().unwrap_or_default().len() as u64)
+}
+
+/// What listing `s/<id>` costs a client that wants each entry's type:
+/// 9pfuse's readdir packs no type (plan9port src/cmd/9pfuse/main.c
+/// `canpack` sets only ino, off, namelen and name), so `read_dir` +
+/// `file_type()` stats every entry, and the lookup of `fifo.out` pops
+/// (see [`lookup_fifo_out`]). The FUSE layer here (fuser 0.18) cannot send
+/// an entry without a type, so the listing itself is charged that lookup —
+/// harsher for a client that wanted only the names, never kinder. The
+/// kernel keeps a looked-up entry for 9pfuse's 1 s `entrytimeout`, so a
+/// listing pays at most once a second (a `read_dir` is several readdirs).
+fn typeless_listing(agent: &Agent) {
+    let mut f = agent.fields();
+    if f.listed
+        .is_some_and(|at| at.elapsed() < super::lingering::ENTRY_TIMEOUT)
+    {
+        return;
+    }
+    f.listed = Some(std::time::Instant::now());
+    drop(f);
+    lookup_fifo_out(agent);
+}
+
+/// How late a session created through `s/new` appears: 2–14 ms.
+fn create_lag() -> std::time::Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    std::time::Duration::from_millis(2 + u64::from(nanos % 13))
+}
+
 /// agent.NewSessionID: `<unix-nanos>-<6 hex>`.
 fn new_session_id() -> String {
     let nanos = std::time::SystemTime::now()
@@ -410,7 +485,7 @@ fn cfg_content(agent: &Agent) -> String {
     let f = agent.fields();
     format!(
         "state={}\nbackend={}\nmodel={}\nagent={}\ncwd={}\nmaxTokens=0\ntemperature=\nfrequencyPenalty=\npresencePenalty=\n",
-        f.state, f.backend, f.model, f.agent, f.cwd
+        f.state, display_name(&f.backend), f.model, f.agent, f.cwd
     )
 }
 
@@ -438,12 +513,20 @@ fn cfg_write(agent: &Agent, input: &str) -> Result<(), String> {
 }
 
 /// Switching backend, model or agent: refused while running, else the
-/// `/backend B` (…) command is submitted and the setting changes.
+/// `/backend B` (…) command is submitted and the setting changes — unless
+/// the command fails, which only the chat says (commands.go `/backend`:
+/// "error: failed to switch backend: …", an info event).
 fn switch_setting(agent: &Agent, key: &str, value: &str) -> Result<(), String> {
     if agent.is_running() {
         return Err(format!("cannot switch {key} while agent is running"));
     }
     agent.submit(format!("/{key} {value}"));
+    if key == "backend" {
+        if let Err(e) = new_backend(value) {
+            agent.append_chat(&format!("error: failed to switch backend: {e}\n"));
+            return Ok(());
+        }
+    }
     let mut f = agent.fields();
     match key {
         "backend" => f.backend = value.to_string(),
@@ -471,9 +554,9 @@ impl Tree for Served {
         match s.classify(at(path)?) {
             At::Root | At::Sessions => Some(Node::Dir),
             At::StoreFile(_) => Some(Node::File),
-            At::Session(id) => s.session(id).map(|_| Node::Dir),
+            At::Session(id) => s.resolves(id).then_some(Node::Dir),
             At::SessionFile(id, file) => {
-                (s.session(id).is_some() && s.file_mode(file).is_some()).then_some(Node::File)
+                (s.resolves(id) && s.file_mode(file).is_some()).then_some(Node::File)
             }
         }
     }
@@ -488,11 +571,15 @@ impl Tree for Served {
                     .chain(s.sessions.lock().unwrap().keys().cloned())
                     .collect()
             }
-            Some(At::Session(id)) if s.session(id).is_some() => s
-                .session_files()
-                .iter()
-                .map(|(n, _)| n.to_string())
-                .collect(),
+            Some(At::Session(id)) => s.session(id).map_or_else(Vec::new, |agent| {
+                if s.flavour == Flavour::Current {
+                    typeless_listing(&agent);
+                }
+                s.session_files()
+                    .iter()
+                    .map(|(n, _)| n.to_string())
+                    .collect()
+            }),
             _ => Vec::new(),
         }
     }
@@ -508,7 +595,7 @@ impl Tree for Served {
             Some(At::StoreFile(_)) => Ok(b"#!/bin/sh\n# a script of the ollie install\n".to_vec()),
             // A read of a session that is gone is empty, not an error.
             Some(At::SessionFile(id, file)) => Ok(s
-                .session(id)
+                .reached(id)
                 .map(|a| s.session_read(&a, file))
                 .unwrap_or_default()),
             _ => Err(libc::EISDIR),
