@@ -164,6 +164,14 @@ impl Deliverer {
             if let Some(flavour) = ollie::recognise(&dir) {
                 return Ok(Target::Ollie(dir, flavour));
             }
+            // A session killed or renamed a moment ago: its directory still
+            // resolves, its files no longer do (or only some): on an
+            // ollie-9p tree it is no session at all, not a file to write.
+            if listed(&self.sessions_dir, session).is_ok_and(|l| !l) {
+                return Err(undeliverable(
+                    "the session is no longer listed in idx (killed or renamed); its prompts wait in its outbox",
+                ));
+            }
             let fd = self.open_enqueue_in(&dir, session)?;
             return self.target(fd, session);
         }
@@ -383,6 +391,15 @@ impl Deliverer {
         let sessions_dir = self.sessions_dir.clone();
         let (session, seq) = (d.session.clone(), d.seq);
         self.in_background(d, move |reports| {
+            // Not listed in `idx`: killed or renamed a moment ago, though
+            // the kernel still resolves its old path for about a second —
+            // a prompt written there is lost, or reaches the renamed
+            // session unannounced. It waits in the outbox instead.
+            if !listed(&sessions_dir, &session).unwrap_or(true) {
+                return Err(undeliverable(
+                    "the session is no longer listed in idx (killed or renamed); its prompts wait in its outbox",
+                ));
+            }
             // The state it is in as the prompt reaches it, told first: it
             // decides whether the prompt woke it or waits behind a turn
             // (the tree's last poll may be older than a person's Submit).

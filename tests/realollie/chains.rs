@@ -9,7 +9,6 @@ use crate::util::daemon::{task_complete_timed, Daemon};
 use crate::util::realollie::{unix_now, Options};
 
 #[test]
-#[ignore = "needs: no hold of a session's next prompt after a Submit that queued behind a turn (issue 20: held until idx shows idle for two polls, ~2.3 s)"]
 fn a_step_ready_right_after_a_chain_of_two_turns_starts_within_250_ms() {
     let Some(rig) = Rig::new(Options::default(), IDLE) else {
         return;

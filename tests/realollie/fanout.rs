@@ -108,7 +108,6 @@ fn fan_out(mut rig: Rig) {
 }
 
 #[test]
-#[ignore = "needs: fan-out's s/new without the parent's display-name backend (issue 20: `backend=local` is refused, invisibly)"]
 fn parallel_steps_run_in_real_children_each_once_and_the_parent_hears_of_each() {
     let Some(rig) = Rig::new(Options::default(), DESCRIBED) else {
         return;

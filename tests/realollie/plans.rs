@@ -58,7 +58,6 @@ fn a_three_step_plan_runs_to_its_end_with_the_agent_ticking_each_step_once() {
 }
 
 #[test]
-#[ignore = "needs: no hold of a session's next prompt after a Submit that queued behind a turn (issue 20: the third step waits ~2.8 s)"]
 fn each_step_of_a_plan_starts_right_after_the_turn_that_ticked_the_one_before() {
     let Some(rig) = Rig::new(Options::default(), TICKING) else {
         return;

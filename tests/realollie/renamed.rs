@@ -118,13 +118,11 @@ fn a_killed_agents_prompts_wait_and_the_stale_one_is_withdrawn_before_it_returns
 }
 
 #[test]
-#[ignore = "needs: no write to a session idx no longer lists (within ~1 s of `ctl rn` the old path still opens and the prompt reaches the renamed session unannounced)"]
 fn a_prompt_for_an_agent_renamed_a_moment_ago_waits_for_its_return() {
     renamed(false);
 }
 
 #[test]
-#[ignore = "needs: no write to a session idx no longer lists (within ~1 s of a kill the old path still opens and the prompt is lost: recorded delivered)"]
 fn a_prompt_for_an_agent_killed_a_moment_ago_waits_for_its_return() {
     killed(false);
 }
