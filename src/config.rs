@@ -22,8 +22,9 @@ use std::path::PathBuf;
 
 pub use check::render_check;
 pub use settings::{
-    validate_name, BeadsSettings, Delivery, EventSettings, Framing, LogSettings, LogTarget, Mode,
-    ProjectSettings, PromptSettings, SessionSettings, Settings, StateSettings, MAX_NAME_BYTES,
+    validate_name, BeadsSettings, ClaudeSettings, CodexSettings, Delivery, EventSettings, Framing,
+    LogSettings, LogTarget, Mode, OpencodeSettings, ProjectSettings, PromptSettings,
+    SessionSettings, Settings, StateSettings, MAX_NAME_BYTES,
 };
 
 use expand::EnvSnapshot;
