@@ -155,6 +155,9 @@ fn an_idle_thread_starts_a_turn_on_a_delivered_prompt_at_once() {
     let codex = Codex::start(home);
     let session = format!("codex:{}", codex.thread);
     let mut reveille = Reveille::of(&codex);
+    // A person has begun typing and not pressed Enter.
+    let half = "half typed by a person";
+    codex.type_keys(half);
 
     let text = "reveille prompt one: build the lexer";
     let sent = reveille.deliver(&session, 1, text);
@@ -174,6 +177,17 @@ fn an_idle_thread_starts_a_turn_on_a_delivered_prompt_at_once() {
     wait_until("the TUI to show the prompt", TURN, || {
         codex.screen().contains(text).then_some(())
     });
+    assert!(
+        model.requests().iter().all(|r| !r.last_user.contains(half)),
+        "the half-typed input reached the model"
+    );
+    let composer = codex.screen();
+    assert!(
+        composer
+            .lines()
+            .any(|l| l.starts_with('›') && l.contains(half)),
+        "the person's input is gone from the composer:\n{composer}"
+    );
 }
 
 #[test]
@@ -195,14 +209,22 @@ fn a_prompt_delivered_during_a_persons_long_turn_runs_as_its_own_turn_after_it()
     });
     let from = reveille.seen.len();
     let text = "reveille prompt two: while the person's turn runs";
+    let next = "reveille prompt three: queued right behind it";
     reveille.deliver(&session, 2, text);
+    reveille.deliver(&session, 3, next);
     reveille.wait("delivered while busy", from, delivered(&session, 2));
+    reveille.wait(
+        "the next delivered while busy",
+        from,
+        delivered(&session, 3),
+    );
     assert!(
         model.requests()[long_request.n as usize - 1].done.is_none(),
-        "the long turn was still answering when the prompt was delivered"
+        "the long turn was still answering when the prompts were delivered"
     );
 
     let ours = answered(&model, text);
+    let theirs = answered(&model, next);
     let long_done = model.requests()[long_request.n as usize - 1]
         .done
         .expect("the long turn was answered");
@@ -210,24 +232,35 @@ fn a_prompt_delivered_during_a_persons_long_turn_runs_as_its_own_turn_after_it()
         ours.at >= long_done,
         "the prompt's request came before the long turn's answer was written"
     );
-    assert!(!ours.after_tool && ours.last_user == text, "{ours:#?}");
+    assert!(
+        theirs.at >= ours.done.unwrap(),
+        "the second prompt's turn began before the first one's answer"
+    );
+    for r in [&ours, &theirs] {
+        assert!(
+            !r.after_tool && (r.last_user == text || r.last_user == next),
+            "{r:#?}"
+        );
+    }
     for r in model.requests() {
-        if r.last_user.contains(long) {
+        if r.last_user.contains(long) || r.last_user == text {
             assert!(
-                !r.last_user.contains(text),
-                "merged into the long turn: {r:#?}"
+                !r.last_user.contains(next) && (r.last_user == text || !r.last_user.contains(text)),
+                "merged into another turn: {r:#?}"
             );
         }
     }
     assert_eq!(model.turns_on(text).len(), 1);
+    assert_eq!(model.turns_on(next).len(), 1);
     reveille.wait("the turn started on it", from, started(&session, 2));
+    reveille.wait("the turn started on the next", from, started(&session, 3));
     let held = codex.user_messages();
     let order: Vec<&str> = held.iter().map(|(t, _)| t.as_str()).collect();
-    let (l, t) = (
-        order.iter().position(|t| *t == long).unwrap(),
-        order.iter().position(|t| *t == text).unwrap(),
+    let at = |want: &str| order.iter().position(|t| *t == want).unwrap();
+    assert!(
+        at(long) < at(text) && at(text) < at(next),
+        "the thread's own order: {order:?}"
     );
-    assert!(l < t, "the thread's own order: {order:?}");
 }
 
 #[test]
@@ -413,7 +446,7 @@ fn summary(v: &mut [Duration]) -> (Duration, Duration) {
 fn an_explicit_app_server_is_reached_and_a_thread_it_owns_is_refused_elsewhere() {
     let model = model();
     let Some(home) = home(&model) else { return };
-    let server = ListeningServer::start(&home);
+    let server = ListeningServer::ws(&home);
     let thread = server.new_thread(&home.work());
     let session = format!("codex:{thread}");
     let mut reveille = Reveille::new(CodexSettings {
@@ -452,6 +485,24 @@ fn an_explicit_app_server_is_reached_and_a_thread_it_owns_is_refused_elsewhere()
     reveille.deliver(&session, 3, later);
     answered(&model, later);
     assert!(model.turns_on(other).is_empty(), "{:#?}", model.requests());
+}
+
+#[test]
+fn an_app_server_listening_on_a_unix_socket_of_its_own_is_reached() {
+    let model = model();
+    let Some(home) = home(&model) else { return };
+    let server = ListeningServer::unix(&home);
+    let thread = server.new_thread(&home.work());
+    let session = format!("codex:{thread}");
+    let mut reveille = Reveille::new(CodexSettings {
+        home: home.home.join("not-used"),
+        endpoint: Some(server.endpoint.clone()),
+    });
+    let text = "reveille prompt through a unix socket";
+    reveille.deliver(&session, 1, text);
+    reveille.wait("delivered", 0, delivered(&session, 1));
+    answered(&model, text);
+    reveille.wait("its turn started", 0, started(&session, 1));
 }
 
 #[test]

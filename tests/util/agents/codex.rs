@@ -236,6 +236,16 @@ impl Codex {
         self.tui.as_ref().map(Tmux::screen).unwrap_or_default()
     }
 
+    /// Type `text` into the composer without pressing Enter, and wait
+    /// until it shows.
+    pub fn type_keys(&self, text: &str) {
+        let tui = self.tui.as_ref().expect("the TUI runs");
+        tui.send(&[text], true);
+        wait_until("the typed text on screen", START, || {
+            self.screen().contains(text).then_some(())
+        });
+    }
+
     /// Type `text` into the composer and press Enter, as a person does,
     /// and wait until the thread holds it as a user message. The TUI takes
     /// fast typing for a paste and an Enter inside that burst for a new
@@ -363,20 +373,29 @@ impl Drop for CodexHome {
 /// (`codex.endpoint`), in its own process group, ended on drop.
 pub struct ListeningServer {
     child: Child,
-    /// `ws://127.0.0.1:<port>`.
+    /// `ws://127.0.0.1:<port>` or `unix://<path>`.
     pub endpoint: String,
 }
 
 impl ListeningServer {
     /// Start one on a free port of 127.0.0.1 and wait until it answers.
-    pub fn start(home: &CodexHome) -> ListeningServer {
-        use std::os::unix::process::CommandExt;
+    pub fn ws(home: &CodexHome) -> ListeningServer {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        let endpoint = format!("ws://127.0.0.1:{port}");
+        ListeningServer::start(home, format!("ws://127.0.0.1:{port}"))
+    }
+
+    /// Start one on a unix socket of its own (`--listen unix://PATH`).
+    pub fn unix(home: &CodexHome) -> ListeningServer {
+        let path = home.dir.path().join("listen.sock");
+        ListeningServer::start(home, format!("unix://{}", path.display()))
+    }
+
+    fn start(home: &CodexHome, endpoint: String) -> ListeningServer {
+        use std::os::unix::process::CommandExt;
         let child = home
             .command(&["app-server", "--listen", &endpoint], &home.work())
             .stdin(Stdio::null())

@@ -74,7 +74,11 @@ impl Worker {
     }
 
     /// Serve until the backend is dropped or the engine stops listening.
+    /// It connects at once, so the first prompt does not wait for the
+    /// handshake; if the server is not there yet, the first session that
+    /// needs it tries again.
     pub fn run(mut self) {
+        self.connect();
         loop {
             if self.conn.is_none() && !self.sessions.names().is_empty() {
                 self.connect();
