@@ -232,6 +232,11 @@ fn a_prompt_delivered_during_a_persons_long_turn_runs_as_its_own_turn_after_it()
         ours.at >= long_done,
         "the prompt's request came before the long turn's answer was written"
     );
+    println!(
+        "busy: the queued prompt's request {:?} after the long turn's answer was written, the next one {:?} after that",
+        ours.at - long_done,
+        theirs.at - ours.done.unwrap()
+    );
     assert!(
         theirs.at >= ours.done.unwrap(),
         "the second prompt's turn began before the first one's answer"

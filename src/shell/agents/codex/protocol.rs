@@ -138,6 +138,10 @@ pub enum Event {
     /// `thread/closed`: the server unloaded the thread and dropped its
     /// subscribers; a resume loads it again.
     Closed { thread: String },
+    /// `turn/completed` with status `failed`: the turn ended on an error
+    /// (a provider's key missing from the daemon's environment, …) before
+    /// the agent could act; its message.
+    TurnFailed { thread: String, error: String },
 }
 
 impl Event {
@@ -160,6 +164,13 @@ impl Event {
             }
             "thread/archived" | "thread/deleted" => Some(Event::Gone { thread: thread()? }),
             "thread/closed" => Some(Event::Closed { thread: thread()? }),
+            "turn/completed" if params["turn"]["status"] == "failed" => Some(Event::TurnFailed {
+                thread: thread()?,
+                error: params["turn"]["error"]["message"]
+                    .as_str()
+                    .unwrap_or("no reason given")
+                    .to_string(),
+            }),
             _ => None,
         }
     }
@@ -225,6 +236,19 @@ mod tests {
         let agent = json!({"method": "item/started", "params": {"threadId": "t",
             "item": {"type": "agentMessage", "id": "m", "text": ""}}});
         assert_eq!(Event::of(&agent), None);
+        let failed = json!({"method": "turn/completed", "params": {"threadId": "t", "turn": {
+            "id": "u", "items": [], "status": "failed",
+            "error": {"message": "Missing environment variable: `FAKE_API_KEY`."}}}});
+        assert_eq!(
+            Event::of(&failed),
+            Some(Event::TurnFailed {
+                thread: "t".into(),
+                error: "Missing environment variable: `FAKE_API_KEY`.".into()
+            })
+        );
+        let done = json!({"method": "turn/completed", "params": {"threadId": "t",
+            "turn": {"id": "u", "items": [], "status": "completed"}}});
+        assert_eq!(Event::of(&done), None);
         let gone = json!({"method": "thread/archived", "params": {"threadId": "t"}});
         assert_eq!(Event::of(&gone), Some(Event::Gone { thread: "t".into() }));
     }

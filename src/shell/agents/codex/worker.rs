@@ -236,6 +236,14 @@ impl Worker {
                     self.detach(&name);
                 }
             }
+            Event::TurnFailed { thread, error } => {
+                // No input says "the turn failed": the journal does, so a
+                // person sees why the agent did not act (the reminder of
+                // the open step comes later, as for any idle agent).
+                for name in self.sessions.of_thread(&thread) {
+                    tracing::warn!(SESSION = %name, "codex turn failed: {error}");
+                }
+            }
         }
     }
 
