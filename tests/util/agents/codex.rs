@@ -110,6 +110,15 @@ impl CodexHome {
     pub fn stop_daemon(&self) {
         let daemon = self.pid_file("daemon.pid");
         let updater = self.pid_file("daemon-updater.pid");
+        // Their sockets live in /tmp/codex-daemon-<uid>/, outside the
+        // test's directory, and a killed helper leaves its own behind.
+        let sockets: Vec<PathBuf> = [
+            self.socket(),
+            self.home.join("app-server-daemon/daemon-updater.sock"),
+        ]
+        .iter()
+        .filter_map(|link| std::fs::read_link(link).ok())
+        .collect();
         let _ = self
             .command(&["app-server", "daemon", "stop"], self.dir.path())
             .stdout(Stdio::null())
@@ -117,6 +126,10 @@ impl CodexHome {
             .status();
         for pid in [updater, daemon].into_iter().flatten() {
             end(pid);
+        }
+        for socket in sockets {
+            let _ = std::fs::remove_file(&socket);
+            let _ = std::fs::remove_file(socket.with_extension("lock"));
         }
     }
 }
@@ -427,6 +440,14 @@ impl ListeningServer {
 
 impl Drop for ListeningServer {
     fn drop(&mut self) {
+        // `--listen unix://PATH` makes PATH a symlink to a socket in
+        // /tmp/codex-daemon-<uid>/, which a killed server leaves behind.
+        if let Some(path) = self.endpoint.strip_prefix("unix://") {
+            if let Ok(socket) = std::fs::read_link(path) {
+                let _ = std::fs::remove_file(&socket);
+                let _ = std::fs::remove_file(socket.with_extension("lock"));
+            }
+        }
         let _ = nix::sys::signal::killpg(
             nix::unistd::Pid::from_raw(self.pid()),
             nix::sys::signal::Signal::SIGKILL,
