@@ -4,9 +4,13 @@
 //! programs' backends are made when a session of their kind is first
 //! delivered to, so a project that never names one costs nothing for it.
 
+use std::collections::BTreeMap;
+
+use crate::config::Settings;
 use crate::core::effect::{Delivery, Spawn};
 use crate::core::input::{Input, Reached, Undeliverable};
 use crate::core::session::Kind;
+use crate::shell::agents::codex::CodexBackend;
 use crate::shell::backend::{Backend, Reports};
 use crate::shell::deliver::Deliverer;
 
@@ -14,19 +18,52 @@ use crate::shell::deliver::Deliverer;
 pub struct Backends {
     /// `<sessions.dir>/<id>/`: named pipes, files, ollie-9p sessions.
     pub dir: Deliverer,
+    /// The agent programs' backends made so far, by kind.
+    agents: BTreeMap<Kind, Box<dyn Backend>>,
+    /// What they are made from (`[codex]`, `[claude]`, `[opencode]`, the
+    /// project's name for the ids its prompts carry).
+    settings: Settings,
     /// Where every backend reports.
     pub reports: Reports,
 }
 
 impl Backends {
-    /// The backend that reaches `session`, or why there is none.
-    fn of(&mut self, session: &str) -> Result<&mut dyn Backend, Undeliverable> {
-        match Kind::of(session).0 {
-            Kind::Dir => Ok(&mut self.dir),
-            kind => Err(Undeliverable {
-                reason: format!("{} sessions cannot be reached by this build", kind.name()),
-            }),
+    pub fn new(dir: Deliverer, settings: &Settings, reports: Reports) -> Backends {
+        Backends {
+            dir,
+            agents: BTreeMap::new(),
+            settings: settings.clone(),
+            reports,
         }
+    }
+
+    /// New settings (a reload): the agent programs' backends are made
+    /// again where their section changed.
+    pub fn reconfigure(&mut self, dir: Deliverer, settings: &Settings) {
+        self.dir = dir;
+        let old = &self.settings;
+        let changed = |kind: &Kind| match kind {
+            Kind::Codex => old.codex != settings.codex,
+            Kind::Claude => old.claude != settings.claude,
+            Kind::Opencode => old.opencode != settings.opencode,
+            Kind::Dir => false,
+        } || old.project.name != settings.project.name;
+        self.agents.retain(|kind, _| !changed(kind));
+        self.settings = settings.clone();
+    }
+
+    /// The backend that reaches `session`, made now if it is the first of
+    /// its kind, or why there is none.
+    fn of(&mut self, session: &str) -> Result<&mut dyn Backend, Undeliverable> {
+        let kind = Kind::of(session).0;
+        if kind == Kind::Dir {
+            return Ok(&mut self.dir);
+        }
+        if !self.agents.contains_key(&kind) {
+            let made = make(kind, &self.settings, &self.reports)?;
+            self.agents.insert(kind, made);
+        }
+        Ok(self.agents.get_mut(&kind).expect("made above").as_mut())
     }
 
     /// Deliver `d` through its session's backend (see `Backend::deliver`).
@@ -53,5 +90,20 @@ impl Backends {
         if let Ok(backend) = self.of(child) {
             backend.reap(child);
         }
+    }
+}
+
+/// The backend of an agent program's sessions.
+fn make(kind: Kind, s: &Settings, reports: &Reports) -> Result<Box<dyn Backend>, Undeliverable> {
+    let project = &s.project.name;
+    match kind {
+        Kind::Codex => Ok(Box::new(CodexBackend::new(
+            &s.codex,
+            project,
+            reports.clone(),
+        ))),
+        _ => Err(Undeliverable {
+            reason: format!("{} sessions cannot be reached by this build", kind.name()),
+        }),
     }
 }

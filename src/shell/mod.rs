@@ -6,6 +6,7 @@
 //! - `watch`: inotify roots, polling fallback, rescans;
 //! - `read`: capped, non-blocking reads of plan and tracker files;
 //! - `deliver`: writing prompts into enqueue files and FIFOs;
+//! - `agents`: the agent programs people run (Codex, …), one backend each;
 //! - `ollie`: ollie-9p sessions — recognising one, its state, Submit;
 //! - `sessions`: an ollie-9p session tree followed through its `idx`;
 //! - `tail`: the tracker's event log, by byte offset;
@@ -16,6 +17,7 @@
 //! - `ignored`: plan-like files whose names break the rule, reported once;
 //! - `systemd`: sd_notify; `logging`: journald or stderr.
 
+pub mod agents;
 pub mod backend;
 pub mod backends;
 pub mod checklists;

@@ -82,10 +82,7 @@ impl Daemon {
         // Prime the poller so its first round reports changes, not everything.
         watch.poll();
         let (reports_tx, reports) = mpsc::unbounded_channel::<Input>();
-        let backends = Backends {
-            dir: dir_backend(&settings, &reports_tx),
-            reports: reports_tx,
-        };
+        let backends = Backends::new(dir_backend(&settings, &reports_tx), &settings, reports_tx);
         let hangup = hangup()?;
         let tail = settings
             .events

@@ -73,7 +73,8 @@ impl Daemon {
                     }
                 }
                 // A fresh backend: its held sessions root is opened again.
-                self.backends.dir = dir_backend(&new, &self.backends.reports);
+                let dir = dir_backend(&new, &self.backends.reports);
+                self.backends.reconfigure(dir, &new);
                 if new.sessions.dir != self.settings.sessions.dir {
                     self.tree = None;
                 }

@@ -1,0 +1,107 @@
+//! Delivering one prompt to a Codex thread: `thread/queue/add` with the
+//! prompt's own id, on the server that owns the thread.
+//!
+//! The queue is the one way in for both states (UPSTREAM.md, and seen
+//! here): on an idle thread the server starts a turn on it at once; on a
+//! busy one it waits and becomes its own turn 10–20 ms after the running
+//! one completes — never folded into it. `turn/start` and `turn/steer` on
+//! a busy thread would steer into the running turn (and drop the model
+//! request in flight), so reveille never sends them. The queue is the
+//! server's (durable, in sqlite): what it accepted survives the TUI, and a
+//! person's half-typed input in the TUI is never touched.
+
+use super::protocol;
+use super::rpc::CallError;
+use super::sessions::Held;
+use super::worker::Worker;
+use crate::core::effect::Delivery;
+use crate::core::input::{Input, Reached, Undeliverable};
+
+impl Worker {
+    /// Deliver `d`; the outcome for the engine.
+    pub(super) fn deliver(&mut self, d: &Delivery) -> Input {
+        let refuse = |reason: String| Input::Undeliverable {
+            session: d.session.clone(),
+            seq: d.seq,
+            why: Undeliverable { reason },
+        };
+        if self.conn.is_none() {
+            self.connect();
+        }
+        if self.conn.is_none() {
+            // Known from now on: when the server is back, its state is
+            // reported and the engine retries.
+            self.sessions.know(&d.session);
+            let gone = self.sessions.set_state(&d.session, None);
+            self.report_all(gone);
+            return refuse(self.down.clone());
+        }
+        let thread = match self.attach(&d.session) {
+            Ok(thread) => thread,
+            Err(why) => return refuse(why),
+        };
+        let id = self.ids.id(d.seq);
+        if let Some(input) = self.already_held(d, &id) {
+            return input;
+        }
+        match self.call(
+            "thread/queue/add",
+            protocol::queue_add(&thread, &d.text, &id),
+        ) {
+            Ok(_) => {
+                if let Some(s) = self.sessions.get(&d.session) {
+                    s.held.insert(
+                        id,
+                        Held {
+                            text: d.text.clone(),
+                            started: false,
+                            told: false,
+                        },
+                    );
+                }
+                delivered(d)
+            }
+            Err(CallError::Lost(why)) => refuse(why),
+            Err(CallError::Refused(m)) => refuse(format!(
+                "codex refused the prompt for thread {thread} at {}: {m}",
+                self.endpoint
+            )),
+        }
+    }
+
+    /// The thread already holds this very prompt (a delivery repeated after
+    /// a reveille restart): delivered, without sending it again — and if a
+    /// turn already started on it, the engine hears that too.
+    fn already_held(&mut self, d: &Delivery, id: &str) -> Option<Input> {
+        let held = self.sessions.get(&d.session)?.held.get(id)?.clone();
+        if held.text != d.text {
+            // The same seq with another text: reveille's state was reset
+            // and the number reused. It is another prompt.
+            tracing::warn!(SESSION = %d.session, "codex thread holds an older prompt with id {id}; sending the new one");
+            return None;
+        }
+        if held.started {
+            self.report(delivered(d));
+            if let Some(h) = self
+                .sessions
+                .get(&d.session)
+                .and_then(|s| s.held.get_mut(id))
+            {
+                h.told = true;
+            }
+            return Some(Input::TurnStarted {
+                session: d.session.clone(),
+                seq: d.seq,
+            });
+        }
+        Some(delivered(d))
+    }
+}
+
+fn delivered(d: &Delivery) -> Input {
+    Input::Delivered {
+        session: d.session.clone(),
+        seq: d.seq,
+        reached: Reached::Accepted,
+    }
+}

@@ -1,0 +1,290 @@
+//! The Codex backend's worker: one std thread that owns the connection to
+//! the app-server, carries out the backend's commands in order, and turns
+//! what the server pushes into engine inputs.
+//!
+//! It sleeps in `poll(2)` on two descriptors — the command pipe and the
+//! server's socket — so a prompt goes out the moment it is handed over and
+//! every notification is read the moment it arrives: nothing is polled
+//! while the server is up. While it is down (no socket, connection
+//! refused) nothing can push anything, so the worker tries to connect
+//! again every [`RETRY`], but only while some session waits for it: one
+//! failed `connect(2)` of a unix socket, a few microseconds each time.
+
+use std::io::Read;
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::time::Duration;
+
+use super::endpoint::Endpoint;
+use super::prompt_id::PromptIds;
+use super::protocol::Event;
+use super::rpc::{wait_readable, CallError, Connection};
+use super::sessions::Sessions;
+use crate::core::effect::{Delivery, Spawn};
+use crate::core::input::Input;
+use crate::shell::backend::Reports;
+
+/// How often a down app-server is tried again while a session waits.
+pub const RETRY: Duration = Duration::from_millis(250);
+
+/// What the backend asks of its worker.
+#[derive(Debug)]
+pub enum Command {
+    Deliver(Delivery),
+    Spawn(Spawn),
+    Reap(String),
+}
+
+/// The worker's state; its methods run on its thread only.
+pub struct Worker {
+    pub(super) endpoint: Endpoint,
+    pub(super) ids: PromptIds,
+    reports: Reports,
+    commands: Receiver<Command>,
+    /// Readable when a command was sent, at end of file when the backend
+    /// is gone.
+    wake: UnixStream,
+    pub(super) conn: Option<Connection>,
+    /// Why the server cannot be reached, while it cannot.
+    pub(super) down: String,
+    pub(super) sessions: Sessions,
+}
+
+impl Worker {
+    pub fn new(
+        endpoint: Endpoint,
+        ids: PromptIds,
+        reports: Reports,
+        commands: Receiver<Command>,
+        wake: UnixStream,
+    ) -> Worker {
+        let _ = wake.set_nonblocking(true);
+        let down = format!("codex app-server at {endpoint} not reached yet");
+        Worker {
+            endpoint,
+            ids,
+            reports,
+            commands,
+            wake,
+            conn: None,
+            down,
+            sessions: Sessions::default(),
+        }
+    }
+
+    /// Serve until the backend is dropped or the engine stops listening.
+    /// It connects at once, so the first prompt does not wait for the
+    /// handshake; if the server is not there yet, the first session that
+    /// needs it tries again.
+    pub fn run(mut self) {
+        self.connect();
+        loop {
+            if self.conn.is_none() && !self.sessions.names().is_empty() {
+                self.connect();
+            }
+            let mut fds = vec![self.wake.as_raw_fd()];
+            fds.extend(self.conn.as_ref().map(Connection::fd));
+            let timeout = self.conn.is_none().then_some(RETRY);
+            wait_readable(&fds, timeout);
+            if !self.drain_wake() {
+                return;
+            }
+            loop {
+                match self.commands.try_recv() {
+                    Ok(command) => self.handle(command),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => return,
+                }
+                self.drain_events();
+            }
+            self.drain_events();
+            if self.reports.is_closed() {
+                return;
+            }
+        }
+    }
+
+    /// Empty the wake-up pipe; `false` when the backend closed it.
+    fn drain_wake(&mut self) -> bool {
+        let mut buf = [0u8; 64];
+        loop {
+            match self.wake.read(&mut buf) {
+                Ok(0) => return false,
+                Ok(_) => continue,
+                Err(_) => return true,
+            }
+        }
+    }
+
+    fn handle(&mut self, command: Command) {
+        let input = match command {
+            Command::Deliver(d) => self.deliver(&d),
+            Command::Spawn(s) => self.spawn(&s),
+            Command::Reap(child) => return self.reap(&child),
+        };
+        self.report(input);
+    }
+
+    pub(super) fn report(&self, input: Input) {
+        let _ = self.reports.send(input);
+    }
+
+    pub(super) fn report_all(&self, inputs: impl IntoIterator<Item = Input>) {
+        for input in inputs {
+            self.report(input);
+        }
+    }
+
+    /// Connect now; on success every known session is attached again
+    /// (and its state reported: the engine retries what waits for it).
+    pub(super) fn connect(&mut self) {
+        match Connection::open(&self.endpoint) {
+            Ok(conn) => {
+                tracing::info!(endpoint = %self.endpoint, "connected to the codex app-server");
+                self.conn = Some(conn);
+                for name in self.sessions.names() {
+                    if let Err(why) = self.attach(&name) {
+                        tracing::warn!(SESSION = %name, "codex session not reachable: {why}");
+                    }
+                }
+            }
+            Err(e) => {
+                self.down = format!("codex app-server not running at {} ({e})", self.endpoint);
+                let gone = self.sessions.all_down();
+                self.report_all(gone);
+            }
+        }
+    }
+
+    /// The connection broke: every session is unreachable until it is back.
+    pub(super) fn lost(&mut self, why: &str) {
+        if self.conn.take().is_some() {
+            tracing::warn!(endpoint = %self.endpoint, "lost the codex app-server: {why}");
+        }
+        self.down = format!("codex app-server at {} went away ({why})", self.endpoint);
+        let gone = self.sessions.all_down();
+        self.report_all(gone);
+    }
+
+    /// Call `method` on the server; a broken connection is handled here
+    /// (every session reported unreachable) and given back as `Lost`.
+    pub(super) fn call(
+        &mut self,
+        method: &str,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, CallError> {
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(CallError::Lost(self.down.clone()));
+        };
+        let result = conn.call(method, params);
+        if let Err(CallError::Lost(why)) = &result {
+            let why = why.clone();
+            self.lost(&why);
+            return Err(CallError::Lost(self.down.clone()));
+        }
+        result
+    }
+
+    /// Handle everything the server pushed so far.
+    fn drain_events(&mut self) {
+        loop {
+            let Some(conn) = self.conn.as_mut() else {
+                return;
+            };
+            match conn.next_message() {
+                Ok(Some(msg)) => {
+                    if let Some(event) = Event::of(&msg) {
+                        self.on_event(event);
+                    }
+                }
+                Ok(None) => return,
+                Err(e) => return self.lost(&e.to_string()),
+            }
+        }
+    }
+
+    fn on_event(&mut self, event: Event) {
+        match event {
+            Event::Status {
+                thread,
+                state,
+                loaded,
+            } => {
+                for name in self.sessions.of_thread(&thread) {
+                    if !loaded {
+                        self.detach(&name);
+                    }
+                    let input = self.sessions.set_state(&name, state.clone());
+                    self.report_all(input);
+                    self.subscribe_late(&name, &thread);
+                }
+            }
+            Event::UserMessage { thread, client_id } => self.on_turn_started(&thread, &client_id),
+            Event::Gone { thread } => {
+                for name in self.sessions.of_thread(&thread) {
+                    self.detach(&name);
+                    if let Some(s) = self.sessions.get(&name) {
+                        s.thread = None;
+                    }
+                    let input = self.sessions.set_state(&name, None);
+                    self.report_all(input);
+                }
+            }
+            Event::Closed { thread } => {
+                for name in self.sessions.of_thread(&thread) {
+                    self.detach(&name);
+                }
+            }
+            Event::TurnFailed { thread, error } => {
+                // No input says "the turn failed": the journal does, so a
+                // person sees why the agent did not act (the reminder of
+                // the open step comes later, as for any idle agent).
+                for name in self.sessions.of_thread(&thread) {
+                    tracing::warn!(SESSION = %name, "codex turn failed: {error}");
+                }
+            }
+        }
+    }
+
+    fn detach(&mut self, name: &str) {
+        if let Some(s) = self.sessions.get(name) {
+            s.attached = false;
+            s.subscribed = false;
+        }
+    }
+
+    /// A thread attached before its first turn can be subscribed to once a
+    /// turn made it stored: tried at each of its state changes until then.
+    fn subscribe_late(&mut self, name: &str, thread: &str) {
+        let waiting = self
+            .sessions
+            .get(name)
+            .is_some_and(|s| s.attached && !s.subscribed);
+        if waiting {
+            let _ = self.subscribe(name, thread);
+        }
+    }
+
+    /// A turn started on a user message with a client id: if it is one of
+    /// this project's prompts, the engine hears which.
+    fn on_turn_started(&mut self, thread: &str, client_id: &str) {
+        let Some(seq) = self.ids.seq(client_id) else {
+            return;
+        };
+        for name in self.sessions.of_thread(thread) {
+            let held = self
+                .sessions
+                .get(&name)
+                .and_then(|s| s.held.get_mut(client_id));
+            if let Some(held) = held {
+                held.started = true;
+                held.told = true;
+            }
+            self.report(Input::TurnStarted {
+                session: name.clone(),
+                seq,
+            });
+        }
+    }
+}
