@@ -5,5 +5,6 @@
 
 pub mod args;
 pub mod demo;
+pub mod exit;
 pub mod offline;
 pub mod output;

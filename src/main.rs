@@ -13,7 +13,8 @@ use reveille::config::{self, ConfigErrors, LoadOptions, Settings};
 use reveille::shell::{daemon, logging, status};
 
 use cli::args::{Cli, Command, ConfigFlags};
-use cli::output::{print, print_json, warn, AlreadySaid, OutputError, CLOSED_PIPE};
+use cli::exit;
+use cli::output::{print, print_json, warn, AlreadySaid, OutputError};
 
 fn options(flags: &ConfigFlags) -> LoadOptions {
     LoadOptions {
@@ -63,7 +64,7 @@ fn exit_for(e: &anyhow::Error) -> ExitCode {
     }
     if let Some(out) = e.downcast_ref::<OutputError>() {
         return match out {
-            OutputError::Closed => ExitCode::from(CLOSED_PIPE),
+            OutputError::Closed => ExitCode::from(exit::CLOSED_PIPE),
             OutputError::Failed(_) => {
                 warn(out);
                 ExitCode::FAILURE
@@ -71,11 +72,17 @@ fn exit_for(e: &anyhow::Error) -> ExitCode {
         };
     }
     match e.downcast_ref::<ConfigErrors>() {
-        // One line per problem, each naming its key and origin.
-        Some(errors) => errors.0.iter().for_each(warn),
-        None => warn(format!("{e:#}")),
+        // One line per problem, each naming its key and origin; a status
+        // of its own, which the unit does not restart for.
+        Some(errors) => {
+            errors.0.iter().for_each(warn);
+            ExitCode::from(exit::CONFIG)
+        }
+        None => {
+            warn(format!("{e:#}"));
+            ExitCode::FAILURE
+        }
     }
-    ExitCode::FAILURE
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {

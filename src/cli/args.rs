@@ -36,6 +36,7 @@ Environment:
   JOURNAL_STREAM, NOTIFY_SOCKET, WATCHDOG_USEC   set by systemd
 
 Exit status: 0 success; 1 an error (reported on stderr); 2 bad usage;
+78 a configuration error (EX_CONFIG; not restarted by the unit);
 141 the output pipe was closed (as for SIGPIPE).";
 
 /// Wakes AI coding agents when their next plan step or tracker task
