@@ -8,3 +8,4 @@ pub mod demo;
 pub mod exit;
 pub mod offline;
 pub mod output;
+pub mod reload;

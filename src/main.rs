@@ -91,6 +91,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let loaded = load(&flags)?;
             print(&config::render_check(&loaded))?;
         }
+        Command::Reload(flags) => return cli::reload::run(&flags),
         Command::Status { flags, json } => show_status(&flags, json)?,
         Command::Ready { file, json } => cli::offline::ready(&file, json)?,
         Command::Why {
@@ -159,7 +160,7 @@ fn start(settings: Settings, flags: ConfigFlags) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the event loop")?;
-    let reload = Box::new(move || load(&flags).map(|l| l.settings).map_err(|e| e.to_string()));
+    let reload = Box::new(move || load(&flags).map(|l| l.settings));
     runtime
         .block_on(async {
             let shutdown = daemon::terminated()?;

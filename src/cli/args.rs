@@ -12,6 +12,7 @@ Examples:
   reveille demo                               see a wake-up in a throw-away project
   reveille run --config config/example.toml   run in the foreground
   reveille check --project myproj             every value and where it came from
+  reveille reload --project myproj            re-read the configuration, say if refused
   reveille status --project myproj --json     plans, ready/announced steps, outboxes
   reveille ready pl/20261130T101500_a1b2c3d4--ship__todo.md
   reveille why pl/20261130T101500_a1b2c3d4--ship__todo.md s3
@@ -19,14 +20,16 @@ Examples:
 
 Files:
   ~/.config/reveille/<project>.toml    the configuration ($XDG_CONFIG_HOME)
-  ~/.local/state/reveille/<project>/   state: state.json, journal.jsonl, lock
+  ~/.local/state/reveille/<project>/   state: state.json, journal.jsonl, lock,
+                                       reload.json (the answer to the last reload)
                                        ($XDG_STATE_HOME; [state] dir)
   <plan_dir>/YYYYMMDDTHHMMSS_<uid>--<slug>__<todo|wip|done|abandoned>.md
                                        plan files; also *.plan.json
   <sessions.dir>/<session>/fifo.in     where a session's prompts are written
 
 Signals (run):
-  SIGHUP            re-read the configuration (an invalid one is refused)
+  SIGHUP            re-read the configuration (an invalid one is refused;
+                    `reveille reload` sends it and reports the answer)
   SIGTERM, SIGINT   finish writes in flight, persist the state, exit 0
 
 Environment:
@@ -65,6 +68,9 @@ pub enum Command {
     Run(ConfigFlags),
     /// Validate the configuration and print every resolved value and its origin.
     Check(ConfigFlags),
+    /// Make the running daemon re-read its configuration (SIGHUP) and wait
+    /// for its answer; a refused reload exits non-zero with the reason.
+    Reload(ConfigFlags),
     /// Show plans, ready and announced steps, pending prompts, event offset.
     Status {
         #[command(flatten)]

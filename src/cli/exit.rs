@@ -4,7 +4,7 @@
 //! closed pipe is not worth a message.
 
 /// A configuration that cannot be used: `EX_CONFIG` from sysexits(3),
-/// which systemd shows as `status=78/CONFIG`. Fixing the file is the only
+/// which `systemctl status` shows as `status=78`. Fixing the file is the only
 /// remedy, so systemd must not restart the daemon for it.
 pub const CONFIG: u8 = 78;
 

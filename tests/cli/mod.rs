@@ -6,6 +6,7 @@
 mod demo;
 mod manners;
 mod names;
+mod reload;
 mod why;
 mod wording;
 

@@ -103,6 +103,7 @@ impl Daemon {
             plan_files: PlanFiles::default(),
             reminders_written: Vec::new(),
             seen: Vec::new(),
+            reloads: Default::default(),
         };
         let wakers = Wakers {
             events,
@@ -128,6 +129,8 @@ impl Daemon {
             tracing::info!(project = %project, "first start: state directory {} created", self.store.dir().display());
         }
         self.compact();
+        // `reveille reload` may signal this process from now on.
+        self.answer_reload(crate::shell::reload_report::Outcome::Started);
         tracing::info!(project = %project, "ready: {}", self.summary());
         self.ready();
     }

@@ -1,5 +1,6 @@
 //! The one-line summary systemd shows as `Status:` (`STATUS=`), sent when
-//! it changes, and with `READY=1`.
+//! it changes, and with `READY=1` (so also after every reload: a refused
+//! one stays in it until a reload succeeds).
 
 use crate::shell::watch::RootMode;
 
@@ -44,6 +45,11 @@ impl Daemon {
         }
         if self.store_failing {
             s.push_str("; STATE NOT PERSISTED");
+        }
+        // Until a reload succeeds: what runs is not what the file says.
+        if let Some(refused) = &self.reloads.refused {
+            s.push_str("; ");
+            s.push_str(refused);
         }
         s
     }
