@@ -8,4 +8,5 @@ pub mod demo;
 pub mod exit;
 pub mod offline;
 pub mod output;
+pub mod project;
 pub mod reload;

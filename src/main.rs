@@ -9,23 +9,15 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::Parser;
 
-use reveille::config::{self, ConfigErrors, LoadOptions, Settings};
+use reveille::config::{self, ConfigErrors, Settings};
 use reveille::shell::{daemon, logging, status};
 
 use cli::args::{Cli, Command, ConfigFlags};
 use cli::exit;
 use cli::output::{print, print_json, warn, AlreadySaid, OutputError};
 
-fn options(flags: &ConfigFlags) -> LoadOptions {
-    LoadOptions {
-        config: flags.config.clone(),
-        project: flags.project.clone(),
-        env: None,
-    }
-}
-
 fn load(flags: &ConfigFlags) -> Result<config::Loaded, ConfigErrors> {
-    config::load(&options(flags))
+    config::load(&cli::project::options(flags))
 }
 
 fn main() -> ExitCode {
@@ -93,7 +85,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Reload(flags) => return cli::reload::run(&flags),
         Command::Status { flags, json } => show_status(&flags, json)?,
-        Command::Ready { file, json } => cli::offline::ready(&file, json)?,
+        Command::Ready { file, flags, json } => cli::offline::ready(&file, &flags, json)?,
         Command::Why {
             file,
             step,
@@ -115,7 +107,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 /// configuration has gone bad since the daemon read it (the problems are
 /// said once, the state is shown with those keys at their defaults).
 fn show_status(flags: &ConfigFlags, json: bool) -> anyhow::Result<()> {
-    let (loaded, errors) = config::load_salvaged(&options(flags));
+    let (loaded, errors) = config::load_salvaged(&cli::project::options(flags));
     for e in &errors {
         warn(e);
     }
@@ -133,8 +125,11 @@ fn show_status(flags: &ConfigFlags, json: bool) -> anyhow::Result<()> {
             .iter()
             .map(|p| p.display().to_string())
             .collect();
+        let hint = cli::project::ambiguity(flags)
+            .map(|h| format!("; {h}"))
+            .unwrap_or_default();
         bail!(
-            "no project {:?}: no configuration file (looked for {}) and no state directory {}",
+            "no project {:?}: no configuration file (looked for {}) and no state directory {}{hint}",
             settings.project.name,
             if looked.is_empty() {
                 "none".to_string()

@@ -57,7 +57,8 @@ pub struct ConfigFlags {
     /// Configuration file (default: ~/.config/reveille/<project>.toml if it exists).
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     pub config: Option<PathBuf>,
-    /// Project name (default: from the configuration, else "default").
+    /// Project name (default: the only configured project; for a file, the
+    /// project whose plan directory holds it; else "default").
     #[arg(long, value_name = "NAME")]
     pub project: Option<String>,
 }
@@ -85,6 +86,8 @@ pub enum Command {
         /// A plan file (`*.md`, `*.plan.json`) or a beads `issues.jsonl`.
         #[arg(value_hint = clap::ValueHint::FilePath)]
         file: PathBuf,
+        #[command(flatten)]
+        flags: ConfigFlags,
         /// Print JSON instead of `id<TAB>title` lines.
         #[arg(long)]
         json: bool,

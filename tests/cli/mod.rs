@@ -6,6 +6,7 @@
 mod demo;
 mod manners;
 mod names;
+mod project;
 mod reload;
 mod why;
 mod wording;
