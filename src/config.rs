@@ -24,7 +24,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::path::PathBuf;
 
-pub use check::render_check;
+pub use check::{not_directories, render_check, what_it_is};
 pub use objects::engine_config;
 pub use origin::Origin;
 pub use settings::{

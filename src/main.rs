@@ -81,6 +81,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Check(flags) => {
             let loaded = load(&flags)?;
+            let wrong = config::not_directories(&loaded);
+            if !wrong.is_empty() {
+                return Err(ConfigErrors(wrong).into());
+            }
             print(&config::render_check(&loaded))?;
         }
         Command::Reload(flags) => return cli::reload::run(&flags),

@@ -394,6 +394,12 @@ fn plan_changes_wake_a_fifo_reader_and_log_fields() {
     assert_eq!(field(&announced, "SESSION"), "sess1");
     assert_eq!(field(&announced, "PROJECT"), "proj");
     assert_eq!(field(&announced, "PRIORITY"), "5", "info is notice");
+    // FILE= is the whole path, PLAN_NAME= the bare name.
+    assert_eq!(field(&announced, "FILE"), plan.display().to_string());
+    assert_eq!(
+        field(&announced, "PLAN_NAME"),
+        plan.file_name().unwrap().to_string_lossy()
+    );
 
     // What `journalctl _SYSTEMD_USER_UNIT=reveille@proj.service PLAN=…` shows.
     let by_plan = sd.journal_matching(&[

@@ -40,6 +40,9 @@ impl Daemon {
                 // A tracker never configured is no news (said once at start).
                 RootMode::Missing(_) if self.settings.events.is_unchosen_log(&path) => {}
                 RootMode::Missing(_) => s.push_str(&format!("; waiting for {}", path.display())),
+                RootMode::NotADirectory(_) => {
+                    s.push_str(&format!("; {} is not a directory", path.display()))
+                }
                 RootMode::Inotify => {}
             }
         }
