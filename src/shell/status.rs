@@ -592,6 +592,13 @@ fn render_sessions(out: &mut String, s: &Status) {
     }
 }
 
+/// How many open announced steps and tasks are the first start's baseline.
+fn baseline_count(s: &Status) -> usize {
+    let plans = s.plans.iter().flat_map(|p| &p.announced);
+    let tasks = s.tasks.values().flatten();
+    plans.chain(tasks).filter(|a| a.baseline).count()
+}
+
 /// The human-readable form.
 pub fn render(s: &Status) -> String {
     let mut out = String::new();
@@ -607,9 +614,17 @@ pub fn render(s: &Status) -> String {
     }
     out.push_str(&format!("state   {}", s.state_dir));
     if !s.started_before {
-        out.push_str(" (never started: the first start takes the baseline)");
+        out.push_str(
+            " (never started: at the first start, what is already ready is recorded as the baseline, not announced)",
+        );
     }
     out.push('\n');
+    let baseline = baseline_count(s);
+    if baseline > 0 {
+        out.push_str(&format!(
+            "baseline {baseline} ready at the first start: recorded, never announced (marked \"(baseline)\"); only what becomes ready after it wakes anyone\n"
+        ));
+    }
     out.push_str(&format!("plans   {}\n", s.plans.len()));
     for p in &s.plans {
         render_plan(&mut out, p);

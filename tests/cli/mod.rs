@@ -7,6 +7,7 @@ mod demo;
 mod manners;
 mod names;
 mod project;
+mod quickstart;
 mod reload;
 mod why;
 mod wording;

@@ -127,7 +127,7 @@ impl Daemon {
         self.scan();
         self.feed(Input::StartupDone);
         if first_start {
-            tracing::info!(project = %project, "first start: state directory {} created", self.store.dir().display());
+            tracing::info!(project = %project, "first start: state directory {} created; it holds the baseline (a start without it takes a new one)", self.store.dir().display());
         }
         self.compact();
         // `reveille reload` may signal this process from now on.
