@@ -14,6 +14,7 @@ mod lines;
 mod objects;
 mod origin;
 mod raw;
+mod reference;
 mod schema;
 mod settings;
 #[cfg(test)]
@@ -27,6 +28,7 @@ use std::path::PathBuf;
 pub use check::{not_directories, render_check, what_it_is};
 pub use objects::engine_config;
 pub use origin::Origin;
+pub use reference::{reference, KeyReference};
 pub use settings::{
     validate_name, BeadsSettings, ClaudeSettings, CodexSettings, Delivery, EventSettings,
     FanoutSettings, Framing, LogSettings, LogTarget, Mode, OpencodeSettings, ProjectSettings,

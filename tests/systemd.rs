@@ -116,7 +116,7 @@ fn install_reveille(sd: &SystemdUser) {
         .output()
         .expect("reveille man");
     let man = sd.write_home_file(
-        ".local/share/man/man1/reveille.1",
+        ".cargo/share/man/man1/reveille.1",
         &String::from_utf8_lossy(&page.stdout),
         0o644,
     );

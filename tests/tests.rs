@@ -10,6 +10,7 @@ mod daemon;
 mod doubles;
 mod fanout;
 mod hostile;
+mod install;
 mod reliability;
 mod reminders;
 mod systemd;

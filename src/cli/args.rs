@@ -35,6 +35,7 @@ Signals (run):
 Environment:
   REVEILLE_<SECTION>__<KEY>   any configuration key (REVEILLE_PROJECT__PLAN_DIR)
   RUST_LOG                    log filter, overriding [log] level
+  NO_COLOR                    set (non-empty): no colour in the stderr log
   XDG_CONFIG_HOME, XDG_STATE_HOME, HOME
   JOURNAL_STREAM, NOTIFY_SOCKET, WATCHDOG_USEC   set by systemd
 
@@ -167,11 +168,42 @@ pub fn man_page() -> String {
     for sub in cmd.get_subcommands_mut().filter(|s| s.get_name() != "help") {
         text.push_str(&subcommand_section(sub));
     }
+    text.push_str(&configuration_section());
     let mut out = Vec::new();
     let _ = man.render_extra_section(&mut out);
     let _ = man.render_version_section(&mut out);
     text.push_str(&String::from_utf8_lossy(&out));
     text
+}
+
+/// The CONFIGURATION section: where the file is, the layers, and every
+/// key with its default and environment variable, from the definitions
+/// `load` uses (`config::reference`), so the page cannot drift.
+fn configuration_section() -> String {
+    let mut out = String::from(".SH CONFIGURATION\n");
+    out.push_str(&roff(
+        "Each key takes the value of the highest layer that sets it: built-in defaults, \
+         then the file (--config FILE, else ~/.config/reveille/<project>.toml, \
+         $XDG_CONFIG_HOME), then environment variables REVEILLE_<SECTION>__<KEY>, then \
+         --project. Paths expand ~, $VAR and ${VAR}. Unknown keys are errors. \
+         `reveille check` prints every resolved value and where it came from; \
+         doc/CONFIG.md and config/example.toml say what each key means.",
+    ));
+    let mut section = String::new();
+    for k in reveille::config::reference() {
+        let (sec, key) = k.key.split_once('.').unwrap_or(("", &k.key));
+        if sec != section {
+            section = sec.to_string();
+            out.push_str(&format!(".SS \"[{}]\"\n", roff(sec).trim_end()));
+        }
+        out.push_str(&format!(
+            ".TP\n\\fB{}\\fR = {}\n{}",
+            roff(key).trim_end(),
+            roff(&k.default).trim_end(),
+            roff(&format!("env: {}", k.env))
+        ));
+    }
+    out
 }
 
 /// Text for roff: backslashes and hyphens escaped, no line starting with

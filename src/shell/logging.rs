@@ -1,6 +1,6 @@
 //! Where log lines go: the journal (structured, filterable by field) when we
 //! run under systemd or are told to, human-readable text on stderr
-//! otherwise.
+//! otherwise — coloured on a terminal unless `NO_COLOR` is set.
 //!
 //! # Field names in the journal
 //!
@@ -83,7 +83,7 @@ pub fn init(target: LogTarget, level: &str) -> Result<LogSink, String> {
         .with(
             tracing_subscriber::fmt::layer()
                 .with_writer(std::io::stderr)
-                .with_ansi(std::io::stderr().is_terminal()),
+                .with_ansi(std::io::stderr().is_terminal() && !no_color()),
         )
         .try_init()
         .map_err(|e| format!("cannot install the log subscriber: {e}"))?;
@@ -116,6 +116,12 @@ pub fn journal_file(
     };
     let whole = dir.join(file).display().to_string();
     (Some(whole), Some(file.clone()))
+}
+
+/// Whether the user asked for no colour: `NO_COLOR` set to anything but
+/// the empty string (https://no-color.org).
+fn no_color() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
 }
 
 /// The least severe engine entry the installed subscriber can keep, so
