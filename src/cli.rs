@@ -5,5 +5,8 @@
 
 pub mod args;
 pub mod demo;
+pub mod exit;
 pub mod offline;
 pub mod output;
+pub mod project;
+pub mod reload;

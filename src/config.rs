@@ -10,19 +10,25 @@
 mod check;
 mod expand;
 mod layers;
+mod lines;
 mod objects;
+mod origin;
 mod raw;
+mod reference;
 mod schema;
 mod settings;
 #[cfg(test)]
 mod tests;
+mod wording;
 
 use std::collections::BTreeSet;
 use std::fmt;
 use std::path::PathBuf;
 
-pub use check::render_check;
+pub use check::{not_directories, render_check, what_it_is};
 pub use objects::engine_config;
+pub use origin::Origin;
+pub use reference::{reference, KeyReference};
 pub use settings::{
     validate_name, BeadsSettings, ClaudeSettings, CodexSettings, Delivery, EventSettings,
     FanoutSettings, Framing, LogSettings, LogTarget, Mode, OpencodeSettings, ProjectSettings,
@@ -30,8 +36,7 @@ pub use settings::{
 };
 
 use expand::EnvSnapshot;
-use figment::error::Kind;
-use layers::{EnvLayer, Layer, Layers};
+use layers::{Above, EnvLayer, Layer, Layers};
 
 /// The inputs of [`load`].
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -53,9 +58,8 @@ pub struct Loaded {
     /// The validated settings.
     pub settings: Settings,
     /// Every resolved key, in file order: `(dotted key, value as TOML would
-    /// write it, origin)`. Origin is `default`, `file PATH`, `env VAR` or
-    /// `flag --project`.
-    pub sources: Vec<(String, String, String)>,
+    /// write it, origin)`.
+    pub sources: Vec<(String, String, Origin)>,
     /// The configuration file that was read, if any.
     pub file: Option<PathBuf>,
     /// Every path where a configuration file was looked for, in order.
@@ -70,8 +74,8 @@ pub struct ConfigError {
     pub key: Option<String>,
     /// The offending value as written, when known.
     pub value: Option<String>,
-    /// `file PATH`, `env VAR`, `flag --project` or `default`.
-    pub origin: Option<String>,
+    /// The layer it came from (for a file, the line), when known.
+    pub origin: Option<Origin>,
     /// What is wrong.
     pub message: String,
 }
@@ -108,12 +112,7 @@ impl std::error::Error for ConfigError {}
 /// the value and the layer it came from.
 fn from_figment(e: figment::Error, layers: &Layers) -> ConfigError {
     let key = e.path.join(".");
-    let message = match &e.kind {
-        Kind::UnknownField(_, expected) => {
-            format!("unknown key; expected one of {}", expected.join(", "))
-        }
-        kind => kind.to_string(),
-    };
+    let message = wording::kind(&e.kind);
     if key.is_empty() {
         return ConfigError {
             key: None,
@@ -136,8 +135,42 @@ fn process_env() -> EnvSnapshot {
         .collect()
 }
 
+/// The projects configured in `$XDG_CONFIG_HOME/reveille/`: each
+/// `<project>.toml` (not hidden, a valid project name), by name.
+fn configured_in(env: &EnvSnapshot) -> Vec<(String, PathBuf)> {
+    let Some(dir) =
+        layers::default_file("default", env).and_then(|f| Some(f.parent()?.to_path_buf()))
+    else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(String, PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let stem = name.strip_suffix(".toml")?;
+            let usable = !stem.starts_with('.') && validate_name("project", stem).is_ok();
+            (usable && e.path().is_file()).then(|| (stem.to_string(), e.path()))
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// The projects configured for this user (`~/.config/reveille/*.toml`),
+/// by name, with their files. `env` as in [`LoadOptions::env`].
+pub fn configured_projects(env: Option<&[(String, String)]>) -> Vec<(String, PathBuf)> {
+    let env: EnvSnapshot = match env {
+        Some(vars) => vars.iter().cloned().collect(),
+        None => process_env(),
+    };
+    configured_in(&env)
+}
+
 /// A name check failure for `project.name` before the layers are complete.
-fn bad_project(name: &str, message: String, origin: String) -> ConfigError {
+fn bad_project(name: &str, message: String, origin: Origin) -> ConfigError {
     ConfigError {
         key: Some("project.name".into()),
         value: Some(format!("{name:?}")),
@@ -192,21 +225,31 @@ pub fn load_salvaged(opts: &LoadOptions) -> (Option<Loaded>, Vec<ConfigError>) {
         Some(vars) => vars.iter().cloned().collect(),
         None => process_env(),
     };
-    let (env_layer, mut errors) = EnvLayer::from_env(&env);
+    let (env_layer, mut errors) = EnvLayer::from_env(&env, Layer::defaults("default").dict());
     let flag = opts.project.as_deref().map(Layer::project_flag);
 
     // The default file is named after the project, so the name is needed
-    // before the file is read: --project, else REVEILLE_PROJECT__NAME.
+    // before the file is read: --project, else REVEILLE_PROJECT__NAME, else
+    // the only project configured, else `default`.
+    let mut chosen = None;
     let (file, looked_at) = match &opts.config {
         Some(path) => {
             let path = std::path::absolute(path).unwrap_or_else(|_| path.clone());
             (Some(path.clone()), vec![path])
         }
         None => {
-            let (name, origin) = match (&opts.project, env_layer.project_name()) {
-                (Some(n), _) => (n.as_str(), "flag --project".to_string()),
-                (None, Some(n)) => (n, "env REVEILLE_PROJECT__NAME".to_string()),
-                (None, None) => ("default", "default".to_string()),
+            let only = match configured_in(&env).as_slice() {
+                [(name, path)] => Some((name.clone(), path.clone())),
+                _ => None,
+            };
+            let (name, origin) = match (&opts.project, env_layer.project_name(), &only) {
+                (Some(n), _, _) => (n.as_str(), Origin::Flag),
+                (None, Some(n), _) => (n, Origin::Env("REVEILLE_PROJECT__NAME".into())),
+                (None, None, Some((n, path))) => {
+                    chosen = Some(Layer::only_project(n, path));
+                    (n.as_str(), Origin::OnlyProject(path.clone()))
+                }
+                (None, None, None) => ("default", Origin::Default),
             };
             match validate_name("project name", name) {
                 Err(m) => {
@@ -229,6 +272,7 @@ pub fn load_salvaged(opts: &LoadOptions) -> (Option<Loaded>, Vec<ConfigError>) {
         None => None,
     };
     let layers = Sources {
+        chosen,
         file: file_layer,
         env: env_layer,
         flag,
@@ -252,10 +296,12 @@ fn dedup(errors: &mut Vec<ConfigError>) {
 }
 
 /// Every resolved key: `(dotted key, value, origin)`, as [`Loaded::sources`].
-type Resolved = Vec<(String, String, String)>;
+type Resolved = Vec<(String, String, Origin)>;
 
 /// The layers above the defaults, as read.
 struct Sources {
+    /// The project name, when it is the only one configured.
+    chosen: Option<Layer>,
     file: Option<Layer>,
     env: EnvLayer,
     flag: Option<Layer>,
@@ -263,11 +309,16 @@ struct Sources {
 
 impl Sources {
     fn layers(&self, defaults: Layer, dropped: &BTreeSet<String>) -> Layers {
+        let without = |l: &Option<Layer>| l.as_ref().map(|l| l.without(dropped));
+        let (file, flag) = (without(&self.file), without(&self.flag));
         Layers::new(
             defaults,
-            self.file.as_ref().map(|f| f.without(dropped)).as_ref(),
-            &self.env.without(dropped),
-            self.flag.as_ref().map(|f| f.without(dropped)).as_ref(),
+            Above {
+                chosen: self.chosen.as_ref(),
+                file: file.as_ref(),
+                env: &self.env.without(dropped),
+                flag: flag.as_ref(),
+            },
         )
     }
 
@@ -302,8 +353,13 @@ impl Sources {
         env: &EnvSnapshot,
         dropped: &BTreeSet<String>,
     ) -> Result<(Settings, Resolved), (Vec<ConfigError>, bool)> {
-        // Pass one: the final project name, which the defaults depend on.
+        // Pass one: the final project name, which the defaults depend on —
+        // once every section is a table (`project = 3` has no name in it).
         let upper = self.layers(Layer::defaults("default"), dropped);
+        let shape = schema::sections(&upper, Layer::defaults("default").dict());
+        if !shape.is_empty() {
+            return Err((shape, false));
+        }
         let name: String = upper
             .figment
             .extract_inner_lossy("project.name")

@@ -9,22 +9,15 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::Parser;
 
-use reveille::config::{self, ConfigErrors, LoadOptions, Settings};
+use reveille::config::{self, ConfigErrors, Settings};
 use reveille::shell::{daemon, logging, status};
 
 use cli::args::{Cli, Command, ConfigFlags};
-use cli::output::{print, print_json, warn, AlreadySaid, OutputError, CLOSED_PIPE};
-
-fn options(flags: &ConfigFlags) -> LoadOptions {
-    LoadOptions {
-        config: flags.config.clone(),
-        project: flags.project.clone(),
-        env: None,
-    }
-}
+use cli::exit;
+use cli::output::{print, print_json, warn, AlreadySaid, OutputError};
 
 fn load(flags: &ConfigFlags) -> Result<config::Loaded, ConfigErrors> {
-    config::load(&options(flags))
+    config::load(&cli::project::options(flags))
 }
 
 fn main() -> ExitCode {
@@ -63,7 +56,7 @@ fn exit_for(e: &anyhow::Error) -> ExitCode {
     }
     if let Some(out) = e.downcast_ref::<OutputError>() {
         return match out {
-            OutputError::Closed => ExitCode::from(CLOSED_PIPE),
+            OutputError::Closed => ExitCode::from(exit::CLOSED_PIPE),
             OutputError::Failed(_) => {
                 warn(out);
                 ExitCode::FAILURE
@@ -71,21 +64,32 @@ fn exit_for(e: &anyhow::Error) -> ExitCode {
         };
     }
     match e.downcast_ref::<ConfigErrors>() {
-        // One line per problem, each naming its key and origin.
-        Some(errors) => errors.0.iter().for_each(warn),
-        None => warn(format!("{e:#}")),
+        // One line per problem, each naming its key and origin; a status
+        // of its own, which the unit does not restart for.
+        Some(errors) => {
+            errors.0.iter().for_each(warn);
+            ExitCode::from(exit::CONFIG)
+        }
+        None => {
+            warn(format!("{e:#}"));
+            ExitCode::FAILURE
+        }
     }
-    ExitCode::FAILURE
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Check(flags) => {
             let loaded = load(&flags)?;
+            let wrong = config::not_directories(&loaded);
+            if !wrong.is_empty() {
+                return Err(ConfigErrors(wrong).into());
+            }
             print(&config::render_check(&loaded))?;
         }
+        Command::Reload(flags) => return cli::reload::run(&flags),
         Command::Status { flags, json } => show_status(&flags, json)?,
-        Command::Ready { file, json } => cli::offline::ready(&file, json)?,
+        Command::Ready { file, flags, json } => cli::offline::ready(&file, &flags, json)?,
         Command::Why {
             file,
             step,
@@ -107,7 +111,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 /// configuration has gone bad since the daemon read it (the problems are
 /// said once, the state is shown with those keys at their defaults).
 fn show_status(flags: &ConfigFlags, json: bool) -> anyhow::Result<()> {
-    let (loaded, errors) = config::load_salvaged(&options(flags));
+    let (loaded, errors) = config::load_salvaged(&cli::project::options(flags));
     for e in &errors {
         warn(e);
     }
@@ -125,8 +129,11 @@ fn show_status(flags: &ConfigFlags, json: bool) -> anyhow::Result<()> {
             .iter()
             .map(|p| p.display().to_string())
             .collect();
+        let hint = cli::project::ambiguity(flags)
+            .map(|h| format!("; {h}"))
+            .unwrap_or_default();
         bail!(
-            "no project {:?}: no configuration file (looked for {}) and no state directory {}",
+            "no project {:?}: no configuration file (looked for {}) and no state directory {}{hint}",
             settings.project.name,
             if looked.is_empty() {
                 "none".to_string()
@@ -152,7 +159,7 @@ fn start(settings: Settings, flags: ConfigFlags) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the event loop")?;
-    let reload = Box::new(move || load(&flags).map(|l| l.settings).map_err(|e| e.to_string()));
+    let reload = Box::new(move || load(&flags).map(|l| l.settings));
     runtime
         .block_on(async {
             let shutdown = daemon::terminated()?;

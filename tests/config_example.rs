@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use reveille::config::{load, render_check, LoadOptions};
+use reveille::config::{load, render_check, LoadOptions, Origin};
 
 fn example() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("config/example.toml")
@@ -25,7 +25,7 @@ fn example_config_loads() {
     for (key, _, origin) in &loaded.sources {
         if key != "events.assignees" {
             assert!(
-                origin.starts_with("file "),
+                matches!(origin, Origin::File { line: Some(_), .. }),
                 "{key} from {origin}:\n{report}"
             );
         }

@@ -116,7 +116,7 @@ fn install_reveille(sd: &SystemdUser) {
         .output()
         .expect("reveille man");
     let man = sd.write_home_file(
-        ".local/share/man/man1/reveille.1",
+        ".cargo/share/man/man1/reveille.1",
         &String::from_utf8_lossy(&page.stdout),
         0o644,
     );
@@ -394,6 +394,12 @@ fn plan_changes_wake_a_fifo_reader_and_log_fields() {
     assert_eq!(field(&announced, "SESSION"), "sess1");
     assert_eq!(field(&announced, "PROJECT"), "proj");
     assert_eq!(field(&announced, "PRIORITY"), "5", "info is notice");
+    // FILE= is the whole path, PLAN_NAME= the bare name.
+    assert_eq!(field(&announced, "FILE"), plan.display().to_string());
+    assert_eq!(
+        field(&announced, "PLAN_NAME"),
+        plan.file_name().unwrap().to_string_lossy()
+    );
 
     // What `journalctl _SYSTEMD_USER_UNIT=reveille@proj.service PLAN=…` shows.
     let by_plan = sd.journal_matching(&[
@@ -422,8 +428,10 @@ fn plan_changes_wake_a_fifo_reader_and_log_fields() {
 }
 
 /// `systemctl reload`: RELOADING=1 (+ MONOTONIC_USEC) then READY=1, same
-/// process; an invalid config is refused with an error and the old one
-/// kept; a valid change takes effect.
+/// process; an invalid config is refused — `systemctl reload` fails, the
+/// unit's `ExecReload=` (`reveille reload`) exits 78 with the reason, and
+/// `Status:` says the previous configuration runs until a good reload —
+/// and the old one kept; a valid change takes effect.
 #[test]
 fn reload_keeps_the_process_refuses_bad_config_and_applies_good_config() {
     let Some(sd) = SystemdUser::start() else {
@@ -438,30 +446,37 @@ fn reload_keeps_the_process_refuses_bad_config_and_applies_good_config() {
     sd.systemctl_ok(&["start", "reveille@proj"]);
     let pid = sd.property(UNIT, "MainPID");
 
-    let reload = |what: &str| {
+    let reload = |what: &str, ok: bool| {
         let before = notifications(&sd).len();
         let t = Instant::now();
-        sd.systemctl_ok(&["reload", "reveille@proj"]);
+        let out = sd.systemctl(&["reload", "reveille@proj"]);
+        assert_eq!(
+            out.status.success(),
+            ok,
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(
             t.elapsed() < Duration::from_secs(5),
             "reload took {:?}",
             t.elapsed()
         );
-        // On 252 the reload job may end when `kill -HUP` exits; the
-        // daemon's own RELOADING=1 … READY=1 is the real end of it.
-        wait_until(what, Duration::from_secs(10), || {
-            let notes = notifications(&sd);
-            let new = &notes[before..];
-            let reloading = new.iter().position(|n| n.contains("RELOADING=1"))?;
-            assert!(
-                new[reloading].contains("MONOTONIC_USEC="),
-                "RELOADING=1 carries MONOTONIC_USEC: {new:?}"
-            );
-            new[reloading..]
-                .iter()
-                .any(|n| n.contains("READY=1"))
-                .then_some(())
-        });
+        // `reveille reload` waits for the daemon's answer, so the job ends
+        // after the daemon's own RELOADING=1 … READY=1.
+        let notes = notifications(&sd);
+        let new = &notes[before..];
+        let reloading = new
+            .iter()
+            .position(|n| n.contains("RELOADING=1"))
+            .unwrap_or_else(|| panic!("{what}: no RELOADING=1 in {new:?}"));
+        assert!(
+            new[reloading].contains("MONOTONIC_USEC="),
+            "RELOADING=1 carries MONOTONIC_USEC: {new:?}"
+        );
+        assert!(
+            new[reloading..].iter().any(|n| n.contains("READY=1")),
+            "{new:?}"
+        );
         sd.wait_for_property(UNIT, "ActiveState", "active", Duration::from_secs(5));
         assert_eq!(
             sd.property(UNIT, "MainPID"),
@@ -472,28 +487,111 @@ fn reload_keeps_the_process_refuses_bad_config_and_applies_good_config() {
 
     // An unknown key: refused, logged as an error naming it, old config kept.
     write_config(&sd, "sess2", "colour = \"blue\"");
-    reload("RELOADING=1 then READY=1 (bad config)");
+    reload("the bad config", false);
     let refused = wait_for_entry(&sd, &[&pid], "the reload error", |e| {
         field(e, "MESSAGE").starts_with("reload failed")
     });
     assert_eq!(field(&refused, "PRIORITY"), "3", "an error");
     assert!(field(&refused, "MESSAGE").contains("colour"), "{refused:#}");
+    // What `systemctl status` shows: the refusal in Status:, and the
+    // ExecReload= process's own exit, EX_CONFIG.
+    let status = sd.property(UNIT, "StatusText");
+    assert!(
+        status.contains("; reload refused, running the previous configuration: project.colour"),
+        "{status}"
+    );
+    let shown = String::from_utf8_lossy(&sd.systemctl(&["status", UNIT]).stdout).into_owned();
+    assert!(
+        shown.contains("reload refused, running the previous configuration"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("ExecReload=") && shown.contains("(code=exited, status=78)"),
+        "{shown}"
+    );
+    // The reason reached the journal from `reveille reload` too. Any
+    // entry of the manager's user: journald files the stderr of a process
+    // as short-lived as the ExecReload= one under the unit only if it
+    // learns its cgroup before the process is gone.
+    wait_until("reveille reload's reason", Duration::from_secs(10), || {
+        sd.journal_matching(&[]).into_iter().find(|e| {
+            let m = field(e, "MESSAGE");
+            m.starts_with("reveille: reload refused") && m.contains("line 4")
+        })
+    });
     write_plan(&sd, PLAN_ID, "one", STOCK_PLAN);
     let p = sess1.next_prompt("a prompt to sess1: the old default_session");
     assert!(p.contains("Write the parser"), "{p}");
     assert_eq!(sess2.leftover(), "");
 
-    // A valid change: new plans go to the new default session.
+    // A valid change: new plans go to the new default session, and the
+    // status no longer says a reload was refused.
     write_config(&sd, "sess2", "");
-    reload("RELOADING=1 then READY=1 (good config)");
+    reload("the good config", true);
     wait_for_entry(&sd, &[&pid], "the reload record", |e| {
         field(e, "MESSAGE") == "configuration reloaded"
     });
+    let status = sd.property(UNIT, "StatusText");
+    assert!(!status.contains("refused"), "{status}");
     write_plan(&sd, PLAN_ID_2, "two", STOCK_PLAN);
     let p = sess2.next_prompt("a prompt to sess2: the new default_session");
     assert!(p.contains(PLAN_ID_2), "{p}");
     assert_eq!(sess1.leftover(), "");
     assert_eq!(sd.property(UNIT, "SubState"), "running");
+}
+
+/// A configuration error at start exits 78, which the unit does not
+/// restart for: one failure, no restart loop, no start limit hit — and
+/// once the file is fixed a plain `start` works (no `reset-failed`).
+#[test]
+fn a_config_error_is_not_restarted_and_a_fixed_file_starts() {
+    let Some(sd) = SystemdUser::start() else {
+        return;
+    };
+    install_reveille(&sd);
+    // As shipped but for a quick restart, so a restart loop would show.
+    sd.install_unit(
+        "reveille@.service.d/fast-restart.conf",
+        "[Service]\nRestartSec=100ms\n",
+    );
+    write_config(&sd, "sess1", "plna_dir = \"~/pl\"");
+    let out = sd.systemctl(&["start", "reveille@proj"]);
+    assert!(!out.status.success(), "a bad configuration must not start");
+    sd.wait_for_property(UNIT, "ActiveState", "failed", Duration::from_secs(10));
+    assert_eq!(sd.property(UNIT, "ExecMainStatus"), "78");
+    assert_eq!(sd.property(UNIT, "Result"), "exit-code");
+    let why = sd.wait_for_journal(UNIT, "the configuration error", |e| {
+        field(e, "MESSAGE").contains("project.plna_dir")
+    });
+    assert!(field(&why, "MESSAGE").contains("line 4"), "{why:#}");
+    // Restarting every 100 ms would have used the start limit up by now:
+    // the unit is still failed, and was never restarted.
+    wait_until(
+        "the manager to have settled",
+        Duration::from_secs(5),
+        || {
+            sd.journal_json(UNIT)
+                .iter()
+                .any(|e| field(e, "MESSAGE").contains("Failed with result 'exit-code'"))
+                .then_some(())
+        },
+    );
+    let deadline = Instant::now() + Duration::from_millis(800);
+    while Instant::now() < deadline {
+        assert_eq!(sd.property(UNIT, "NRestarts"), "0");
+        assert_eq!(sd.property(UNIT, "ActiveState"), "failed");
+    }
+    assert!(
+        !sd.journal_json(UNIT)
+            .iter()
+            .any(|e| field(e, "MESSAGE").contains("Start request repeated too quickly")),
+        "the start limit was hit"
+    );
+
+    write_config(&sd, "sess1", "");
+    sd.systemctl_ok(&["start", "reveille@proj"]);
+    assert_eq!(sd.property(UNIT, "ActiveState"), "active");
+    assert_eq!(sd.property(UNIT, "NRestarts"), "0");
 }
 
 /// `kill -CONT`s a pid when dropped, so a failing test leaves no stopped

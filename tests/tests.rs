@@ -11,6 +11,7 @@ mod daemon;
 mod doubles;
 mod fanout;
 mod hostile;
+mod install;
 mod realollie;
 mod reliability;
 mod reminders;

@@ -12,6 +12,7 @@ Examples:
   reveille demo                               see a wake-up in a throw-away project
   reveille run --config config/example.toml   run in the foreground
   reveille check --project myproj             every value and where it came from
+  reveille reload --project myproj            re-read the configuration, say if refused
   reveille status --project myproj --json     plans, ready/announced steps, outboxes
   reveille ready pl/20261130T101500_a1b2c3d4--ship__todo.md
   reveille why pl/20261130T101500_a1b2c3d4--ship__todo.md s3
@@ -19,23 +20,27 @@ Examples:
 
 Files:
   ~/.config/reveille/<project>.toml    the configuration ($XDG_CONFIG_HOME)
-  ~/.local/state/reveille/<project>/   state: state.json, journal.jsonl, lock
+  ~/.local/state/reveille/<project>/   state: state.json, journal.jsonl, lock,
+                                       reload.json (the answer to the last reload)
                                        ($XDG_STATE_HOME; [state] dir)
   <plan_dir>/YYYYMMDDTHHMMSS_<uid>--<slug>__<todo|wip|done|abandoned>.md
                                        plan files; also *.plan.json
   <sessions.dir>/<session>/fifo.in     where a session's prompts are written
 
 Signals (run):
-  SIGHUP            re-read the configuration (an invalid one is refused)
+  SIGHUP            re-read the configuration (an invalid one is refused;
+                    `reveille reload` sends it and reports the answer)
   SIGTERM, SIGINT   finish writes in flight, persist the state, exit 0
 
 Environment:
   REVEILLE_<SECTION>__<KEY>   any configuration key (REVEILLE_PROJECT__PLAN_DIR)
   RUST_LOG                    log filter, overriding [log] level
+  NO_COLOR                    set (non-empty): no colour in the stderr log
   XDG_CONFIG_HOME, XDG_STATE_HOME, HOME
   JOURNAL_STREAM, NOTIFY_SOCKET, WATCHDOG_USEC   set by systemd
 
 Exit status: 0 success; 1 an error (reported on stderr); 2 bad usage;
+78 a configuration error (EX_CONFIG; not restarted by the unit);
 141 the output pipe was closed (as for SIGPIPE).";
 
 /// Wakes AI coding agents when their next plan step or tracker task
@@ -53,7 +58,8 @@ pub struct ConfigFlags {
     /// Configuration file (default: ~/.config/reveille/<project>.toml if it exists).
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     pub config: Option<PathBuf>,
-    /// Project name (default: from the configuration, else "default").
+    /// Project name (default: the only configured project; for a file, the
+    /// project whose plan directory holds it; else "default").
     #[arg(long, value_name = "NAME")]
     pub project: Option<String>,
 }
@@ -64,6 +70,9 @@ pub enum Command {
     Run(ConfigFlags),
     /// Validate the configuration and print every resolved value and its origin.
     Check(ConfigFlags),
+    /// Make the running daemon re-read its configuration (SIGHUP) and wait
+    /// for its answer; a refused reload exits non-zero with the reason.
+    Reload(ConfigFlags),
     /// Show plans, ready and announced steps, pending prompts, event offset.
     Status {
         #[command(flatten)]
@@ -78,6 +87,8 @@ pub enum Command {
         /// A plan file (`*.md`, `*.plan.json`) or a beads `issues.jsonl`.
         #[arg(value_hint = clap::ValueHint::FilePath)]
         file: PathBuf,
+        #[command(flatten)]
+        flags: ConfigFlags,
         /// Print JSON instead of `id<TAB>title` lines.
         #[arg(long)]
         json: bool,
@@ -157,11 +168,42 @@ pub fn man_page() -> String {
     for sub in cmd.get_subcommands_mut().filter(|s| s.get_name() != "help") {
         text.push_str(&subcommand_section(sub));
     }
+    text.push_str(&configuration_section());
     let mut out = Vec::new();
     let _ = man.render_extra_section(&mut out);
     let _ = man.render_version_section(&mut out);
     text.push_str(&String::from_utf8_lossy(&out));
     text
+}
+
+/// The CONFIGURATION section: where the file is, the layers, and every
+/// key with its default and environment variable, from the definitions
+/// `load` uses (`config::reference`), so the page cannot drift.
+fn configuration_section() -> String {
+    let mut out = String::from(".SH CONFIGURATION\n");
+    out.push_str(&roff(
+        "Each key takes the value of the highest layer that sets it: built-in defaults, \
+         then the file (--config FILE, else ~/.config/reveille/<project>.toml, \
+         $XDG_CONFIG_HOME), then environment variables REVEILLE_<SECTION>__<KEY>, then \
+         --project. Paths expand ~, $VAR and ${VAR}. Unknown keys are errors. \
+         `reveille check` prints every resolved value and where it came from; \
+         doc/CONFIG.md and config/example.toml say what each key means.",
+    ));
+    let mut section = String::new();
+    for k in reveille::config::reference() {
+        let (sec, key) = k.key.split_once('.').unwrap_or(("", &k.key));
+        if sec != section {
+            section = sec.to_string();
+            out.push_str(&format!(".SS \"[{}]\"\n", roff(sec).trim_end()));
+        }
+        out.push_str(&format!(
+            ".TP\n\\fB{}\\fR = {}\n{}",
+            roff(key).trim_end(),
+            roff(&k.default).trim_end(),
+            roff(&format!("env: {}", k.env))
+        ));
+    }
+    out
 }
 
 /// Text for roff: backslashes and hyphens escaped, no line starting with

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{anyhow, bail, Context};
 
-use reveille::config::{self, LoadOptions};
+use reveille::config;
 use reveille::core::beads;
 use reveille::core::name::{classify, diagnose};
 use reveille::core::plan::{parse_plan, Plan, PlanFormat};
@@ -14,6 +14,7 @@ use reveille::shell::{status, why};
 
 use super::args::ConfigFlags;
 use super::output::{print, print_json, warn};
+use super::project;
 
 /// Plan files larger than this are refused here too (the daemon's own cap
 /// is `project.max_plan_bytes`, 4 MiB by default).
@@ -25,9 +26,10 @@ fn file_name(file: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// Reads and parses a plan file. Says on stderr when the daemon would
-/// ignore the file for its name; a file with no steps is "not a plan".
-fn read_plan(file: &Path) -> anyhow::Result<Plan> {
+/// Reads and parses a plan file, refusing one larger than `cap`. Says on
+/// stderr when the daemon would ignore the file for its name; a file with
+/// no steps is "not a plan".
+fn read_plan(file: &Path, cap: usize) -> anyhow::Result<Plan> {
     let name = file_name(file);
     let format = match classify(&name) {
         Some(f) => f.format(),
@@ -48,8 +50,7 @@ fn read_plan(file: &Path) -> anyhow::Result<Plan> {
         }
     };
     let bytes = std::fs::read(file).with_context(|| file.display().to_string())?;
-    let plan =
-        parse_plan(format, &bytes, OFFLINE_CAP).map_err(|e| anyhow!("{}: {e}", file.display()))?;
+    let plan = parse_plan(format, &bytes, cap).map_err(|e| anyhow!("{}: {e}", file.display()))?;
     if plan.steps.is_empty() {
         let what = match format {
             PlanFormat::Markdown => "no checklist steps (`- [ ] title` lines)",
@@ -60,12 +61,22 @@ fn read_plan(file: &Path) -> anyhow::Result<Plan> {
     Ok(plan)
 }
 
+/// The plan size the daemon of the project watching `file` accepts
+/// (`project.max_plan_bytes`), so `ready` refuses what it would; with no
+/// project to tell, [`OFFLINE_CAP`].
+fn plan_cap(file: &Path, flags: &ConfigFlags) -> usize {
+    project::for_file(flags, file)
+        .and_then(|opts| config::load_salvaged(&opts).0)
+        .and_then(|l| usize::try_from(l.settings.project.max_plan_bytes).ok())
+        .unwrap_or(OFFLINE_CAP)
+}
+
 /// `reveille ready FILE [--json]`.
-pub fn ready(file: &Path, json: bool) -> anyhow::Result<()> {
+pub fn ready(file: &Path, flags: &ConfigFlags, json: bool) -> anyhow::Result<()> {
     let items = if file_name(file).ends_with(".jsonl") {
         ready_issues(file)?
     } else {
-        ready_report::ready_steps(&read_plan(file)?)
+        ready_report::ready_steps(&read_plan(file, plan_cap(file, flags))?)
     };
     if json {
         print_json(&items)?;
@@ -91,23 +102,22 @@ fn ready_issues(file: &Path) -> anyhow::Result<Vec<ReadyItem>> {
     Ok(ready_report::ready_issues(&issues, &ready))
 }
 
-/// What the daemon of the configured project knows, if it has a state
-/// directory; configuration problems are said once and do not stop `why`.
-fn daemon_knowledge(flags: &ConfigFlags) -> Option<status::Known> {
-    let (loaded, errors) = config::load_salvaged(&LoadOptions {
-        config: flags.config.clone(),
-        project: flags.project.clone(),
-        env: None,
-    });
+/// What the daemon of the project watching `file` knows (the project as
+/// `project::for_file` finds it), if it has a state directory;
+/// configuration problems are said once and do not stop `why`.
+fn daemon_knowledge(file: &Path, flags: &ConfigFlags) -> Option<(status::Known, usize)> {
+    let opts = project::for_file(flags, file).unwrap_or_else(|| project::options(flags));
+    let (loaded, errors) = config::load_salvaged(&opts);
     for e in &errors {
         warn(e);
     }
     let settings = loaded?.settings;
+    let cap = usize::try_from(settings.project.max_plan_bytes).unwrap_or(OFFLINE_CAP);
     if !settings.state.dir.is_dir() {
         return None;
     }
     match status::known(&settings) {
-        Ok(k) => Some(k),
+        Ok(k) => Some((k, cap)),
         Err(e) => {
             warn(format!("cannot read the daemon's state: {e}"));
             None
@@ -124,7 +134,9 @@ pub fn why(file: &Path, step: Option<&str>, flags: &ConfigFlags, json: bool) -> 
             file.display()
         );
     }
-    let plan = read_plan(file)?;
+    let known = daemon_knowledge(file, flags);
+    let cap = known.as_ref().map_or(OFFLINE_CAP, |(_, cap)| *cap);
+    let plan = read_plan(file, cap)?;
     let only = match step {
         Some(s) => Some(
             find_step(&plan, s)
@@ -133,8 +145,7 @@ pub fn why(file: &Path, step: Option<&str>, flags: &ConfigFlags, json: bool) -> 
         ),
         None => None,
     };
-    let known = daemon_knowledge(flags);
-    let answer = why::answer(&plan, file, only, known.as_ref());
+    let answer = why::answer(&plan, file, only, known.as_ref().map(|(k, _)| k));
     if json {
         print_json(&answer)?;
     } else {

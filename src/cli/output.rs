@@ -8,10 +8,6 @@
 use std::fmt;
 use std::io::{self, Write};
 
-/// The exit status after a closed pipe: 128 + SIGPIPE, what a shell shows
-/// for a command killed by it (`yes | head` leaves `yes` at 141).
-pub const CLOSED_PIPE: u8 = 141;
-
 /// Why the output could not be written.
 #[derive(Debug)]
 pub enum OutputError {

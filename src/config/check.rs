@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::layers::entry_key;
-use super::{Loaded, Settings};
+use super::{ConfigError, Loaded, Settings};
 
 /// A string as TOML (and JSON) quote it.
 fn quoted(s: &str) -> String {
@@ -135,4 +135,46 @@ pub fn render_check(loaded: &Loaded) -> String {
         ));
     }
     out
+}
+
+/// The directory keys whose path exists but is not a directory — a regular
+/// file where the plans should be is not "missing yet", it is a mistake:
+/// one error each, naming the key and where it was set. Paths that do not
+/// exist are fine (the daemon waits for them).
+pub fn not_directories(loaded: &Loaded) -> Vec<ConfigError> {
+    let s = &loaded.settings;
+    let dirs: [(&str, &Path); 6] = [
+        ("project.plan_dir", &s.project.plan_dir),
+        ("sessions.dir", &s.sessions.dir),
+        ("events.beads_root", &s.events.beads_root),
+        ("state.dir", &s.state.dir),
+        ("codex.home", &s.codex.home),
+        ("claude.config_dir", &s.claude.config_dir),
+    ];
+    dirs.into_iter()
+        .filter(|(_, p)| p.exists() && !p.is_dir())
+        .map(|(key, p)| ConfigError {
+            key: Some(key.to_string()),
+            value: Some(path(p)),
+            origin: loaded
+                .sources
+                .iter()
+                .find(|(k, _, _)| k == key)
+                .map(|(_, _, o)| o.clone()),
+            message: format!("is not a directory but {}", what_it_is(p)),
+        })
+        .collect()
+}
+
+/// What a path that is not a directory is, in words.
+pub fn what_it_is(path: &Path) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    match std::fs::metadata(path).map(|m| m.file_type()) {
+        Ok(t) if t.is_file() => "a regular file",
+        Ok(t) if t.is_fifo() => "a named pipe",
+        Ok(t) if t.is_socket() => "a socket",
+        Ok(t) if t.is_char_device() || t.is_block_device() => "a device",
+        Ok(_) => "not a directory",
+        Err(_) => "gone",
+    }
 }

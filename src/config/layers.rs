@@ -10,7 +10,10 @@ use figment::providers::{Format, Serialized, Toml};
 use figment::value::{Dict, Map, Value};
 use figment::{Figment, Metadata, Profile, Provider};
 
+use super::lines::Lines;
+use super::origin::Origin;
 use super::raw::RawConfig;
+use super::schema::suggest;
 use super::ConfigError;
 
 /// Prefix of the environment variables that set configuration keys.
@@ -51,6 +54,7 @@ fn read_regular(path: &Path) -> std::io::Result<String> {
 const DEFAULT_NAME: &str = "default";
 const ENV_NAME: &str = "env";
 const FLAG_PROJECT: &str = "flag --project";
+const ONLY_PROJECT: &str = "the only configured project";
 
 /// One figment layer: data already read and parsed, plus its metadata, so
 /// reading and parsing errors surface before any merging.
@@ -58,6 +62,8 @@ const FLAG_PROJECT: &str = "flag --project";
 pub(crate) struct Layer {
     metadata: Metadata,
     data: Dict,
+    /// Where each key is written (a file layer; empty for the others).
+    lines: Lines,
 }
 
 impl Provider for Layer {
@@ -88,6 +94,7 @@ impl Layer {
         Layer {
             metadata: Metadata::named(DEFAULT_NAME),
             data: default_profile(data),
+            lines: Lines::default(),
         }
     }
 
@@ -97,11 +104,10 @@ impl Layer {
     /// keys after a typo are still checked (and still locate the state for
     /// `status`).
     pub fn file(path: &Path) -> (Option<Layer>, Vec<ConfigError>) {
-        let origin = file_origin(path);
-        let problem = |message: String| ConfigError {
+        let problem = |line: Option<usize>, message: String| ConfigError {
             key: None,
             value: None,
-            origin: Some(origin.clone()),
+            origin: Some(Origin::file(path).at_line(line)),
             message,
         };
         let text = match read_regular(path) {
@@ -109,7 +115,10 @@ impl Layer {
             Err(e) => {
                 return (
                     None,
-                    vec![problem(format!("cannot read the configuration file: {e}"))],
+                    vec![problem(
+                        None,
+                        format!("cannot read the configuration file: {e}"),
+                    )],
                 )
             }
         };
@@ -118,21 +127,25 @@ impl Layer {
         let mut seen = BTreeSet::new();
         // Each round leaves out one line, so this ends.
         loop {
-            match Toml::string(&lines.join("\n")).data() {
+            let joined = lines.join("\n");
+            match Toml::string(&joined).data() {
                 Ok(data) => {
                     let layer = Layer {
-                        metadata: Metadata::from(origin, figment::Source::File(path.to_path_buf())),
+                        metadata: Metadata::from(
+                            file_origin(path),
+                            figment::Source::File(path.to_path_buf()),
+                        ),
                         data: default_profile(data),
+                        lines: Lines::of(&joined),
                     };
                     return (Some(layer), problems);
                 }
                 Err(e) => {
-                    let message = one_line_syntax_error(&e.to_string());
-                    let line = syntax_error_line(&message);
+                    let (line, message) = syntax_error(&e.to_string());
                     // One report per line at fault, however many rounds
                     // it takes to read past it.
                     if seen.insert(line) {
-                        problems.push(problem(message));
+                        problems.push(problem(line, message));
                     }
                     // Blank the line at fault (numbering kept); an error at
                     // a blank line or past the end (an unclosed bracket)
@@ -161,12 +174,21 @@ impl Layer {
         Layer {
             metadata: self.metadata.clone(),
             data,
+            lines: self.lines.clone(),
         }
     }
 
     /// The layer's keys.
     pub fn dict(&self) -> &Dict {
         &self.data
+    }
+
+    /// The project name taken from `file`, the only configuration file
+    /// there is: below the file itself, which may still name the project.
+    pub fn only_project(name: &str, file: &Path) -> Layer {
+        let mut layer = Layer::project_flag(name);
+        layer.metadata = Metadata::from(ONLY_PROJECT, figment::Source::File(file.to_path_buf()));
+        layer
     }
 
     /// `--project NAME`.
@@ -178,6 +200,7 @@ impl Layer {
         Layer {
             metadata: Metadata::named(FLAG_PROJECT),
             data,
+            lines: Lines::default(),
         }
     }
 }
@@ -187,17 +210,25 @@ fn file_origin(path: &Path) -> String {
 }
 
 /// A TOML syntax error on one line (a journal entry, one line per
-/// problem on a terminal): `TOML parse error at line 3, column 8: invalid
-/// string; expected `"`, `'``, without the source snippet.
-fn one_line_syntax_error(message: &str) -> String {
+/// problem on a terminal), and the line it is at: `TOML parse error at
+/// line 3, column 8` + `invalid string` + `expected `"`, `'`` becomes line
+/// 3 and `TOML syntax error at column 8: invalid string; expected …`,
+/// without the source snippet.
+fn syntax_error(message: &str) -> (Option<usize>, String) {
     let mut lines = message.lines().map(str::trim_end);
     let head = lines.next().unwrap_or_default().to_string();
     let rest: Vec<&str> = lines.filter(|l| !is_snippet(l)).collect();
-    if rest.is_empty() {
+    let line = syntax_error_line(&head);
+    let head = match (line, head.split_once(", column ")) {
+        (Some(_), Some((_, column))) => format!("TOML syntax error at column {column}"),
+        _ => head,
+    };
+    let message = if rest.is_empty() {
         head
     } else {
         format!("{head}: {}", rest.join("; "))
-    }
+    };
+    (line, message)
 }
 
 /// A line of the quoted source in a TOML error: blank, `  |`, `  | ^`, or
@@ -263,10 +294,15 @@ impl EnvLayer {
     /// Reads the `REVEILLE_<SECTION>__<KEY>` variables out of `env`.
     /// Section and key are lowercased; anything after a second `__` is a map
     /// entry name (`REVEILLE_EVENTS__ASSIGNEES__bob`) taken verbatim.
-    /// Variables with the prefix but no `__` (e.g. `REVEILLE_KEEP_TMP`) are
-    /// not configuration and are ignored.
+    /// A variable with the prefix but no `__` that looks like a key of
+    /// `defaults` misspelt (`REVEILLE_PROJECT_PLAN_DIR`) is a problem naming
+    /// the variable meant; others (`REVEILLE_KEEP_TMP`, the tests' knobs)
+    /// are not configuration and are ignored.
     /// A variable that cannot be read is a problem and is left out.
-    pub fn from_env(env: &BTreeMap<String, String>) -> (EnvLayer, Vec<ConfigError>) {
+    pub fn from_env(
+        env: &BTreeMap<String, String>,
+        defaults: &Dict,
+    ) -> (EnvLayer, Vec<ConfigError>) {
         let mut problems = Vec::new();
         let mut data = Dict::new();
         let mut vars = BTreeMap::new();
@@ -274,16 +310,21 @@ impl EnvLayer {
             let Some(rest) = var.strip_prefix(ENV_PREFIX) else {
                 continue;
             };
-            if !rest.contains(ENV_SEPARATOR) {
-                continue;
-            }
-            let origin = format!("{ENV_NAME} {var}");
+            let origin = Origin::Env(var.clone());
             let fail = |message: String| ConfigError {
                 key: None,
                 value: Some(format!("{raw:?}")),
                 origin: Some(origin.clone()),
                 message,
             };
+            if !rest.contains(ENV_SEPARATOR) {
+                if let Some(meant) = misspelt_variable(rest, defaults) {
+                    problems.push(fail(format!(
+                        "not a configuration variable (did you mean {meant}? section and key are separated by two underscores)"
+                    )));
+                }
+                continue;
+            }
             let path: Vec<String> = rest
                 .split(ENV_SEPARATOR)
                 .enumerate()
@@ -321,6 +362,7 @@ impl EnvLayer {
             layer: Layer {
                 metadata: Metadata::named(ENV_NAME),
                 data,
+                lines: Lines::default(),
             },
             vars,
         };
@@ -355,6 +397,49 @@ impl EnvLayer {
     }
 }
 
+/// The variable that sets `section.key`: `REVEILLE_PROJECT__PLAN_DIR`.
+pub(crate) fn env_name(section: &str, key: &str) -> String {
+    format!(
+        "{ENV_PREFIX}{}{ENV_SEPARATOR}{}",
+        section.to_ascii_uppercase(),
+        key.to_ascii_uppercase()
+    )
+}
+
+/// The configuration variable a `REVEILLE_…` name without `__` was meant
+/// to be, if it looks like one: the same letters with the underscores
+/// wrong (`PROJECT_PLAN_DIR`), a section and a near-miss key
+/// (`PROJECT_PLANDIR`), or a key without its section (`PLAN_DIR`).
+fn misspelt_variable(rest: &str, defaults: &Dict) -> Option<String> {
+    let squash = |s: &str| s.replace('_', "").to_ascii_lowercase();
+    let lower = rest.to_ascii_lowercase();
+    let keys: Vec<(&str, &str)> = defaults
+        .iter()
+        .filter_map(|(section, v)| Some((section, v.as_dict()?)))
+        .flat_map(|(section, keys)| keys.keys().map(move |k| (section.as_str(), k.as_str())))
+        .collect();
+    let same_letters = keys
+        .iter()
+        .find(|(s, k)| squash(&format!("{s}{k}")) == squash(rest));
+    let in_section = || {
+        keys.iter().find_map(|(s, _)| {
+            let key = lower.strip_prefix(s)?.strip_prefix('_')?;
+            let names: Vec<&str> = keys
+                .iter()
+                .filter(|(s2, _)| s2 == s)
+                .map(|(_, k)| *k)
+                .collect();
+            Some((*s, suggest(key, &names)?))
+        })
+    };
+    let sectionless = || keys.iter().find(|(_, k)| *k == lower).copied();
+    let (section, key) = same_letters
+        .copied()
+        .or_else(in_section)
+        .or_else(sectionless)?;
+    Some(env_name(section, key))
+}
+
 /// Inserts `value` at `path` into `dict`, merging tables.
 fn insert(dict: &mut Dict, path: &[String], value: Value) {
     let (first, rest) = path.split_first().expect("non-empty path");
@@ -382,33 +467,40 @@ fn insert(dict: &mut Dict, path: &[String], value: Value) {
 pub(crate) struct Layers {
     pub figment: Figment,
     env: EnvLayer,
+    /// Where the file's keys are written.
+    file_lines: Lines,
+}
+
+/// The layers above the defaults, lowest first.
+pub(crate) struct Above<'a> {
+    /// The project chosen as the only configured one.
+    pub chosen: Option<&'a Layer>,
+    pub file: Option<&'a Layer>,
+    pub env: &'a EnvLayer,
+    pub flag: Option<&'a Layer>,
 }
 
 impl Layers {
-    pub fn new(
-        defaults: Layer,
-        file: Option<&Layer>,
-        env: &EnvLayer,
-        flag: Option<&Layer>,
-    ) -> Self {
+    pub fn new(defaults: Layer, above: Above<'_>) -> Self {
         let mut figment = Figment::from(defaults);
-        if let Some(file) = file {
-            figment = figment.merge(file.clone());
+        for layer in [above.chosen, above.file].into_iter().flatten() {
+            figment = figment.merge(layer.clone());
         }
-        figment = figment.merge(env.layer.clone());
-        if let Some(flag) = flag {
+        figment = figment.merge(above.env.layer.clone());
+        if let Some(flag) = above.flag {
             figment = figment.merge(flag.clone());
         }
         Layers {
             figment,
-            env: env.clone(),
+            env: above.env.clone(),
+            file_lines: above.file.map(|f| f.lines.clone()).unwrap_or_default(),
         }
     }
 
     /// Where `key` came from: `default`, `file PATH`, `env VAR` or
     /// `flag --project`. Entries of a map table are keyed as
     /// [`entry_key`] writes them.
-    pub fn origin(&self, key: &str) -> String {
+    pub fn origin(&self, key: &str) -> Origin {
         // An array element (`events.mounts[0]`) comes from where its array
         // does; figment has no metadata for the element itself.
         let key = match key.strip_suffix(']').and_then(|k| k.rsplit_once('[')) {
@@ -430,13 +522,22 @@ impl Layers {
                     Some((table, entry)) => format!("{table}.{entry}"),
                     None => key.to_string(),
                 };
-                match self.env.var_for(&dotted) {
-                    Some(var) => format!("{ENV_NAME} {var}"),
-                    None => ENV_NAME.to_string(),
-                }
+                let var = self.env.var_for(&dotted).unwrap_or("REVEILLE_*");
+                Origin::Env(var.to_string())
             }
-            Some(md) => md.name.to_string(),
-            None => DEFAULT_NAME.to_string(),
+            Some(md) if md.name == FLAG_PROJECT => Origin::Flag,
+            Some(md) if md.name == ONLY_PROJECT => match &md.source {
+                Some(figment::Source::File(path)) => Origin::OnlyProject(path.clone()),
+                _ => Origin::Default,
+            },
+            Some(md) => match &md.source {
+                Some(figment::Source::File(path)) => Origin::File {
+                    path: path.clone(),
+                    line: self.file_lines.find(&key_path(key)),
+                },
+                _ => Origin::Default,
+            },
+            None => Origin::Default,
         }
     }
 

@@ -39,13 +39,22 @@ fn with_file(
     (dir, loaded)
 }
 
-fn source<'a>(loaded: &'a Loaded, key: &str) -> (&'a str, &'a str) {
+fn source(loaded: &Loaded, key: &str) -> (String, String) {
     let (_, v, o) = loaded
         .sources
         .iter()
         .find(|(k, _, _)| k == key)
         .unwrap_or_else(|| panic!("no source for {key}"));
-    (v, o)
+    (v.clone(), o.to_string())
+}
+
+fn pair(value: &str, origin: &str) -> (String, String) {
+    (value.to_string(), origin.to_string())
+}
+
+/// An error's origin as it is shown.
+fn origin(e: &ConfigError) -> String {
+    e.origin.as_ref().map(Origin::to_string).unwrap_or_default()
 }
 
 #[test]
@@ -91,7 +100,7 @@ fn defaults_work_with_nothing_configured() {
     assert_eq!(s.state.compact_bytes, 1_048_576);
     assert_eq!(s.log.target, LogTarget::Auto);
     assert_eq!(s.log.level, "info");
-    assert!(loaded.sources.iter().all(|(_, _, o)| o == "default"));
+    assert!(loaded.sources.iter().all(|(_, _, o)| *o == Origin::Default));
 }
 
 #[test]
@@ -158,7 +167,7 @@ fn project_flag_sets_name_and_state_dir() {
     );
     assert_eq!(
         source(&loaded, "project.name"),
-        ("\"flagged\"", "flag --project")
+        pair("\"flagged\"", "flag --project")
     );
     assert_eq!(source(&loaded, "state.dir").1, "default");
 }
@@ -198,7 +207,8 @@ fn unknown_key_names_key_and_file() {
     let err = loaded.unwrap_err().into_first();
     let file = dir.path().join("x.toml");
     assert_eq!(err.key.as_deref(), Some("project.plan_dri"));
-    assert_eq!(err.origin, Some(format!("file {}", file.display())));
+    // The line of the key, not only the file.
+    assert_eq!(origin(&err), format!("file {}, line 3", file.display()));
     let text = err.to_string();
     assert!(text.contains("project.plan_dri"), "{text}");
     assert!(text.contains(&file.display().to_string()), "{text}");
@@ -219,22 +229,155 @@ fn unknown_env_key_names_the_variable() {
     });
     let err = loaded.unwrap_err().into_first();
     assert_eq!(err.key.as_deref(), Some("project.plandir"));
-    assert_eq!(err.origin.as_deref(), Some("env REVEILLE_PROJECT__PLANDIR"));
+    assert_eq!(origin(&err), "env REVEILLE_PROJECT__PLANDIR");
+    assert!(
+        err.to_string()
+            .contains("did you mean REVEILLE_PROJECT__PLAN_DIR?"),
+        "{err}"
+    );
 }
 
 #[test]
-fn wrong_type_is_an_error() {
-    let (_dir, loaded) = with_file("[events]\npoll_interval_ms = \"fast\"\n", &[]);
+fn wrong_type_is_an_error_in_words_with_its_line() {
+    let (dir, loaded) = with_file("\n[events]\npoll_interval_ms = \"fast\"\n", &[]);
     let err = loaded.unwrap_err().into_first();
     assert_eq!(err.key.as_deref(), Some("events.poll_interval_ms"));
     assert_eq!(err.value.as_deref(), Some("\"fast\""));
-    assert!(err.message.contains("invalid type"), "{err}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "events.poll_interval_ms = \"fast\": expected a whole number (0 or more), found text (from file {}, line 3)",
+            dir.path().join("x.toml").display()
+        )
+    );
 
     let (_dir, loaded) = with_file("[project]\nnudge_done = \"maybe\"\n", &[]);
+    let err = loaded.unwrap_err().into_first();
+    assert_eq!(err.key.as_deref(), Some("project.nudge_done"));
+    assert!(err.message.contains("expected true or false"), "{err}");
+    let (_dir, loaded) = with_file("[sessions]\noutbox_cap = -1\n", &[]);
+    let err = loaded.unwrap_err().into_first();
+    assert!(err.message.contains("found a negative number"), "{err}");
+    for e in [err] {
+        for rust in ["u64", "bool", "map", "struct", "sequence"] {
+            assert!(!e.message.contains(rust), "{e}");
+        }
+    }
+}
+
+/// Regression: `project = 3` said "missing field project.name".
+#[test]
+fn a_section_of_the_wrong_type_says_so() {
+    let (_dir, loaded) = with_file("[log]\nlevel = \"info\"\n\nproject = 3\n", &[]);
+    let errors = loaded.unwrap_err().0;
+    // `project = 3` after `[log]` is log.project: an unknown key there.
+    assert_eq!(errors[0].key.as_deref(), Some("log.project"), "{errors:?}");
+    let (dir, loaded) = with_file("project = 3\n[log]\nlevel = \"info\"\n", &[]);
+    let err = loaded.unwrap_err().into_first();
     assert_eq!(
-        loaded.unwrap_err().into_first().key.as_deref(),
-        Some("project.nudge_done")
+        err.to_string(),
+        format!(
+            "project = 3: expected a table (a [project] section), found a number (from file {}, line 1)",
+            dir.path().join("x.toml").display()
+        )
     );
+    // The other keys are still checked, at their defaults for the section.
+    let (_dir, loaded) = with_file("sessions = \"x\"\n[log]\nlevl = 1\n", &[]);
+    let keys: Vec<Option<String>> = loaded.unwrap_err().0.into_iter().map(|e| e.key).collect();
+    assert_eq!(keys, [Some("sessions".into()), Some("log.levl".into())]);
+}
+
+/// Regression: one underscore between section and key was ignored in
+/// silence; a variable that looks like a key misspelt names the one meant.
+#[test]
+fn a_misspelt_variable_names_the_one_meant() {
+    for (var, meant) in [
+        ("REVEILLE_PROJECT_PLAN_DIR", "REVEILLE_PROJECT__PLAN_DIR"),
+        (
+            "REVEILLE_SESSIONS_OUTBOXCAP",
+            "REVEILLE_SESSIONS__OUTBOX_CAP",
+        ),
+        ("REVEILLE_PLAN_DIR", "REVEILLE_PROJECT__PLAN_DIR"),
+        ("reveille_log_level", "REVEILLE_LOG__LEVEL"),
+    ] {
+        let upper = var.to_ascii_uppercase();
+        let var = if var.starts_with("REVEILLE_") {
+            var
+        } else {
+            upper.as_str()
+        };
+        let err = load(&LoadOptions {
+            env: env(&[(var, "/x")]),
+            ..LoadOptions::default()
+        })
+        .unwrap_err()
+        .into_first();
+        assert_eq!(origin(&err), format!("env {var}"));
+        assert!(
+            err.to_string().contains(&format!("did you mean {meant}?")),
+            "{err}"
+        );
+    }
+    // The test harness's knobs are not configuration.
+    for knob in [
+        "REVEILLE_KEEP_TMP",
+        "REVEILLE_TEST_SEED",
+        "REVEILLE_SOAK_SECS",
+    ] {
+        assert!(
+            load(&LoadOptions {
+                env: env(&[(knob, "1")]),
+                ..LoadOptions::default()
+            })
+            .is_ok(),
+            "{knob}"
+        );
+    }
+}
+
+#[test]
+fn out_of_range_values_name_their_line() {
+    let (dir, loaded) = with_file("[sessions]\n\noutbox_cap = 0\n", &[]);
+    let err = loaded.unwrap_err().into_first();
+    assert_eq!(
+        origin(&err),
+        format!("file {}, line 3", dir.path().join("x.toml").display())
+    );
+}
+
+#[test]
+fn the_only_configured_project_is_the_default() {
+    let home = tempfile::tempdir().unwrap();
+    let conf = home.path().join(".config/reveille");
+    std::fs::create_dir_all(&conf).unwrap();
+    let opts = || LoadOptions {
+        env: Some(vec![("HOME".into(), home.path().display().to_string())]),
+        ..LoadOptions::default()
+    };
+    // None configured: "default".
+    assert_eq!(load(&opts()).unwrap().settings.project.name, "default");
+    std::fs::write(conf.join("myproj.toml"), "[project]\nmode = \"queue\"\n").unwrap();
+    let loaded = load(&opts()).unwrap();
+    assert_eq!(loaded.settings.project.name, "myproj");
+    assert_eq!(loaded.file, Some(conf.join("myproj.toml")));
+    assert_eq!(loaded.settings.project.mode, Mode::Queue);
+    assert_eq!(
+        source(&loaded, "project.name").1,
+        format!(
+            "the only configured project, {}",
+            conf.join("myproj.toml").display()
+        )
+    );
+    // A hidden file is not a project; two projects: neither is chosen.
+    std::fs::write(conf.join(".old.toml"), "").unwrap();
+    assert_eq!(load(&opts()).unwrap().settings.project.name, "myproj");
+    std::fs::write(conf.join("other.toml"), "").unwrap();
+    assert_eq!(load(&opts()).unwrap().settings.project.name, "default");
+    let names: Vec<String> = configured_projects(opts().env.as_deref())
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(names, ["myproj", "other"]);
 }
 
 #[test]
@@ -245,7 +388,7 @@ fn bad_enum_value_lists_the_choices() {
     assert_eq!(
         err.to_string(),
         format!(
-            "sessions.framing = \"lines\": expected one of auto, message, nul, jsonl (from file {})",
+            "sessions.framing = \"lines\": expected one of auto, message, nul, jsonl (from file {}, line 2)",
             dir.path().join("x.toml").display()
         )
     );
@@ -380,13 +523,16 @@ fn provenance_strings() {
     let file = dir.path().join("x.toml");
     assert_eq!(
         source(&loaded, "project.mode"),
-        ("\"queue\"", format!("file {}", file.display()).as_str())
+        pair("\"queue\"", &format!("file {}, line 2", file.display()))
     );
     assert_eq!(
         source(&loaded, "log.level"),
-        ("\"debug\"", "env REVEILLE_LOG__LEVEL")
+        pair("\"debug\"", "env REVEILLE_LOG__LEVEL")
     );
-    assert_eq!(source(&loaded, "sessions.framing"), ("\"auto\"", "default"));
+    assert_eq!(
+        source(&loaded, "sessions.framing"),
+        pair("\"auto\"", "default")
+    );
     let report = render_check(&loaded);
     let line = report
         .lines()
@@ -411,10 +557,7 @@ fn missing_config_file_is_named() {
     })
     .unwrap_err()
     .into_first();
-    assert_eq!(
-        err.origin.as_deref(),
-        Some("file /nonexistent/reveille.toml")
-    );
+    assert_eq!(origin(&err), "file /nonexistent/reveille.toml");
     assert!(err.to_string().contains("cannot read"), "{err}");
 }
 
@@ -439,7 +582,7 @@ fn a_config_path_that_is_not_a_regular_file_is_refused_at_once() {
         })
         .unwrap_err()
         .into_first();
-        assert_eq!(err.origin, Some(format!("file {}", path.display())));
+        assert_eq!(origin(&err), format!("file {}", path.display()));
         assert!(err.to_string().contains(why), "{err}");
     }
 }
@@ -452,7 +595,7 @@ fn a_bad_array_element_names_the_file_it_came_from() {
     let err = loaded.unwrap_err().into_first();
     assert_eq!(err.key.as_deref(), Some("events.mounts[1]"));
     let path = dir.path().join("x.toml");
-    assert_eq!(err.origin, Some(format!("file {}", path.display())));
+    assert_eq!(origin(&err), format!("file {}, line 2", path.display()));
 }
 
 #[test]
@@ -477,7 +620,7 @@ fn bad_project_names_are_refused() {
     .unwrap_err()
     .into_first();
     assert_eq!(err.key.as_deref(), Some("project.name"));
-    assert_eq!(err.origin.as_deref(), Some("flag --project"));
+    assert_eq!(origin(&err), "flag --project");
 }
 
 #[test]
@@ -525,7 +668,7 @@ fn malformed_env_array_names_the_variable() {
     })
     .unwrap_err()
     .into_first();
-    assert_eq!(err.origin.as_deref(), Some("env REVEILLE_EVENTS__MOUNTS"));
+    assert_eq!(origin(&err), "env REVEILLE_EVENTS__MOUNTS");
     assert!(
         err.to_string().starts_with("env REVEILLE_EVENTS__MOUNTS: "),
         "{err}"
@@ -561,10 +704,11 @@ fn every_problem_is_reported_at_once_with_suggestions() {
     };
     assert!(text("project.plan_dri").contains("did you mean plan_dir?"));
     assert!(text("state.enqueue").contains("did you mean sessions.enqueue?"));
-    assert!(text("log.levl").contains("did you mean level?"));
+    assert!(text("log.levl").contains("did you mean REVEILLE_LOG__LEVEL?"));
     assert!(text("log.levl").contains("env REVEILLE_LOG__LEVL"));
     let file = format!("file {}", dir.path().join("x.toml").display());
-    assert!(text("sessions.outbox_cap").ends_with(&format!("(from {file})")));
+    assert!(text("sessions.outbox_cap").ends_with(&format!("(from {file}, line 6)")));
+    assert!(text("colours").ends_with(&format!("(from {file}, line 9)")));
 }
 
 #[test]

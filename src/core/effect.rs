@@ -27,8 +27,10 @@ pub struct Log {
     /// The parent of a child session the entry is about.
     pub parent: Option<String>,
     pub mount: Option<String>,
-    /// The file the entry is about.
+    /// The file the entry is about (a whole path, where it is known).
     pub file: Option<String>,
+    /// A plan file's bare name (`PLAN_NAME=`), beside its whole path.
+    pub plan_name: Option<String>,
     /// The line in that file.
     pub line: Option<usize>,
     /// Which reminder of its item this entry is about (1, 2, …).
@@ -61,6 +63,12 @@ impl Log {
     }
     pub fn file(mut self, file: &str) -> Log {
         self.file = Some(file.to_string());
+        self
+    }
+    /// A plan file: its whole path (`FILE=`) and bare name (`PLAN_NAME=`).
+    pub fn plan_file(mut self, path: &std::path::Path) -> Log {
+        self.file = Some(path.display().to_string());
+        self.plan_name = path.file_name().map(|n| n.to_string_lossy().into_owned());
         self
     }
     pub fn mount(mut self, mount: &str) -> Log {

@@ -610,7 +610,7 @@ fn baseline_taken(cx: &mut Cx) {
     };
     cx.fx.push(Effect::Log(Log::new(
         Level::Info,
-        format!("first start: {n} already-ready {what} recorded as the baseline, not announced"),
+        format!("first start: {n} already-ready {what} recorded as the baseline, not announced: what is ready at the very first start wakes nobody, what becomes ready from now on does"),
     )));
 }
 

@@ -26,7 +26,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::config::Settings;
+use crate::config::{ConfigErrors, Settings};
 use crate::core::driver::drive;
 use crate::core::engine::Engine;
 use crate::core::input::Input;
@@ -107,6 +107,8 @@ struct Daemon {
     reminders_written: Vec<u8>,
     /// What one read of inotify reported, kept between reads.
     seen: Vec<Seen>,
+    /// The reloads answered, and a refusal still in force.
+    reloads: reload::Reloads,
 }
 
 /// What the event loop waits on besides the daemon itself.
@@ -124,7 +126,7 @@ struct Wakers {
 /// re-reads the configuration on SIGHUP.
 pub async fn run(
     settings: Settings,
-    load: Box<dyn Fn() -> Result<Settings, String>>,
+    load: Box<dyn Fn() -> Result<Settings, ConfigErrors>>,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), DaemonError> {
     let (mut d, mut wakers) = Daemon::build(settings)?;
@@ -166,7 +168,7 @@ impl Daemon {
     async fn serve(
         &mut self,
         w: &mut Wakers,
-        load: &dyn Fn() -> Result<Settings, String>,
+        load: &dyn Fn() -> Result<Settings, ConfigErrors>,
         mut shutdown: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
     ) -> Result<(), DaemonError> {
         let mut clock = Clock::new(

@@ -1,6 +1,6 @@
 //! Where log lines go: the journal (structured, filterable by field) when we
 //! run under systemd or are told to, human-readable text on stderr
-//! otherwise.
+//! otherwise — coloured on a terminal unless `NO_COLOR` is set.
 //!
 //! # Field names in the journal
 //!
@@ -14,17 +14,20 @@
 //!
 //! Span fields are copied onto every event inside the span, under the same
 //! names. The domain fields are `plan`, `step`, `session`, `mount`,
-//! `project`, `file`, `line`; never name a field `message`, `priority`,
+//! `project`, `file` (always a whole path for a plan file), `plan_name`
+//! (a plan file's bare name), `line`; never name a field `message`, `priority`,
 //! `target`, `code_file`, `code_line` or `syslog_identifier`, which the
 //! layer or journald already use.
 
 use std::io::IsTerminal;
 use std::os::fd::AsRawFd;
+use std::path::Path;
 
 use tracing_subscriber::layer::SubscriberExt;
 
 pub use crate::config::LogTarget;
-use crate::core::effect::Level;
+use crate::core::effect::{Level, Log};
+use crate::core::source::Source;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
 
@@ -80,7 +83,7 @@ pub fn init(target: LogTarget, level: &str) -> Result<LogSink, String> {
         .with(
             tracing_subscriber::fmt::layer()
                 .with_writer(std::io::stderr)
-                .with_ansi(std::io::stderr().is_terminal()),
+                .with_ansi(std::io::stderr().is_terminal() && !no_color()),
         )
         .try_init()
         .map_err(|e| format!("cannot install the log subscriber: {e}"))?;
@@ -88,6 +91,37 @@ pub fn init(target: LogTarget, level: &str) -> Result<LogSink, String> {
         tracing::warn!(error = %err, "journald is unreachable; logging to stderr instead");
     }
     Ok(LogSink::Stderr)
+}
+
+/// The `FILE=` and `PLAN_NAME=` of an engine entry. `FILE=` is a whole
+/// path, always: an entry that names a plan by its bare file name (the
+/// delivery lanes keep only that) gets the path it has in its plan's
+/// directory — the plan directory, or `<sessions>/<id>/` for a session
+/// checklist — and the bare name goes to `PLAN_NAME=`.
+pub fn journal_file(
+    log: &Log,
+    plan_dir: &Path,
+    sessions_dir: &Path,
+) -> (Option<String>, Option<String>) {
+    let Some(file) = &log.file else {
+        return (None, log.plan_name.clone());
+    };
+    if file.contains('/') {
+        return (Some(file.clone()), log.plan_name.clone());
+    }
+    let dir = match &log.plan {
+        Some(Source::Plan(_) | Source::PlanJson(_)) => plan_dir.to_path_buf(),
+        Some(Source::SessionPlan(id)) => sessions_dir.join(id),
+        _ => return (Some(file.clone()), log.plan_name.clone()),
+    };
+    let whole = dir.join(file).display().to_string();
+    (Some(whole), Some(file.clone()))
+}
+
+/// Whether the user asked for no colour: `NO_COLOR` set to anything but
+/// the empty string (https://no-color.org).
+fn no_color() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
 }
 
 /// The least severe engine entry the installed subscriber can keep, so
@@ -129,6 +163,33 @@ pub fn journal_stream_matches(value: &str, dev: u64, ino: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plan_named_by_its_bare_name_gets_its_whole_path() {
+        let (pl, s) = (Path::new("/p/pl"), Path::new("/p/s"));
+        let name = "20260101T000000_0a0b0c0d--x__todo.md";
+        let source = Source::Plan("20260101T000000_0a0b0c0d".into());
+        let bare = Log::new(Level::Info, "announced").plan(&source).file(name);
+        let whole = format!("/p/pl/{name}");
+        assert_eq!(
+            journal_file(&bare, pl, s),
+            (Some(whole.clone()), Some(name.into()))
+        );
+        let full = Log::new(Level::Info, "x")
+            .plan(&source)
+            .plan_file(Path::new(&whole));
+        assert_eq!(journal_file(&full, pl, s), (Some(whole), Some(name.into())));
+        let checklist = Log::new(Level::Info, "x")
+            .plan(&Source::SessionPlan("a".into()))
+            .file("plan");
+        assert_eq!(
+            journal_file(&checklist, pl, s).0.as_deref(),
+            Some("/p/s/a/plan")
+        );
+        // Not a plan: left as it is.
+        let other = Log::new(Level::Info, "x").file("events");
+        assert_eq!(journal_file(&other, pl, s), (Some("events".into()), None));
+    }
 
     #[test]
     fn journal_stream_must_match_device_and_inode() {

@@ -12,6 +12,7 @@
 //! - `tail`: the tracker's event log, by byte offset;
 //! - `store`: the journal, the snapshot and the one-instance lock;
 //! - `reminders`: `reminders.json`, the open announced items for status;
+//! - `reload_report`: `reload.json`, the daemon's answer to each reload;
 //! - `status`: `reveille status`, offline from the state directory;
 //! - `why`: `reveille why`, what each step of one plan waits for;
 //! - `ignored`: plan-like files whose names break the rule, reported once;
@@ -28,6 +29,7 @@ pub mod inotify;
 pub mod logging;
 pub mod ollie;
 pub mod read;
+pub mod reload_report;
 pub mod reminders;
 pub mod sessions;
 pub mod spawn;

@@ -19,6 +19,7 @@ use crate::core::plan::{parse_plan, Plan, PlanFormat};
 use crate::core::ready_report::{one_line, StepRef};
 use crate::core::record::{Announced, Cursor, Item, Memory, Record};
 use crate::shell::read::read_capped;
+use crate::shell::reload_report;
 use crate::shell::reminders;
 use crate::shell::store::read_memory;
 use crate::shell::watch::list_plans;
@@ -240,6 +241,9 @@ pub struct Status {
     /// Every session reveille knows of: its observed state, what is
     /// pending for it, and what was delivered to it and is still open.
     pub sessions: Vec<SessionView>,
+    /// The running daemon's answer to its last reload (`reload.json`):
+    /// a refused one means it runs the previous configuration.
+    pub reload: Option<reload_report::Report>,
 }
 
 /// One session as `status` shows it.
@@ -333,7 +337,9 @@ pub struct PlanStatus {
     pub announced: Vec<AnnouncedView>,
 }
 
-fn running_pid(dir: &Path) -> Option<u32> {
+/// The pid of the daemon holding the state directory's lock, if it is
+/// still a running reveille.
+pub fn running_pid(dir: &Path) -> Option<u32> {
     let pid: u32 = std::fs::read_to_string(dir.join("lock"))
         .ok()?
         .trim()
@@ -488,6 +494,7 @@ pub fn gather(settings: &Settings) -> Result<Status, String> {
         },
         children: children(memory),
         sessions: sessions_view(dir, memory, &k),
+        reload: running_pid(dir).and_then(|pid| reload_report::read(dir).filter(|r| r.pid == pid)),
     })
 }
 
@@ -585,6 +592,13 @@ fn render_sessions(out: &mut String, s: &Status) {
     }
 }
 
+/// How many open announced steps and tasks are the first start's baseline.
+fn baseline_count(s: &Status) -> usize {
+    let plans = s.plans.iter().flat_map(|p| &p.announced);
+    let tasks = s.tasks.values().flatten();
+    plans.chain(tasks).filter(|a| a.baseline).count()
+}
+
 /// The human-readable form.
 pub fn render(s: &Status) -> String {
     let mut out = String::new();
@@ -593,11 +607,24 @@ pub fn render(s: &Status) -> String {
         None => "not running".to_string(),
     };
     out.push_str(&format!("project {} ({running})\n", s.project));
+    if let Some(error) = s.reload.as_ref().and_then(|r| r.refused()) {
+        out.push_str(&format!(
+            "config  the last reload was refused; the previous configuration runs: {error}\n"
+        ));
+    }
     out.push_str(&format!("state   {}", s.state_dir));
     if !s.started_before {
-        out.push_str(" (never started: the first start takes the baseline)");
+        out.push_str(
+            " (never started: at the first start, what is already ready is recorded as the baseline, not announced)",
+        );
     }
     out.push('\n');
+    let baseline = baseline_count(s);
+    if baseline > 0 {
+        out.push_str(&format!(
+            "baseline {baseline} ready at the first start: recorded, never announced (marked \"(baseline)\"); only what becomes ready after it wakes anyone\n"
+        ));
+    }
     out.push_str(&format!("plans   {}\n", s.plans.len()));
     for p in &s.plans {
         render_plan(&mut out, p);

@@ -20,6 +20,8 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 
 use super::inotify::{Event, Inotify, Kind, Mask, Wd};
+use crate::config::what_it_is;
+use crate::core::effect::Level;
 
 /// A filesystem where inotify sees nothing of remote changes.
 fn is_remote_fs(path: &Path) -> Option<&'static str> {
@@ -64,6 +66,46 @@ pub enum RootMode {
     Polled(String),
     /// Does not exist; its nearest existing ancestor is watched.
     Missing(PathBuf),
+    /// Exists but is not a directory (a regular file, a pipe…): nothing
+    /// under it can be watched; its parent is, for it to be replaced.
+    NotADirectory(PathBuf),
+}
+
+impl RootMode {
+    /// The directory watched while the root cannot be: the ancestor it
+    /// is awaited in.
+    fn waiting_in(&self) -> Option<&Path> {
+        match self {
+            RootMode::Missing(a) | RootMode::NotADirectory(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// How a root coming to be watched this way is said in the journal:
+    /// the level and the words. A root that does not exist yet is no
+    /// fault (the README says it may not): information, once. A root that
+    /// is not a directory is an error of its own.
+    pub fn said(&self, path: &Path, poll: Duration) -> (Level, String) {
+        let p = path.display();
+        match self {
+            RootMode::Inotify => (Level::Info, format!("watching {p} with inotify")),
+            RootMode::Polled(why) => (Level::Warn, format!("polling {p} every {poll:?}: {why}")),
+            RootMode::Missing(a) => (
+                Level::Info,
+                format!(
+                    "{p} does not exist yet; watching {} for it to appear",
+                    a.display()
+                ),
+            ),
+            RootMode::NotADirectory(_) => (
+                Level::Error,
+                format!(
+                    "{p} is not a directory but {}; nothing in it is watched until it is replaced by a directory",
+                    what_it_is(path)
+                ),
+            ),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -282,11 +324,20 @@ impl Watch {
     /// Decide (again) how root `i` is watched.
     fn setup(&mut self, i: usize) {
         let path = self.roots[i].dir();
-        if let RootMode::Missing(ancestor) = &self.roots[i].mode {
-            let ancestor = ancestor.clone();
+        if let Some(ancestor) = self.roots[i].mode.waiting_in() {
+            let ancestor = ancestor.to_path_buf();
             if !ancestor.as_os_str().is_empty() && !self.is_needed(&ancestor, i) {
                 self.unwatch_dir(&ancestor);
             }
+        }
+        if path.exists() && !path.is_dir() {
+            // Its parent exists: watched for the name being replaced.
+            let parent = path
+                .parent()
+                .map_or_else(|| PathBuf::from("/"), Path::to_path_buf);
+            let _ = self.watch_dir(&parent, Mask::ANCESTOR);
+            self.set_mode(i, RootMode::NotADirectory(parent));
+            return;
         }
         if !path.is_dir() {
             // Wait for it: watch the nearest existing ancestor.
@@ -333,6 +384,15 @@ impl Watch {
 
     /// Change how root `i` is watched, remembering the change for the log.
     fn set_mode(&mut self, i: usize, mode: RootMode) {
+        // Waiting in a nearer ancestor is the same wait: `mkdir -p` of a
+        // missing root is one "does not exist yet", not one per level.
+        // (An empty ancestor is a root not set up yet, or just gone.)
+        if let (RootMode::Missing(old), RootMode::Missing(_)) = (&self.roots[i].mode, &mode) {
+            if !old.as_os_str().is_empty() {
+                self.roots[i].mode = mode;
+                return;
+            }
+        }
         if self.roots[i].mode != mode {
             self.generation += 1;
             self.changes
@@ -350,7 +410,7 @@ impl Watch {
         self.roots.iter().enumerate().any(|(j, r)| {
             j != except
                 && (r.dir() == dir
-                    || matches!(&r.mode, RootMode::Missing(a) if a == dir)
+                    || r.mode.waiting_in() == Some(dir)
                     || (r.kind == RootKind::Sessions && dir.parent() == Some(r.path.as_path())))
         })
     }
@@ -402,11 +462,16 @@ impl Watch {
         for i in 0..self.roots.len() {
             let root = self.roots[i].dir();
             match (seen, self.roots[i].mode.clone()) {
-                (Seen::DirCreated(p) | Seen::MovedIn(p), RootMode::Missing(_))
-                    if root.starts_with(p) =>
-                {
+                (
+                    Seen::DirCreated(p) | Seen::MovedIn(p),
+                    RootMode::Missing(_) | RootMode::NotADirectory(_),
+                ) if root.starts_with(p) => {
                     self.setup(i);
                     changed = true;
+                }
+                // The file in the way went away: wait for the directory.
+                (Seen::Gone(p), RootMode::NotADirectory(_)) if root == *p => {
+                    self.setup(i);
                 }
                 // The ancestor a missing root waited in went away too: wait
                 // in the nearest one left.
@@ -444,7 +509,7 @@ impl Watch {
     pub fn list(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();
         for root in &self.roots {
-            if matches!(root.mode, RootMode::Missing(_)) {
+            if root.mode.waiting_in().is_some() {
                 continue;
             }
             match root.kind {
@@ -600,6 +665,56 @@ mod tests {
             drain(&mut watch),
             vec![Seen::Gone(plan), Seen::MovedIn(moved)]
         );
+    }
+
+    /// Regression: `mkdir -p` of a missing root reported it missing once
+    /// per level created (a WARN each); it is one change now, and the
+    /// next is the root being watched.
+    #[test]
+    fn a_missing_root_is_reported_once_however_deep() {
+        let tmp = tempfile::tempdir().unwrap();
+        let plans = tmp.path().join("a/b/pl");
+        let mut watch = Watch::new("fifo.in", true).unwrap();
+        watch.add_root(&plans, RootKind::Plans);
+        let changes = watch.take_changes();
+        assert_eq!(
+            changes,
+            vec![(plans.clone(), RootMode::Missing(tmp.path().into()))]
+        );
+        assert_eq!(changes[0].1.said(&plans, DEFAULT_POLL).0, Level::Info);
+        for level in ["a", "a/b", "a/b/pl"] {
+            std::fs::create_dir(tmp.path().join(level)).unwrap();
+            for s in drain(&mut watch) {
+                watch.on_dir_event(&s);
+            }
+        }
+        assert_eq!(watch.take_changes(), vec![(plans, RootMode::Inotify)]);
+    }
+
+    /// A root that is a regular file is not "missing": its own mode, an
+    /// error; replaced by a directory, it is watched.
+    #[test]
+    fn a_root_that_is_a_file_is_not_a_directory_until_replaced() {
+        let tmp = tempfile::tempdir().unwrap();
+        let plans = tmp.path().join("pl");
+        std::fs::write(&plans, "oops").unwrap();
+        let mut watch = Watch::new("fifo.in", true).unwrap();
+        watch.add_root(&plans, RootKind::Plans);
+        let mode = watch.modes()[0].1.clone();
+        assert_eq!(mode, RootMode::NotADirectory(tmp.path().into()));
+        let (level, words) = mode.said(&plans, DEFAULT_POLL);
+        assert_eq!(level, Level::Error);
+        assert!(
+            words.contains("is not a directory but a regular file"),
+            "{words}"
+        );
+        assert!(watch.list().is_empty());
+        std::fs::remove_file(&plans).unwrap();
+        std::fs::create_dir(&plans).unwrap();
+        for s in drain(&mut watch) {
+            watch.on_dir_event(&s);
+        }
+        assert_eq!(watch.modes()[0].1, RootMode::Inotify);
     }
 
     /// A root deleted goes back to waiting in its parent, and is watched

@@ -6,6 +6,9 @@
 mod demo;
 mod manners;
 mod names;
+mod project;
+mod quickstart;
+mod reload;
 mod why;
 mod wording;
 

@@ -1,4 +1,5 @@
-//! The words a user reads first: the default prompt, the first-start line.
+//! The words a user reads first: the default prompt, the first-start line
+//! and the baseline rule in `status`.
 
 use std::fs;
 
@@ -31,5 +32,26 @@ fn one_baseline_step_is_counted_in_the_singular() {
     assert!(
         line.contains("first start: 1 already-ready step or task recorded as the baseline"),
         "{line}"
+    );
+    // The rule, where a user meets it: the first-start line and `status`.
+    assert!(
+        line.contains("what is ready at the very first start wakes nobody, what becomes ready from now on does"),
+        "{line}"
+    );
+    let status = String::from_utf8_lossy(&p.run(&["status"]).stdout).into_owned();
+    assert!(
+        status.contains("baseline 1 ready at the first start: recorded, never announced"),
+        "{status}"
+    );
+    assert!(status.contains("announced s1\tOnly (baseline)"), "{status}");
+}
+
+#[test]
+fn status_of_a_project_never_started_says_what_its_first_start_does() {
+    let p = Project::new();
+    let status = String::from_utf8_lossy(&p.run(&["status"]).stdout).into_owned();
+    assert!(
+        status.contains("(never started: at the first start, what is already ready is recorded as the baseline, not announced)"),
+        "{status}"
     );
 }

@@ -96,7 +96,7 @@ fn an_invalid_plan_is_reported_once_wakes_nobody_and_resumes_when_fixed() {
         a.contains("Cycle one") && b.contains("Cycle root"),
         "{a}\n{b}"
     );
-    d.wait_log("plan is valid again", WAIT);
+    d.wait_log(&format!("plan {} is valid again", missing.display()), WAIT);
     barrier(&p.plan_dir, &reader, "");
 }
 

@@ -9,5 +9,6 @@ mod delivery;
 mod errors;
 mod latency;
 mod restart;
+mod subjects;
 mod tracker;
 mod wake;

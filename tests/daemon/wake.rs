@@ -79,7 +79,7 @@ fn renames_through_the_lifecycle_never_re_announce_and_done_plans_wake_nobody() 
 
     // __todo → __wip: the same plan moving, not a new one.
     let wip = rename_state(&todo, "wip");
-    d.wait_log("plan start: Todo → Wip", WAIT);
+    d.wait_log(": start, Todo → Wip", WAIT);
     barrier(&p.plan_dir, &reader, "");
 
     // A step checked in a wip plan still wakes the next, and the prompt
@@ -95,7 +95,7 @@ fn renames_through_the_lifecycle_never_re_announce_and_done_plans_wake_nobody() 
 
     // __wip → __done: steps that become ready afterwards wake nobody.
     let done = rename_state(&wip, "done");
-    d.wait_log("plan finish: Wip → Done", WAIT);
+    d.wait_log(": finish, Wip → Done", WAIT);
     task_complete(&done, "Convert");
     barrier(&p.plan_dir, &reader, "");
     assert_eq!(d.log_count("announced s3"), 0, "{}", d.log());

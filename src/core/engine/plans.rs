@@ -190,6 +190,9 @@ struct Parse {
     plan: Result<Plan, PlanError>,
     /// It is the last parse with only steps ticked or unticked (`Recent`).
     ticks_only: bool,
+    /// For a parse with no steps: the first line that looks like a
+    /// checkbox gone wrong (`- [] A`, `-[ ] B`), to point at.
+    near_miss: Option<(usize, String)>,
 }
 
 /// How far one read of a plan file can be trusted, decided once.
@@ -359,9 +362,17 @@ impl Plans {
             PlanFormat::Markdown if bytes.len() <= max => self.recent.take(&pp.source, &bytes),
             _ => None,
         };
+        let ticks_only = flipped.is_some();
+        let plan = flipped.map_or_else(|| parse_plan(format, &bytes, max), Ok);
+        // Only a plan with no steps is searched for a step written wrong.
+        let near_miss = match &plan {
+            Ok(p) if p.steps.is_empty() && format == PlanFormat::Markdown => near_miss_step(&bytes),
+            _ => None,
+        };
         let parsed = Parse {
-            ticks_only: flipped.is_some(),
-            plan: flipped.map_or_else(|| parse_plan(format, &bytes, max), Ok),
+            ticks_only,
+            near_miss,
+            plan,
         };
         let old_live = self.track(&pp, &path, cx);
         let Some(plan) = self.accept(now, &pp, &path, parsed, &trust, cx) else {
@@ -407,21 +418,25 @@ impl Plans {
                 None
             }
             FileRead::Failed(err) => {
-                let msg = format!("cannot read plan file: {err}");
-                let plan = self.plans.get_mut(&pp.source);
-                let already = plan
-                    .as_ref()
-                    .is_some_and(|p| p.error.as_deref() == Some(&msg));
-                if !already {
+                // Tracked even if never read, so `status` lists it with
+                // its error and `STATUS=` counts it invalid.
+                self.track(pp, path, cx);
+                let msg = format!("cannot read it: {err}");
+                let plan = self.plans.get_mut(&pp.source)?;
+                if plan.error.as_deref() != Some(&msg) {
                     cx.fx.push(Effect::Log(
-                        Log::new(Level::Error, msg.clone())
-                            .plan(&pp.source)
-                            .file(&path.display().to_string()),
+                        Log::new(
+                            Level::Error,
+                            format!(
+                                "cannot read plan {}: {err}; no wake-ups from it until it can be read",
+                                path.display()
+                            ),
+                        )
+                        .plan(&pp.source)
+                        .plan_file(path),
                     ));
-                    if let Some(p) = plan {
-                        if p.error.replace(msg).is_none() {
-                            self.invalid += 1;
-                        }
+                    if plan.error.replace(msg).is_none() {
+                        self.invalid += 1;
                     }
                 }
                 None
@@ -433,7 +448,6 @@ impl Plans {
     /// follow a rename's lifecycle transition. Returns whether the plan was
     /// live before.
     fn track(&mut self, pp: &PlanPath, path: &Path, cx: &mut Cx) -> bool {
-        let file = display_name(path);
         let first_seen = !self.plans.contains_key(&pp.source);
         let state = self
             .plans
@@ -453,10 +467,10 @@ impl Plans {
             cx.fx.push(Effect::Log(
                 Log::new(
                     Level::Debug,
-                    format!("tracking plan ({:?})", state.lifecycle),
+                    format!("tracking plan {} ({:?})", path.display(), state.lifecycle),
                 )
                 .plan(&pp.source)
-                .file(&file),
+                .plan_file(path),
             ));
         }
         state.path = path.to_path_buf();
@@ -467,10 +481,16 @@ impl Plans {
                     cx.fx.push(Effect::Log(
                         Log::new(
                             Level::Info,
-                            format!("plan {}: {:?} → {:?}", t.name(), state.lifecycle, next),
+                            format!(
+                                "plan {}: {}, {:?} → {:?}",
+                                path.display(),
+                                t.name(),
+                                state.lifecycle,
+                                next
+                            ),
                         )
                         .plan(&pp.source)
-                        .file(&file),
+                        .plan_file(path),
                     ));
                     state.lifecycle = next;
                 }
@@ -508,13 +528,46 @@ impl Plans {
             {
                 None
             }
+            // A plan file with no step in it wakes nobody: said once, and
+            // listed with the reason (a fresh read may be a writer's first
+            // half: judged once it has settled, as an error is).
+            Ok(plan) if plan.steps.is_empty() && !matches!(pp.origin, Origin::Session(_)) => {
+                if trust.fresh {
+                    self.recheck(now, path, trust.rechecked, cx);
+                    return None;
+                }
+                let msg = no_steps(pp, parsed.near_miss.as_ref());
+                if state.error.as_deref() != Some(msg.as_str()) {
+                    let mut log = Log::new(
+                        Level::Warn,
+                        format!(
+                            "plan {} has no steps: {msg}; it is tracked and wakes nobody until it has one",
+                            path.display()
+                        ),
+                    )
+                    .plan(&pp.source)
+                    .plan_file(path);
+                    if let Some((line, _)) = &parsed.near_miss {
+                        log = log.line(*line);
+                    }
+                    cx.fx.push(Effect::Log(log));
+                    if state.error.replace(msg).is_none() {
+                        self.invalid += 1;
+                    }
+                }
+                state.summary = Some(Summary::of(&plan, |_| false));
+                None
+            }
             Ok(plan) => {
                 if state.error.take().is_some() {
                     self.invalid -= 1;
                     cx.fx.push(Effect::Log(
-                        Log::new(Level::Info, "plan is valid again")
-                            .plan(&pp.source)
-                            .file(&display_name(path)),
+                        Log::new(
+                            Level::Info,
+                            format!("plan {} is valid again", path.display()),
+                        )
+                        .plan(&pp.source)
+                        .plan_file(path),
                     ));
                 }
                 // The few announced steps of this plan, looked up once.
@@ -557,7 +610,7 @@ impl Plans {
                             ),
                         )
                         .plan(&pp.source)
-                        .file(&path.display().to_string())
+                        .plan_file(path)
                         .line(e.line),
                     ));
                     if state.error.replace(msg).is_none() {
@@ -648,12 +701,13 @@ impl Plans {
                 Log::new(
                     Level::Info,
                     format!(
-                        "plan abandon: {:?} → Abandoned (file deleted)",
+                        "plan {}: abandon, {:?} → Abandoned (file deleted)",
+                        state.path.display(),
                         state.lifecycle
                     ),
                 )
                 .plan(source)
-                .file(&display_name(&state.path)),
+                .plan_file(&state.path),
             ));
         }
         cx.ledger
@@ -680,35 +734,33 @@ impl Plans {
             })
             .or_else(|| cx.config.default_session.clone());
         match session {
-            Some(s) => {
-                match check_session(&s) {
-                    Ok(()) => Some(s),
-                    Err(why) => {
-                        if !state.warned_route {
-                            state.warned_route = true;
-                            cx.fx.push(Effect::Log(
+            Some(s) => match check_session(&s) {
+                Ok(()) => Some(s),
+                Err(why) => {
+                    if !state.warned_route {
+                        state.warned_route = true;
+                        cx.fx.push(Effect::Log(
                             Log::new(
                                 Level::Error,
-                                format!("session id {} {why}; this plan wakes nobody until it is fixed", quoted(&s)),
+                                format!("plan {}: session id {} {why}; it wakes nobody until it is fixed", state.path.display(), quoted(&s)),
                             )
                             .plan(source)
-                            .file(&state.path.display().to_string()),
+                            .plan_file(&state.path),
                         ));
-                        }
-                        None
                     }
+                    None
                 }
-            }
+            },
             None => {
                 if !state.warned_route {
                     state.warned_route = true;
                     cx.fx.push(Effect::Log(
                         Log::new(
                             Level::Warn,
-                            "plan has no session (no session comment, no session directory, no default_session); it is tracked but wakes nobody",
+                            format!("plan {} has no session (no session comment, no session directory, no default_session); it is tracked but wakes nobody", state.path.display()),
                         )
                         .plan(source)
-                        .file(&state.path.display().to_string()),
+                        .plan_file(&state.path),
                     ));
                 }
                 None
@@ -1008,6 +1060,32 @@ impl Plans {
 /// equates `a//b` and `a/b/`) is only the fallback.
 fn same_dir(a: &Path, b: &Path) -> bool {
     a.as_os_str() == b.as_os_str() || a == b
+}
+
+/// Why a plan with no steps has none, for its error: what a step looks
+/// like, and the line that perhaps meant to be one.
+fn no_steps(pp: &PlanPath, near_miss: Option<&(usize, String)>) -> String {
+    match (&pp.origin, near_miss) {
+        (Origin::Json, _) => "no tasks in its phases".to_string(),
+        (_, Some((line, text))) => format!(
+            "line {line} {} is not a step (a step is `- [ ] title`: a space inside the brackets and after the dash)",
+            quoted(text)
+        ),
+        (_, None) => "no `- [ ] title` line".to_string(),
+    }
+}
+
+/// The first line of a markdown file that looks like a checkbox written
+/// wrong — a list marker or a bracket first, a bracket soon after — with
+/// its 1-based number, trimmed to 60 characters.
+fn near_miss_step(bytes: &[u8]) -> Option<(usize, String)> {
+    let text = String::from_utf8_lossy(bytes);
+    text.lines().enumerate().find_map(|(i, line)| {
+        let t = line.trim_start();
+        let head: String = t.chars().take(4).collect();
+        let marker = t.starts_with(['-', '*', '+', '[']);
+        (marker && head.contains('[')).then(|| (i + 1, t.chars().take(60).collect()))
+    })
 }
 
 pub(super) fn display_name(path: &Path) -> String {

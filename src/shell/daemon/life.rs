@@ -9,6 +9,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::config::{self, engine_config, Settings};
+use crate::core::effect::Level;
 use crate::core::engine::Engine;
 use crate::core::input::Input;
 use crate::shell::backend::Reports;
@@ -110,6 +111,7 @@ impl Daemon {
             plan_files: PlanFiles::default(),
             reminders_written: Vec::new(),
             seen: Vec::new(),
+            reloads: Default::default(),
         };
         let wakers = Wakers {
             events,
@@ -131,9 +133,11 @@ impl Daemon {
         self.scan();
         self.feed(Input::StartupDone);
         if first_start {
-            tracing::info!(project = %project, "first start: state directory {} created", self.store.dir().display());
+            tracing::info!(project = %project, "first start: state directory {} created; it holds the baseline (a start without it takes a new one)", self.store.dir().display());
         }
         self.compact();
+        // `reveille reload` may signal this process from now on.
+        self.answer_reload(crate::shell::reload_report::Outcome::Started);
         tracing::info!(project = %project, "ready: {}", self.summary());
         self.ready();
     }
@@ -184,22 +188,18 @@ impl Daemon {
         }
     }
 
-    /// Say how a root is watched.
+    /// Say how a root is watched (the words are the watcher's).
     pub(super) fn log_mode(&self, path: &Path, mode: &RootMode) {
         let project = &self.settings.project.name;
-        match mode {
-            RootMode::Inotify => {
-                tracing::info!(project = %project, "watching {} with inotify", path.display())
-            }
-            RootMode::Polled(why) => {
-                tracing::warn!(project = %project, "polling {} every {:?}: {why}", path.display(), self.settings.events.poll_interval)
-            }
-            RootMode::Missing(_) if self.settings.events.is_unchosen_log(path) => {
-                tracing::info!(project = %project, "no tracker yet: {} (the default [events] path) does not exist; it is read if it appears", path.display())
-            }
-            RootMode::Missing(a) => {
-                tracing::warn!(project = %project, "{} does not exist yet; watching {} for it", path.display(), a.display())
-            }
+        if matches!(mode, RootMode::Missing(_)) && self.settings.events.is_unchosen_log(path) {
+            tracing::info!(project = %project, "no tracker yet: {} (the default [events] path) does not exist; it is read if it appears", path.display());
+            return;
+        }
+        let file = path.display().to_string();
+        match mode.said(path, self.settings.events.poll_interval) {
+            (Level::Error, m) => tracing::error!(project = %project, file = %file, "{m}"),
+            (Level::Warn, m) => tracing::warn!(project = %project, file = %file, "{m}"),
+            (_, m) => tracing::info!(project = %project, file = %file, "{m}"),
         }
     }
 

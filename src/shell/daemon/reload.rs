@@ -1,14 +1,39 @@
 //! SIGHUP: the configuration read again and applied in the same process,
-//! or refused with the running one kept.
+//! or refused with the running one kept — and the answer told: in the
+//! journal, in `reload.json` (which `reveille reload` waits for) and in
+//! `STATUS=` until a reload succeeds.
 
-use crate::config::{engine_config, Settings};
+use crate::config::{engine_config, ConfigErrors, Settings};
 use crate::shell::checklists::{self, Claim};
 use crate::shell::logging;
+use crate::shell::reload_report::{self, Cause, Outcome, Report};
 use crate::shell::tail::Tail;
 use crate::shell::watch::{Watch, WatchEvents};
 
 use super::life::{add_roots, dir_backend};
 use super::Daemon;
+
+/// The reloads this process answered, and whether the configuration
+/// running is the previous one because the last was refused.
+#[derive(Debug, Default)]
+pub(super) struct Reloads {
+    /// SIGHUPs answered so far.
+    seq: u64,
+    /// The refusal, as `STATUS=` says it, until a reload succeeds.
+    pub(super) refused: Option<String>,
+    /// Whether writing `reload.json` failed (said once).
+    write_failing: bool,
+}
+
+/// A refusal in one short phrase for `STATUS=`: the first problem, and
+/// how many more there are.
+fn refusal_line(first: &str, more: usize) -> String {
+    let more = match more {
+        0 => String::new(),
+        n => format!(" (and {n} more)"),
+    };
+    format!("reload refused, running the previous configuration: {first}{more}")
+}
 
 impl Daemon {
     /// Session checklists of reloaded settings: kept if this instance owns
@@ -27,7 +52,7 @@ impl Daemon {
     /// is invalid. Returns the new watcher's events when the roots moved.
     pub(super) fn reload(
         &mut self,
-        load: &dyn Fn() -> Result<Settings, String>,
+        load: &dyn Fn() -> Result<Settings, ConfigErrors>,
     ) -> Option<WatchEvents> {
         self.notifier.reloading();
         let mut replaced = None;
@@ -35,9 +60,17 @@ impl Daemon {
         match load().map(|s| self.claim_checklists(s)) {
             Err(e) => {
                 tracing::error!(project = %project, "reload failed, keeping the running configuration: {e}");
+                let first = e.0.first().map(ToString::to_string).unwrap_or_default();
+                self.reloads.refused = Some(refusal_line(&first, e.0.len().saturating_sub(1)));
+                let outcome = Outcome::Refused {
+                    cause: Cause::Configuration,
+                    error: e.to_string(),
+                };
+                self.answer_reload(outcome);
             }
             Ok(new) if new == self.settings => {
                 tracing::info!(project = %project, "reload: configuration unchanged");
+                self.answer_reload(Outcome::Unchanged);
             }
             Ok(new) => {
                 if new.state.dir != self.settings.state.dir {
@@ -67,6 +100,10 @@ impl Daemon {
                         }
                         Err(e) => {
                             tracing::error!(project = %project, "reload: cannot watch the new roots, keeping the old configuration: {e}");
+                            let error = format!("cannot watch the new roots: {e}");
+                            self.reloads.refused = Some(refusal_line(&error, 0));
+                            let cause = Cause::Watch;
+                            self.answer_reload(Outcome::Refused { cause, error });
                             self.ready();
                             return None;
                         }
@@ -85,10 +122,39 @@ impl Daemon {
                     .reconfigure(engine_config(&new, logging::engine_level()));
                 self.settings = new;
                 tracing::info!(project = %project, "configuration reloaded");
+                self.answer_reload(Outcome::Reloaded);
                 self.rescan();
             }
         }
         self.ready();
         replaced
+    }
+
+    /// Tell what became of the last SIGHUP (or of the start: `Started`):
+    /// `reload.json` for `reveille reload`, and — through `refused`, which
+    /// a good reload clears — `STATUS=`.
+    pub(super) fn answer_reload(&mut self, outcome: Outcome) {
+        if outcome != Outcome::Started {
+            self.reloads.seq += 1;
+        }
+        if !matches!(outcome, Outcome::Refused { .. }) {
+            self.reloads.refused = None;
+        }
+        let report = Report {
+            pid: std::process::id(),
+            seq: self.reloads.seq,
+            outcome,
+            at_unix_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+        };
+        match reload_report::write(self.store.dir(), &report) {
+            Ok(()) => self.reloads.write_failing = false,
+            Err(e) if !self.reloads.write_failing => {
+                self.reloads.write_failing = true;
+                tracing::warn!(project = %self.settings.project.name, file = %self.store.dir().join(reload_report::FILE).display(), "cannot write {}: {e}; `reveille reload` cannot see this daemon's answers", reload_report::FILE);
+            }
+            Err(_) => {}
+        }
     }
 }

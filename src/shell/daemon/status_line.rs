@@ -1,5 +1,6 @@
 //! The one-line summary systemd shows as `Status:` (`STATUS=`), sent when
-//! it changes, and with `READY=1`.
+//! it changes, and with `READY=1` (so also after every reload: a refused
+//! one stays in it until a reload succeeds).
 
 use crate::shell::watch::RootMode;
 
@@ -39,11 +40,19 @@ impl Daemon {
                 // A tracker never configured is no news (said once at start).
                 RootMode::Missing(_) if self.settings.events.is_unchosen_log(&path) => {}
                 RootMode::Missing(_) => s.push_str(&format!("; waiting for {}", path.display())),
+                RootMode::NotADirectory(_) => {
+                    s.push_str(&format!("; {} is not a directory", path.display()))
+                }
                 RootMode::Inotify => {}
             }
         }
         if self.store_failing {
             s.push_str("; STATE NOT PERSISTED");
+        }
+        // Until a reload succeeds: what runs is not what the file says.
+        if let Some(refused) = &self.reloads.refused {
+            s.push_str("; ");
+            s.push_str(refused);
         }
         s
     }

@@ -15,6 +15,7 @@ use crate::core::record::Record;
 use crate::core::session::check_name;
 use crate::core::source::Source;
 use crate::shell::backends::Backends;
+use crate::shell::logging;
 use crate::shell::read::{read_capped, read_fresh, PlanFiles};
 use crate::shell::store::Store;
 use crate::shell::watch::Watch;
@@ -31,8 +32,11 @@ fn unix_now() -> i64 {
 /// Emit an engine log entry as a tracing event with structured fields.
 /// `PLAN=` carries the bare plan identity (`<stamp>_<uid>`) for markdown
 /// plans, so `journalctl PLAN=20261130T101500_a1b2c3d4` works.
-pub(super) fn emit(project: &str, l: &Log) {
+pub(super) fn emit(settings: &Settings, l: &Log) {
+    let project = &settings.project.name;
     let plan = l.plan.as_ref().map(Source::journal_name);
+    let (file, plan_name) =
+        logging::journal_file(l, &settings.project.plan_dir, &settings.sessions.dir);
     macro_rules! ev {
         ($lvl:expr) => {
             tracing::event!(
@@ -43,7 +47,8 @@ pub(super) fn emit(project: &str, l: &Log) {
                 session = l.session.as_deref(),
                 parent = l.parent.as_deref(),
                 mount = l.mount.as_deref(),
-                file = l.file.as_deref(),
+                file = file.as_deref(),
+                plan_name = plan_name.as_deref(),
                 line = l.line.map(|n| n as u64),
                 reminder = l.reminder,
                 "{}",
@@ -110,7 +115,7 @@ impl World for Carry<'_> {
     }
 
     fn log(&mut self, log: Log) {
-        emit(&self.settings.project.name, &log);
+        emit(self.settings, &log);
     }
 
     fn read_plan(&mut self, path: &Path, config: &EngineConfig) -> (FileRead, bool) {
