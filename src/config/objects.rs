@@ -27,6 +27,7 @@ pub fn engine_config(s: &Settings, log_level: Level) -> EngineConfig {
     c.idle_settle = (s.sessions.state_poll * 2).max(std::time::Duration::from_millis(100));
     c.outbox_cap = s.sessions.outbox_cap;
     c.mounts = s.events.mounts.clone();
+    c.beads_root = s.events.beads_root.display().to_string();
     c.assignees = s.events.assignees.clone();
     c.notify_completed = s.events.notify_completed;
     c.fanout = Fanout {

@@ -228,10 +228,11 @@ impl Engine {
                 false
             }
             Input::TrackerRestarted { why } => {
-                cx.fx.push(Effect::Log(Log::new(
-                    Level::Warn,
-                    format!("tracker event log {why}: reading it again from the start"),
-                )));
+                self.tasks.on_tracker_restarted(&why, &mut cx);
+                false
+            }
+            Input::MountTable { table } => {
+                self.tasks.on_mount_table(table, &mut cx);
                 false
             }
             Input::MountRead { mount, read, fresh } => {
@@ -336,10 +337,8 @@ impl Engine {
                 complete: true,
             });
         }
-        for mount in &self.config.mounts {
-            fx.push(Effect::ReadMount {
-                mount: mount.clone(),
-            });
+        for mount in self.tasks.mount_names(&self.config) {
+            fx.push(Effect::ReadMount { mount });
         }
         if self.config.beads_file.is_some() {
             fx.push(Effect::ReadBeads);
@@ -392,10 +391,8 @@ impl Engine {
             return;
         };
         self.timers.set(Timer::Resync, now + every);
-        for mount in &self.config.mounts {
-            fx.push(Effect::ReadMount {
-                mount: mount.clone(),
-            });
+        for mount in self.tasks.mount_names(&self.config) {
+            fx.push(Effect::ReadMount { mount });
         }
     }
 
@@ -449,6 +446,7 @@ impl Engine {
                     path: plan.path.display().to_string(),
                     file,
                     call,
+                    mount: None,
                 })
             }
             Item::Task(id) | Item::Claimed(id) => {
@@ -461,9 +459,15 @@ impl Engine {
                     }
                 }
                 let title = self.tasks.task_titles.get(&(source.clone(), id.clone()));
-                let call = match source {
-                    Source::Mount(m) => format!("complete {id} (written to {m}/ctl)"),
-                    _ => format!("bd close {id}"),
+                // A 9beads task is closed at its mount as it is named now;
+                // one whose mount is away cannot be closed: not reminded of.
+                let mount = match source.is_tracker_mount() {
+                    true => Some(self.tasks.mount_of(source)?.to_string()),
+                    false => None,
+                };
+                let call = match &mount {
+                    Some(m) => format!("echo {id} > {}/{m}/complete", self.config.beads_root),
+                    None => format!("bd close {id}"),
                 };
                 Some(Open {
                     label: id.clone(),
@@ -471,6 +475,7 @@ impl Engine {
                     file: source.to_string(),
                     path: source.to_string(),
                     call,
+                    mount,
                 })
             }
             _ => None,

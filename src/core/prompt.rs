@@ -20,7 +20,18 @@ pub const STEP_VARS: &[&str] = &[
 ];
 
 /// Placeholders a tracker prompt (bead or issue) may use.
-pub const TASK_VARS: &[&str] = &["id", "title", "mount", "assignee", "session", "source"];
+/// `mount` is the task's current 9beads mount name (`-` for beads) and
+/// `beads_root` the mount root: `echo {id} > {beads_root}/{mount}/complete`
+/// closes a 9beads task.
+pub const TASK_VARS: &[&str] = &[
+    "id",
+    "title",
+    "mount",
+    "beads_root",
+    "assignee",
+    "session",
+    "source",
+];
 
 /// Placeholders the all-steps-done prompt may use.
 pub const DONE_VARS: &[&str] = &["goal", "file", "path", "plan", "session", "done_file"];

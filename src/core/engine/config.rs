@@ -98,8 +98,14 @@ pub struct EngineConfig {
     /// (unannounced, so nothing is lost) until the outbox drains.
     pub outbox_cap: usize,
     pub templates: Templates,
-    /// The tracker mounts of this project; events for others are ignored.
+    /// The 9beads mounts of this project by name (`[events] mounts`);
+    /// events for others are ignored. Empty (the default): the project's
+    /// mounts are the ones `mtab` shows for its directory, followed across
+    /// `mount`, `umount` and tracker restarts (`Input::MountTable`).
     pub mounts: Vec<String>,
+    /// `events.beads_root` as prompts show it: a task is closed with
+    /// `echo <id> > <beads_root>/<mount>/complete`.
+    pub beads_root: String,
     /// Tracker assignee → session id.
     pub assignees: BTreeMap<String, String>,
     /// Tell a session when a task announced to it was completed elsewhere.
@@ -141,6 +147,7 @@ impl EngineConfig {
             outbox_cap: 1000,
             templates: Templates::default(),
             mounts: Vec::new(),
+            beads_root: "/beads".into(),
             assignees: BTreeMap::new(),
             notify_completed: false,
             resync: None,

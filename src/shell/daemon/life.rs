@@ -22,7 +22,7 @@ use crate::shell::tail::Tail;
 use crate::shell::watch::{RootKind, RootMode, Watch};
 
 use super::signals::hangup;
-use super::world::{beads_read, mount_read};
+use super::world::{beads_read, mount_read, mount_table_read};
 use super::{Daemon, DaemonError, Wakers};
 
 pub(super) fn add_roots(watch: &mut Watch, s: &Settings) {
@@ -215,9 +215,15 @@ impl Daemon {
             .as_ref()
             .is_some_and(|p| !events.is_unchosen_log(p) || p.exists())
         {
+            // Named mounts are read as named; otherwise the mount table
+            // says which are the project's, and the engine reads those.
             for mount in self.settings.events.mounts.clone() {
                 let (read, fresh) = mount_read(&self.settings, &mount);
                 self.feed(Input::MountRead { mount, read, fresh });
+            }
+            if self.settings.events.mounts.is_empty() {
+                let table = mount_table_read(&self.settings);
+                self.feed(Input::MountTable { table });
             }
         }
         if let Some((read, now_unix)) = beads_read(&self.settings) {

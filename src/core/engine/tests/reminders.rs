@@ -399,7 +399,7 @@ fn a_task_is_reminded_while_ready_unless_claimed_for_another_session() {
     assert_eq!(rig.reminders(), vec![("bd-2".to_string(), 1)]);
     let text = &rig.world.delivered.last().unwrap().2;
     assert!(
-        text.contains("Write docs") && text.contains("complete bd-2"),
+        text.contains("Write docs") && text.contains("echo bd-2 > /beads/proj/complete"),
         "{text}"
     );
 }
@@ -496,7 +496,7 @@ fn a_claimed_bead_is_reminded_to_its_claimer_until_it_is_completed() {
     assert_eq!(rig.reminders(), vec![("bd-1".to_string(), 1)]);
     let (session, _, text) = rig.world.delivered.last().unwrap().clone();
     assert_eq!(session, "a1");
-    assert!(text.contains("complete bd-1"), "{text}");
+    assert!(text.contains("echo bd-1 > /beads/proj/complete"), "{text}");
     // Completed: no longer anyone's open work, and no more reminders.
     events(
         &mut rig,
