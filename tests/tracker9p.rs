@@ -439,3 +439,43 @@ fn a_tracker_restarted_while_reveille_was_down_is_noticed_though_its_log_looks_t
     barrier(&w.p.plan_dir, &w.a1, "<!-- session: a1 -->\n");
     barrier(&w.p.plan_dir, &w.main, "");
 }
+
+/// A state directory written by a version that followed the mount by name
+/// (state version 1, whose default was the mount named like the project):
+/// the bead it announced under `mount:<name>` is adopted by the project's
+/// 9beads source when the daemon finds the mount by its directory, and is
+/// not announced again; its pending prompt is delivered once, written for
+/// the mount's current name.
+#[test]
+fn a_version_1_state_that_followed_the_mount_by_name_is_adopted() {
+    let Some(w) = world(|_, _| {}) else { return };
+    let old = w.new_bead("Announced by the old version", "");
+    let pending = w.new_bead("Pending in the old version", "");
+    std::fs::create_dir_all(&w.p.state_dir).unwrap();
+    let state = serde_json::json!({
+        "version": 1,
+        "announced": {"mount:it": {
+            format!("task:{old}"): {"session": "main"},
+            format!("task:{pending}"): {"session": "main"},
+        }},
+        "outbox": {"main": [{
+            "seq": 0, "source": "mount:it", "item": format!("task:{pending}"),
+            "step": pending, "plan": "mount:it",
+            "text": format!("[reveille] Task {pending} is ready: Pending in the old version\nSource: mount:it\n"),
+        }]},
+        "next_seq": 1,
+        "baselined": true,
+    });
+    std::fs::write(w.p.state_dir.join("state.json"), state.to_string()).unwrap();
+    let d = Daemon::start(&w.p);
+    d.wait_log("(a mount followed by name) is 9beads:", HEAR);
+    // The pending prompt, once, now naming the project's 9beads source.
+    heard(
+        &w.main,
+        &[&pending, "Pending in the old version", "Source: 9beads:"],
+    );
+    let status = w.p.status_json().to_string();
+    assert!(!status.contains("mount:it"), "{status}");
+    // The announced one is not heard again: the next is our barrier.
+    w.quiet_main();
+}

@@ -204,11 +204,9 @@ impl Daemon {
     }
 
     pub(super) fn scan(&mut self) {
-        let paths = self.watch.list();
-        self.feed(Input::Listed {
-            paths,
-            read_all: true,
-        });
+        // The tracker first: a prompt still pending from before may name a
+        // 9beads mount that has a new name now, and the first read of the
+        // project's mount writes it again before anything is delivered.
         let events = &self.settings.events;
         if events
             .path
@@ -226,6 +224,11 @@ impl Daemon {
                 self.feed(Input::MountTable { table });
             }
         }
+        let paths = self.watch.list();
+        self.feed(Input::Listed {
+            paths,
+            read_all: true,
+        });
         if let Some((read, now_unix)) = beads_read(&self.settings) {
             self.feed(Input::BeadsRead { read, now_unix });
         }

@@ -103,7 +103,8 @@ impl Tasks {
             item: p.item.clone(),
             session,
             label: p.step,
-            plan: p.plan,
+            // A tracker prompt's "plan" is its source, adopted or not.
+            plan: source.to_string(),
             text,
         };
         if !cx
