@@ -21,12 +21,15 @@ const HEAR: Duration = Duration::from_secs(10);
 struct World {
     ollie: Ollie,
     beads: Served,
+    /// The project's mount name on the 9beads double.
+    mount: String,
     project: Project,
     _cwd: tempfile::TempDir,
 }
 
 /// Sessions `agent` (the default) and `worker` (tracker assignee
-/// `agent-1`) on the ollie double; mount `proj` on the 9beads double.
+/// `agent-1`) on the ollie double; their working tree, the project's
+/// `[project] dir`, mounted on the 9beads double.
 fn world(configure: impl FnOnce(&mut Project)) -> Option<World> {
     if let Some(why) = fuse_unavailable() {
         eprintln!("skipped: these tests need the doubles over FUSE: {why}");
@@ -37,18 +40,23 @@ fn world(configure: impl FnOnce(&mut Project)) -> Option<World> {
     ollie.create("agent", cwd.path());
     ollie.create("worker", cwd.path());
     let beads = Beads::mount().expect("mount the 9beads double");
-    beads.write("ctl", &format!("mount {} proj", cwd.path().display()));
+    // The agents' working tree, mounted as 9beads-mcp mounts an agent's
+    // `$PWD`: under a random name; reveille is told only the directory.
+    let mount = beads.mount_dir(cwd.path());
     let mut project = Project::with_default_session("agent");
     let sessions = ollie.sessions_dir().display().to_string();
     project.set("sessions", "dir", &format!("{sessions:?}"));
     project.set("sessions", "state_poll_ms", "50");
-    beads.track(&mut project, "proj");
+    let dir = cwd.path().display().to_string();
+    project.set("project", "dir", &format!("{dir:?}"));
+    beads.track(&mut project);
     project.set("events", "notify_completed", "true");
     project.set("events.assignees", "\"agent-1\"", "\"worker\"");
     configure(&mut project);
     Some(World {
         ollie,
         beads,
+        mount,
         project,
         _cwd: cwd,
     })
@@ -67,13 +75,13 @@ impl World {
         d
     }
 
-    fn ctl(&self, cmd: &str) {
-        self.beads.ctl("proj", cmd);
+    /// `echo ARGS > <mount>/<endpoint>`.
+    fn cmd(&self, endpoint: &str, args: &str) {
+        self.beads.cmd(&self.mount, endpoint, args);
     }
 
     fn new_bead(&self, title: &str) -> String {
-        self.ctl(&format!("new {title:?}"));
-        self.beads.id_of("proj", title)
+        self.beads.new_bead(&self.mount, title, "")
     }
 
     /// Wait until `session` has run a turn naming every one of `what`,
@@ -113,11 +121,11 @@ fn a_ready_bead_a_claim_and_a_completion_each_start_one_turn_of_the_right_agent(
     let id = w.new_bead("Fix the build");
     let first = w.turn_on("agent", &[&id, "Fix the build"]);
     // Claimed by agent-1: its agent, idle, starts a turn on the assignment.
-    w.ctl(&format!("claim {id} agent-1"));
+    w.cmd("claim", &format!("{id} assignee=agent-1"));
     let claimed = w.turn_on("worker", &[&id, "assigned to agent-1"]);
     assert!(claimed.started > first.started);
     // Completed elsewhere: the agent that had the task is told, in a turn.
-    w.ctl(&format!("complete {id}"));
+    w.cmd("complete", &id);
     w.turn_on("worker", &[&id, "completed elsewhere"]);
     // A second bead after all that: each earlier wake-up ran exactly once.
     let next = w.new_bead("Write the changelog");
@@ -133,7 +141,7 @@ fn a_claimed_bead_left_open_is_reminded_of_until_it_is_completed() {
     let _d = w.start();
     let id = w.new_bead("Port the parser");
     w.turn_on("agent", &[&id]);
-    w.ctl(&format!("claim {id} agent-1"));
+    w.cmd("claim", &format!("{id} assignee=agent-1"));
     // The worker takes the claim and ends its turn without completing it.
     let claimed = w.turn_on("worker", &[&id, "assigned to agent-1"]);
     let reminded = w.turn_on("worker", &[&id, "Reminder 1 of 3"]);
@@ -147,7 +155,7 @@ fn a_claimed_bead_left_open_is_reminded_of_until_it_is_completed() {
         reminded.started - ended,
         w.ollie.turns("worker")
     );
-    w.ctl(&format!("complete {id}"));
+    w.cmd("complete", &id);
     w.turn_on("worker", &[&id, "completed elsewhere"]);
     // Completed: no further reminder, though the worker idles on well past
     // the next interval (2 s after the first reminder).
@@ -164,10 +172,10 @@ fn a_bead_unclaimed_in_silence_is_not_reminded_of_and_goes_back_to_the_default_a
     let _d = w.start();
     let id = w.new_bead("Port the lexer");
     w.turn_on("agent", &[&id]);
-    w.ctl(&format!("claim {id} agent-1"));
+    w.cmd("claim", &format!("{id} assignee=agent-1"));
     w.turn_on("worker", &[&id, "assigned to agent-1"]);
     // The worker gives it up: 9beads writes no event for `unclaim`.
-    w.ctl(&format!("unclaim {id}"));
+    w.cmd("unclaim", &id);
     // When the worker's reminder comes due the mount is read first: the
     // bead is nobody's again, so the default agent hears of it, and the
     // worker is not reminded of work that is no longer its own.

@@ -36,6 +36,7 @@ pub(crate) fn entries(s: &Settings) -> Vec<(String, String)> {
     let mut add = |k: &str, v: String| out.push((k.to_string(), v));
     let p = &s.project;
     add("project.name", quoted(&p.name));
+    add("project.dir", path(&p.dir));
     add("project.plan_dir", path(&p.plan_dir));
     add("project.default_session", optional(&p.default_session));
     add("project.mode", quoted(p.mode.as_str()));

@@ -24,6 +24,7 @@ pub fn engine_config(s: &Settings, log_level: Level) -> EngineConfig {
     c.retry_max = s.sessions.retry_max;
     c.outbox_cap = s.sessions.outbox_cap;
     c.mounts = s.events.mounts.clone();
+    c.beads_root = s.events.beads_root.display().to_string();
     c.assignees = s.events.assignees.clone();
     c.notify_completed = s.events.notify_completed;
     c.fanout = Fanout {
@@ -32,7 +33,6 @@ pub fn engine_config(s: &Settings, log_level: Level) -> EngineConfig {
         keep_children: s.fanout.keep_children,
     };
     c.resync = s.events.resync;
-    c.beads_root = s.events.beads_root.clone();
     c.beads_file = s
         .beads
         .issues_jsonl

@@ -27,6 +27,7 @@ pub(crate) struct RawConfig {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawProject {
     pub name: String,
+    pub dir: String,
     pub plan_dir: String,
     pub default_session: String,
     pub mode: String,
@@ -135,6 +136,7 @@ impl RawConfig {
         RawConfig {
             project: RawProject {
                 name: name.to_string(),
+                dir: String::new(),
                 plan_dir: format!("~/src/{name}/pl"),
                 default_session: String::new(),
                 mode: "reactive".into(),

@@ -180,8 +180,11 @@ pub struct OpencodeSettings {
 /// `[project]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProjectSettings {
-    /// The project name: state directory, default mount, unit instance.
+    /// The project name: state directory, unit instance.
     pub name: String,
+    /// The project's working tree (`project.dir`, `""` = the parent of
+    /// `plan_dir`): its 9beads mounts are the ones `mtab` shows for it.
+    pub dir: PathBuf,
     /// The plan directory (doc/PLANS.md); may not exist yet.
     pub plan_dir: PathBuf,
     /// Session for plans and tasks with no other route; `None` = nobody.
@@ -236,7 +239,8 @@ pub struct EventSettings {
     pub path_set: bool,
     /// Holds `<mount>/ready` and `<mount>/<id>`.
     pub beads_root: PathBuf,
-    /// Mounts of this project; never empty (defaults to `[project.name]`).
+    /// 9beads mounts of this project by name; empty (the default): the
+    /// mounts whose `mtab` directory is `project.dir`, whatever their name.
     pub mounts: Vec<String>,
     /// Poll interval for paths where inotify does not work.
     pub poll_interval: Duration,
@@ -441,7 +445,7 @@ impl Settings {
         let mut bad = Problems::default();
         let project = project(&raw.project, env, &mut bad);
         let sessions = sessions(&raw.sessions, env, &mut bad);
-        let events = events(&raw.events, &project.name, env, &mut bad);
+        let events = events(&raw.events, env, &mut bad);
         let beads = BeadsSettings {
             issues_jsonl: bad.keep(optional_path(
                 "beads.issues_jsonl",
@@ -582,9 +586,17 @@ fn project(p: &RawProject, env: &EnvSnapshot, bad: &mut Problems) -> ProjectSett
     } else {
         Some(bad.keep(session_id("project.default_session", &p.default_session)))
     };
+    let plan_dir = bad.keep(path("project.plan_dir", &p.plan_dir, env));
+    let dir = if p.dir.is_empty() {
+        // The plan directory lives in the project's tree (`<tree>/pl`).
+        plan_dir.parent().unwrap_or(&plan_dir).to_path_buf()
+    } else {
+        bad.keep(path("project.dir", &p.dir, env))
+    };
     ProjectSettings {
         name: bad.keep(name("project.name", "project name", &p.name)),
-        plan_dir: bad.keep(path("project.plan_dir", &p.plan_dir, env)),
+        dir,
+        plan_dir,
         default_session,
         mode: bad.keep(parse_enum("project.mode", &p.mode)),
         nudge_done: p.nudge_done,
@@ -639,13 +651,10 @@ fn sessions(s: &RawSessions, env: &EnvSnapshot, bad: &mut Problems) -> SessionSe
     }
 }
 
-fn events(e: &RawEvents, project: &str, env: &EnvSnapshot, bad: &mut Problems) -> EventSettings {
+fn events(e: &RawEvents, env: &EnvSnapshot, bad: &mut Problems) -> EventSettings {
     let mut mounts = Vec::new();
     for (i, m) in e.mounts.iter().enumerate() {
         mounts.push(bad.keep(name(&format!("events.mounts[{i}]"), "mount", m)));
-    }
-    if mounts.is_empty() {
-        mounts.push(project.to_string());
     }
     let mut assignees = BTreeMap::new();
     for (who, session) in &e.assignees {

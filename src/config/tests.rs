@@ -85,7 +85,10 @@ fn defaults_work_with_nothing_configured() {
         Some(PathBuf::from("/home/u/mnt/beads/events"))
     );
     assert_eq!(s.events.beads_root, PathBuf::from("/home/u/mnt/beads"));
-    assert_eq!(s.events.mounts, vec!["default".to_string()]);
+    // No mount named: the project's are found by its directory, the
+    // parent of plan_dir.
+    assert!(s.events.mounts.is_empty());
+    assert_eq!(s.project.dir, PathBuf::from("/home/u/src/default"));
     assert_eq!(s.events.poll_interval, Duration::from_millis(250));
     assert!(!s.events.notify_completed);
     assert!(s.events.assignees.is_empty());
@@ -116,7 +119,7 @@ fn file_overrides_defaults() {
     assert_eq!(s.sessions.outbox_cap, 7);
     // Defaults that depend on the name follow the file's name.
     assert_eq!(s.project.plan_dir, PathBuf::from("/home/u/src/myproj/pl"));
-    assert_eq!(s.events.mounts, vec!["myproj".to_string()]);
+    assert_eq!(s.project.dir, PathBuf::from("/home/u/src/myproj"));
     assert_eq!(loaded.file, Some(dir.path().join("x.toml")));
 }
 
@@ -452,6 +455,23 @@ fn paths_expand_tilde_and_variables() {
     );
     assert_eq!(loaded.settings.sessions.dir, PathBuf::from("/mnt/o/s"));
     assert_eq!(source(&loaded, "sessions.dir").0, "\"/mnt/o/s\"");
+}
+
+#[test]
+fn the_project_dir_expands_like_the_other_paths_and_defaults_to_the_plan_dirs_parent() {
+    let (_dir, loaded) = with_file(
+        "[project]\nplan_dir = \"/elsewhere/pl\"\ndir = \"~/src/$PROJ\"\n",
+        &[("PROJ", "p9")],
+    );
+    let loaded = loaded.unwrap();
+    assert_eq!(loaded.settings.project.dir, PathBuf::from("/home/u/src/p9"));
+    assert_eq!(source(&loaded, "project.dir").0, "\"/home/u/src/p9\"");
+    let (_dir, loaded) = with_file("[project]\nplan_dir = \"/w/tree/plans\"\n", &[]);
+    let dir = loaded.unwrap().settings.project.dir;
+    assert_eq!(dir, PathBuf::from("/w/tree"));
+    let (_dir, loaded) = with_file("[project]\ndir = \"$NOPE/x\"\n", &[]);
+    let err = loaded.unwrap_err().into_first();
+    assert_eq!(err.key.as_deref(), Some("project.dir"), "{err}");
 }
 
 #[test]

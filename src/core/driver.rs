@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use super::effect::{Delivery, Effect, Log, Spawn};
 use super::engine::{Engine, EngineConfig, Now};
-use super::input::{FileRead, Input, Reached, Undeliverable};
+use super::input::{FileRead, Input, MountTable, Reached, Undeliverable};
 use super::record::Record;
 
 /// The world side of the engine: what carrying out an effect means.
@@ -31,6 +31,9 @@ pub trait World {
     /// A tracker mount's `list` file (every bead not closed, with its
     /// assignee).
     fn read_mount_list(&mut self, mount: &str) -> FileRead;
+    /// 9beads' mount table, its mounts judged against the project's
+    /// directory (a file-system question: symlinks, `~`).
+    fn read_mount_table(&mut self) -> MountTable;
     /// The beads `issues.jsonl` with the wall-clock second it was read at,
     /// or `None` when none is configured.
     fn read_beads(&mut self) -> Option<(FileRead, i64)>;
@@ -111,6 +114,9 @@ fn carry_out(engine: &Engine, world: &mut impl World, effect: Effect) -> Option<
             let read = world.read_mount_list(&mount);
             Some(Input::MountListRead { mount, read })
         }
+        Effect::ReadMountTable => Some(Input::MountTable {
+            table: world.read_mount_table(),
+        }),
         Effect::ReadBeads => world
             .read_beads()
             .map(|(read, now_unix)| Input::BeadsRead { read, now_unix }),

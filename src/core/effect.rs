@@ -123,6 +123,11 @@ pub enum Effect {
     /// assignee); answer with `Input::MountListRead`. Asked for when a
     /// `claimed` event names no assignee: 9beads keeps it only there.
     ReadMountList { mount: String },
+    /// Read `<beads_root>/mtab` and judge its mounts against the project's
+    /// directory; answer with `Input::MountTable`. Asked for when the
+    /// project's mounts are found by directory and may have changed (a
+    /// `mount` or `umount` event, a tracker restart, a mount's files gone).
+    ReadMountTable,
     /// Read the beads `issues.jsonl`; answer with `Input::BeadsRead`.
     ReadBeads,
     /// Create child session `child` with the parent's working directory;

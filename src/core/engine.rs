@@ -15,8 +15,9 @@
 //!   effect that depends on it.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use super::close::Close;
 use super::effect::{Delivery, Effect, Level, Log};
 use super::input::{Input, Reached};
 use super::lifecycle::Lifecycle;
@@ -232,10 +233,11 @@ impl Engine {
                 false
             }
             Input::TrackerRestarted { why } => {
-                cx.fx.push(Effect::Log(Log::new(
-                    Level::Warn,
-                    format!("tracker event log {why}: reading it again from the start"),
-                )));
+                self.tasks.on_tracker_restarted(&why, &mut cx);
+                false
+            }
+            Input::MountTable { table } => {
+                self.tasks.on_mount_table(table, &mut cx);
                 false
             }
             Input::MountRead { mount, read, fresh } => {
@@ -388,10 +390,8 @@ impl Engine {
                 complete: true,
             });
         }
-        for mount in &self.config.mounts {
-            fx.push(Effect::ReadMount {
-                mount: mount.clone(),
-            });
+        for mount in self.tasks.mount_names(&self.config) {
+            fx.push(Effect::ReadMount { mount });
         }
         if self.config.beads_file.is_some() {
             fx.push(Effect::ReadBeads);
@@ -444,10 +444,8 @@ impl Engine {
             return;
         };
         self.timers.set(Timer::Resync, now + every);
-        for mount in &self.config.mounts {
-            fx.push(Effect::ReadMount {
-                mount: mount.clone(),
-            });
+        for mount in self.tasks.mount_names(&self.config) {
+            fx.push(Effect::ReadMount { mount });
         }
     }
 
@@ -501,6 +499,7 @@ impl Engine {
                     path: plan.path.display().to_string(),
                     file,
                     call,
+                    mount: None,
                 })
             }
             Item::Task(id) | Item::Claimed(id) => {
@@ -513,13 +512,25 @@ impl Engine {
                     }
                 }
                 let title = self.tasks.task_titles.get(&(source.clone(), id.clone()));
-                let call = tasks::closing(source, id, &self.config).to_string();
+                // A 9beads task is closed at its mount as it is named now;
+                // one whose mount is away cannot be closed: not reminded of.
+                let mount = match source.is_tracker_mount() {
+                    true => Some(self.tasks.mount_of(source)?.to_string()),
+                    false => None,
+                };
+                let root = Path::new(&self.config.beads_root);
+                let call = match &mount {
+                    Some(mount) => Close::NineBeads { id, root, mount },
+                    None => Close::Beads { id },
+                }
+                .to_string();
                 Some(Open {
                     label: id.clone(),
                     title: title.cloned().unwrap_or_else(|| id.clone()),
                     file: source.to_string(),
                     path: source.to_string(),
                     call,
+                    mount,
                 })
             }
             _ => None,

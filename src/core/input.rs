@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use super::lines::LineError;
 use super::record::Cursor;
 use super::session::AgentState;
 
@@ -25,6 +26,32 @@ pub enum FileRead {
     /// recognised without reading all of it).
     Bytes(Vec<u8>),
     /// The file does not exist (any more).
+    Missing,
+    /// It exists but could not be read; the error text.
+    Failed(String),
+}
+
+/// One 9beads mount whose directory is the project's, as `mtab` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectMount {
+    /// Its current name (random, chosen by 9beads at the mount).
+    pub name: String,
+    /// Its directory as 9beads wrote it: the beads' identity.
+    pub cwd: String,
+}
+
+/// 9beads' mount table (`<beads_root>/mtab`) as the shell judged it
+/// against the project's directory (`project.dir`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MountTable {
+    /// Read: the project's mounts; how many others it lists; its lines
+    /// that could not be read.
+    Read {
+        ours: Vec<ProjectMount>,
+        others: usize,
+        errors: Vec<LineError>,
+    },
+    /// No `mtab` (9beads is not running, or is an older server).
     Missing,
     /// It exists but could not be read; the error text.
     Failed(String),
@@ -140,6 +167,9 @@ pub enum Input {
     },
     /// The answer to `Effect::ReadMountList`: `<beads_root>/<mount>/list`.
     MountListRead { mount: String, read: FileRead },
+    /// The answer to `Effect::ReadMountTable` (and read at every scan when
+    /// the project's mounts are found by its directory).
+    MountTable { table: MountTable },
     /// The beads `issues.jsonl`, with the wall-clock time (unix seconds) it
     /// is judged at, for `defer_until`.
     BeadsRead { read: FileRead, now_unix: i64 },

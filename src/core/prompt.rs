@@ -21,8 +21,18 @@ pub const STEP_VARS: &[&str] = &[
 ];
 
 /// Placeholders a tracker prompt (bead or issue) may use.
+/// `mount` is the task's current 9beads mount name (`-` for beads) and
+/// `beads_root` the mount root; `close` says how the task is closed
+/// (`echo {id} > {beads_root}/{mount}/complete` for 9beads).
 pub const TASK_VARS: &[&str] = &[
-    "id", "title", "mount", "assignee", "session", "source", "close",
+    "id",
+    "title",
+    "mount",
+    "beads_root",
+    "assignee",
+    "session",
+    "source",
+    "close",
 ];
 
 /// Placeholders the all-steps-done prompt may use.

@@ -262,6 +262,11 @@ pub enum Record {
     /// A child session is no longer followed (reaped, or gone after its
     /// step was done).
     ChildEnded { id: String },
+    /// Everything remembered under `from` is remembered under `to` from
+    /// now on (items `to` already has are kept as they are), and its
+    /// pending prompts are `to`'s: a 9beads mount followed by name before
+    /// is the project's mount found by its directory now.
+    Adopt { from: Source, to: Source },
 }
 
 /// The durable memory: announced sets, outboxes, sequence, cursor.
@@ -291,7 +296,13 @@ pub struct Memory {
 }
 
 impl Memory {
-    pub const VERSION: u32 = 1;
+    /// The format written now. 2: 9beads sources (`9beads:<cwd>`) and the
+    /// `adopt` record. A version-1 memory reads as it is; what it holds
+    /// under `mount:<name>` (its default followed the mount named like the
+    /// project) is adopted at run time by the project's 9beads source, once
+    /// `mtab` shows the project's mount ([`Record::Adopt`]), since only
+    /// `mtab` knows the directory such a name stood for.
+    pub const VERSION: u32 = 2;
 
     /// Apply one record. Idempotent: applying the same record twice leaves
     /// the same memory as applying it once.
@@ -371,6 +382,27 @@ impl Memory {
             }
             Record::ChildEnded { id } => {
                 self.children.remove(id);
+            }
+            Record::Adopt { from, to } => self.adopt(from, to),
+        }
+    }
+
+    /// Apply `Adopt`: idempotent, since `from` is empty once adopted.
+    fn adopt(&mut self, from: &Source, to: &Source) {
+        if from == to {
+            return;
+        }
+        if let Some(items) = self.announced.remove(from) {
+            let into = self.announced.entry(to.clone()).or_default();
+            for (item, announced) in &items {
+                if !into.contains_key(item) {
+                    into.insert(item.clone(), announced.clone());
+                }
+            }
+        }
+        for p in self.outbox.values_mut().flatten() {
+            if p.source == *from {
+                p.source = to.clone();
             }
         }
     }
@@ -492,6 +524,67 @@ mod tests {
             id: "agent.s2-1".into(),
         });
         assert!(once.children.is_empty());
+    }
+
+    #[test]
+    fn adopting_a_source_moves_its_items_and_pending_prompts_once() {
+        let from = Source::Mount("proj".into());
+        let to = Source::NineBeads("/src/proj".into());
+        let task = |id: &str, source: &Source, seq: Option<u64>| Record::Announce {
+            source: source.clone(),
+            item: Item::Task(id.into()),
+            session: Some("s".into()),
+            baseline: false,
+            pending: seq.map(|seq| Pending {
+                seq,
+                source: source.clone(),
+                item: Item::Task(id.into()),
+                step: id.into(),
+                plan: source.to_string(),
+                text: format!("{id} at {source}"),
+            }),
+        };
+        let mut once = Memory::default();
+        once.apply(&task("bd-1", &from, Some(0)));
+        once.apply(&task("bd-2", &from, None));
+        once.apply(&task("bd-2", &to, Some(1)));
+        let adopt = Record::Adopt {
+            from: from.clone(),
+            to: to.clone(),
+        };
+        once.apply(&adopt);
+        let mut twice = once.clone();
+        twice.apply(&adopt);
+        assert_eq!(once, twice);
+        assert!(!once.announced.contains_key(&from));
+        assert!(once.is_announced(&to, &Item::Task("bd-1".into())));
+        // What `to` already had is kept as it was.
+        assert!(once.announced[&to]
+            .get(&Item::Task("bd-2".into()))
+            .is_some());
+        let sources: Vec<&Source> = once.outbox["s"].iter().map(|p| &p.source).collect();
+        assert_eq!(sources, [&to, &to]);
+        let line = serde_json::to_string(&adopt).unwrap();
+        assert_eq!(
+            line,
+            r#"{"r":"adopt","from":"mount:proj","to":"9beads:/src/proj"}"#
+        );
+        assert_eq!(serde_json::from_str::<Record>(&line).unwrap(), adopt);
+    }
+
+    /// A state file written by version 1 (mount sources, a pending prompt,
+    /// the cursor) reads as it is.
+    #[test]
+    fn a_version_1_state_file_reads() {
+        let text = r#"{"version":1,"announced":{"mount:proj":{"task:bd-1":{"session":"s"}}},
+            "outbox":{"s":[{"seq":4,"source":"mount:proj","item":"task:bd-1","step":"bd-1",
+            "plan":"mount:proj","text":"[reveille] Task bd-1 is ready"}]},"next_seq":5,
+            "cursor":{"dev":1,"ino":2,"offset":300,"head":9,"last":8},"baselined":true}"#;
+        let m: Memory = serde_json::from_str(text).unwrap();
+        assert_eq!(m.version, 1);
+        assert!(m.is_announced(&Source::Mount("proj".into()), &Item::Task("bd-1".into())));
+        assert_eq!(m.pending_total(), 1);
+        assert_eq!(m.cursor.map(|c| c.offset), Some(300));
     }
 
     #[test]

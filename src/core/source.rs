@@ -1,7 +1,8 @@
-//! Where announced work comes from: one plan, a tracker mount, or the beads
-//! file. Persisted as the strings it always had — `plan:<stamp>_<uid>`,
-//! `json:<stem>`, `session:<id>`, `mount:<name>`, `beads` — also as a JSON
-//! map key, so state written by any version reads back unchanged.
+//! Where announced work comes from: one plan, a 9beads project, a tracker
+//! mount named in the configuration, or the beads file. Persisted as
+//! strings — `plan:<stamp>_<uid>`, `json:<stem>`, `session:<id>`,
+//! `9beads:<cwd>`, `mount:<name>`, `beads` — also as a JSON map key, so
+//! state written by any version reads back unchanged.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -11,17 +12,23 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A source of announced items.
 ///
-/// The variants are declared in the order of their string forms (`beads` <
-/// `json:` < `mount:` < `plan:` < `session:`), so the derived order is the
-/// order of those strings and maps keyed by source persist exactly as
-/// they did when keyed by the string.
+/// The variants are declared in the order of their string forms (`9beads:`
+/// < `beads` < `json:` < `mount:` < `plan:` < `session:`), so the derived
+/// order is the order of those strings and maps keyed by source persist
+/// exactly as they did when keyed by the string.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Source {
+    /// The beads of one project on 9beads, by the directory 9beads mounted
+    /// it from (its `mtab` cwd, as 9beads wrote it). 9beads keeps a
+    /// project's beads by that directory and gives the mount a new random
+    /// name at every mount, so this — not the name — is what a bead's
+    /// identity survives a re-mount by.
+    NineBeads(String),
     /// The beads `issues.jsonl`.
     Beads,
     /// A `*.plan.json` in the plan directory, by file stem.
     PlanJson(String),
-    /// A 9beads tracker mount, by name.
+    /// A tracker mount named in `[events] mounts`, by that name.
     Mount(String),
     /// A markdown plan, by its identity `<stamp>_<uid>`.
     Plan(String),
@@ -38,12 +45,9 @@ impl Source {
         )
     }
 
-    /// The mount name, for a mount.
-    pub fn mount(&self) -> Option<&str> {
-        match self {
-            Source::Mount(m) => Some(m),
-            _ => None,
-        }
+    /// Whether this is a 9beads source (a project or a configured mount).
+    pub fn is_tracker_mount(&self) -> bool {
+        matches!(self, Source::NineBeads(_) | Source::Mount(_))
     }
 
     /// What journal fields carry as `PLAN=`: the bare identity of a
@@ -60,6 +64,7 @@ impl Source {
 impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Source::NineBeads(s) => write!(f, "9beads:{s}"),
             Source::Beads => f.write_str("beads"),
             Source::PlanJson(s) => write!(f, "json:{s}"),
             Source::Mount(s) => write!(f, "mount:{s}"),
@@ -95,6 +100,7 @@ impl FromStr for Source {
             "json" => Ok(Source::PlanJson(name)),
             "session" => Ok(Source::SessionPlan(name)),
             "mount" => Ok(Source::Mount(name)),
+            "9beads" => Ok(Source::NineBeads(name)),
             _ => Err(UnknownSource(s.into())),
         }
     }
@@ -122,6 +128,7 @@ mod tests {
     #[test]
     fn every_source_round_trips_through_its_string() {
         for s in [
+            "9beads:/home/me/src/proj",
             "beads",
             "json:x",
             "mount:m",
@@ -146,6 +153,8 @@ mod tests {
             "beads",
             "plan:10",
             "json:a",
+            "9beads:/src/x",
+            "9beads:/src/a:b",
         ];
         let by_source: BTreeMap<Source, u32> =
             names.iter().map(|s| (s.parse().unwrap(), 1)).collect();

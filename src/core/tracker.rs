@@ -1,5 +1,6 @@
 //! The 9beads task tracker as reveille sees it: one line of the events log,
-//! a mount's `ready` file, a bead file — each parsed from bytes already read
+//! a mount's `ready` file, a bead file, the mount table (`mtab.rs`) — each
+//! parsed from bytes already read
 //! — and the rule for ids and mount names that will become path components.
 //!
 //! Everything here is a pure function of its input. Reading, tailing and
@@ -57,6 +58,25 @@ pub enum TrackerEvent {
     /// A well-formed event of a type reveille does not know: not an error,
     /// the tracker may grow new types.
     Unknown { type_name: String },
+}
+
+impl TrackerEvent {
+    /// The mount a bead event is about (`None` for `mount`, `umount` and
+    /// unknown types, which are about mounts or nothing).
+    pub fn mount(&self) -> Option<&str> {
+        match self {
+            TrackerEvent::Created { mount, .. }
+            | TrackerEvent::Claimed { mount, .. }
+            | TrackerEvent::Completed { mount, .. }
+            | TrackerEvent::Failed { mount, .. }
+            | TrackerEvent::Deleted { mount, .. }
+            | TrackerEvent::Updated { mount, .. }
+            | TrackerEvent::Ready { mount, .. } => Some(mount),
+            TrackerEvent::Mount { .. }
+            | TrackerEvent::Umount { .. }
+            | TrackerEvent::Unknown { .. } => None,
+        }
+    }
 }
 
 /// Why one events-log line could not be read. Each is one journal entry;
@@ -565,6 +585,9 @@ fn unquote(value: &str) -> &str {
     }
     value
 }
+
+mod mtab;
+pub use mtab::{parse_mtab, MtabRow};
 
 #[cfg(test)]
 mod tests;

@@ -10,6 +10,7 @@
 //! - `ollie`: ollie-9p sessions — recognising one, its state, Submit;
 //! - `sessions`: an ollie-9p session tree followed through its `idx`;
 //! - `tail`: the tracker's event log, by byte offset;
+//! - `mtab`: 9beads' mount table, judged against the project's directory;
 //! - `store`: the journal, the snapshot and the one-instance lock;
 //! - `reminders`: `reminders.json`, the open announced items for status;
 //! - `reload_report`: `reload.json`, the daemon's answer to each reload;
@@ -27,6 +28,7 @@ pub mod deliver;
 pub mod ignored;
 pub mod inotify;
 pub mod logging;
+pub mod mtab;
 pub mod ollie;
 pub mod read;
 pub mod reload_report;

@@ -12,7 +12,7 @@ use crate::config::Settings;
 use crate::core::driver::{drive, World};
 use crate::core::effect::{Delivery, Level, Log, Spawn};
 use crate::core::engine::{Engine, EngineConfig, PlanView};
-use crate::core::input::{FileRead, Input, Reached, Undeliverable};
+use crate::core::input::{FileRead, Input, MountTable, Reached, Undeliverable};
 use crate::core::lifecycle::Lifecycle;
 use crate::core::name::{classify, diagnose};
 use crate::core::plan::{parse_plan, Plan, PlanFormat};
@@ -107,6 +107,9 @@ impl World for Look<'_> {
     }
     fn read_mount_list(&mut self, _: &str) -> FileRead {
         FileRead::Missing
+    }
+    fn read_mount_table(&mut self) -> MountTable {
+        MountTable::Missing
     }
     fn read_beads(&mut self) -> Option<(FileRead, i64)> {
         None

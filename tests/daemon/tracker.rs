@@ -1,5 +1,6 @@
 //! The tracker side against real files: a fake 9beads mount tree (an events
-//! log, `<mount>/ready`, bead files) driven the way the tracker drives it,
+//! log, `<mount>/ready`, bead files; no `mtab`, so its one mount, `proj`, is
+//! named in `[events] mounts`) driven the way the tracker drives it,
 //! and a beads `issues.jsonl` rewritten version after version the way
 //! `bd export` rewrites it (SPEC §1, §3, §5, §8).
 
@@ -68,8 +69,9 @@ impl Tracker {
     }
 }
 
+/// An event as 9beads writes it: a Go map marshalled, keys sorted.
 fn event(kind: &str, id: &str) -> String {
-    format!(r#"{{"type":"{kind}","id":"{id}","mount":"proj"}}"#)
+    format!(r#"{{"id":"{id}","mount":"proj","type":"{kind}"}}"#)
 }
 
 #[test]

@@ -1,59 +1,82 @@
-//! A test double of 9beads (lneely/9beads), built from its source and
-//! served through a real FUSE mount (`util::fuse`), so the daemon reads it
-//! as it reads `~/mnt/beads` over 9pfuse, and tests drive it through its own
-//! files with plain `std::fs` writes, as a user's tools would.
+//! A test double of 9beads (lneely/9beads @d82b475, the HEAD of
+//! 2026-04-11), built from its source and served through a real FUSE mount
+//! (`util::fuse`), so the daemon reads it as it reads `~/mnt/beads` over
+//! 9pfuse, and tests drive it through its own files with plain `std::fs`
+//! writes, as a user's tools (and 9beads-mcp) do.
 //!
 //! Where each behaviour comes from (all in 9beads' `p9/server.go` unless
 //! said otherwise):
+//! - mounts: `doMount` — the directory must exist; with
+//!   `BEADS_PROJECT_DIRS` entries (`config/config.go`) it must be at most
+//!   one level below one, a path two levels below resolves to the one
+//!   level below and deeper ones are refused; the name is `shortID()`, four
+//!   random bytes in hex, so a test cannot know it in advance; a name or a
+//!   directory mounted twice is refused. `doUmount` takes a name or a cwd.
+//!   `readMtab`: one `name\tcwd` line per mount, in map order (random
+//!   here too). There is **no `ctl`** (removed in f040a6b);
 //! - the `events` file: `eventLog.append` (one `json.Marshal` of a
 //!   `map[string]string` per event, so keys come out sorted, then `\n`) and
 //!   `readFile` (every read returns the whole log from byte 0); `makeStat`
-//!   reports its current length and no mtime; the log lives in memory, so
-//!   it is empty again after a restart (`New`), and so is the mount table;
-//! - events are written by `cmdNew`/`handleNewWrite` (`created`), `cmdClaim`
+//!   reports its current length and no mtime. The log and the mount table
+//!   live in memory: a restart (`runServer` → `New`) empties both, and
+//!   while the server is down its FUSE mount is gone (`fusermount -u`), so
+//!   nothing under the root exists. The stores (`~/.beads/<cwd>`) survive;
+//! - events are written by `handleNewWrite` (`created`), `cmdClaim`
 //!   (`claimed`, with no assignee), `cmdComplete` (`completed`), `cmdFail`
 //!   (`failed`), `cmdDelete` (`deleted`), `handleBeadWrite` with front
-//!   matter (`updated`), `doMount`/`doUmount` (`mount`, `umount`) — and by
-//!   nothing else: `unclaim`, `open`, `reopen`, `defer`, `dep`, `undep`,
-//!   `update`, `label`, `relate` change the store silently;
+//!   matter (`updated`), `doMount` (`mount`: `cwd`, `name`) and `doUmount`
+//!   (`umount`: `name`) — and by nothing else: `unclaim`, `open`, `reopen`,
+//!   `defer`, `dep`, `undep`, `label`, `unlabel`, `relate`, `init` and a
+//!   bead-file write without front matter change the store silently;
+//! - the write-only files (`mountWriteEndpoints`, mode 0222):
+//!   `handleMountEndpointWrite` with `ParseArgs`/`ParseKV` (`p9/cmd.go`):
+//!   the id first; `claim <id> [assignee=<name>]` (a bare second word is
+//!   ignored, the default assignee is `9beads`, a second claim
+//!   overwrites), `fail <id> [reason=…|reason]`, `defer <id>
+//!   [until=<RFC3339>]`, `label`/`unlabel <id> <key:value>`,
+//!   `dep`/`undep`/`relate <child> <parent>`, `init [prefix]`; `new` takes
+//!   YAML front matter with a `title` (`handleNewWrite`), and the new id is
+//!   reported nowhere (find it in `list`);
+//! - a write acts when the file is closed (`clunk` → `handleWrite`, the text
+//!   trimmed, an empty one ignored) and its error never reaches the writer
+//!   (9pfuse answers the release with 0): it is kept in [`Beads::errors`]
+//!   for the tests instead;
 //! - list files: `readMountList` (`id\tstatus\tblockers\tassignee\tupdated\t
 //!   title`, `-` for no dependencies and for no assignee, the dependency
 //!   count of any kind, `YYYY-MM-DD`, the title verbatim) and
-//!   `readAggregateList` for the root versions; `list` is every bead not
-//!   closed, `ready` beads' `GetReadyWork` (open, not deferred to the
-//!   future, no open `blocks` dependency, no blocked parent);
+//!   `readAggregateList` for the root versions (no root `list`); `list` is
+//!   every bead not closed, `ready` is `GetReadyWork(WorkFilter{})`: open
+//!   **or `in_progress`** (claimed beads are listed), not deferred to the
+//!   future, no open `blocks` dependency, no blocked parent;
 //! - bead files: `readBead` (YAML front matter `id, title, status, updated,
 //!   parent, labels, blockers` between `---` lines, then the description);
 //!   closed beads are still readable by id but not listed (`pathType`,
-//!   `readDir`);
-//! - `<mount>/ctl`: `handleMountCtl` and the `cmd*` functions, with the
-//!   arguments split by `ParseArgs` and `ParseKV` (`p9/cmd.go`) — the ctl
-//!   files of commit eca9140, which the per-command endpoint files
-//!   (`claim`, `unclaim`, …; `handleMountEndpointWrite`, served here too)
-//!   replaced in f040a6b; root `ctl`: `handleRootCtl` (`mount CWD [NAME]`,
-//!   `umount NAME|CWD`); root `mount`/`umount` files: `handleWrite`;
-//! - a write acts when the file is closed (`clunk` → `handleWrite`, the text
-//!   trimmed, an empty one ignored) and its error never reaches the writer
-//!   (9pfuse): it is kept in [`Beads::errors`] for the tests instead.
+//!   `readDir`); `handleBeadWrite` with front matter sets the title (empty
+//!   when absent), the description, the status when given, and the labels
+//!   and `blocks` dependencies when given.
 //!
-//! Not modelled: `new` (front-matter creation), comments, `init`'s effect on
-//! later ids beyond the prefix, priorities (rows keep creation order).
+//! Not modelled: comments, priorities (rows keep creation order), the dolt
+//! server's own life.
 
+use std::collections::hash_map::RandomState;
 use std::collections::BTreeMap;
+use std::hash::BuildHasher;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crate::util::fuse::{Mount, Node, Tree};
 
-/// The per-mount write endpoints (`mountWriteEndpoints`), plus `ctl`.
+/// `mountWriteEndpoints`: write-only files in each mount directory.
 const ENDPOINTS: &[&str] = &[
     "claim", "unclaim", "open", "defer", "reopen", "complete", "fail", "label", "unlabel", "dep",
     "undep", "relate", "init", "delete",
 ];
-/// Read-only per-mount files.
-const MOUNT_FILES: &[&str] = &["cwd", "list", "ready", "deferred", "closed"];
-/// Root files (`pathType`, with the `ctl` of eca9140).
+/// Readable per-mount files (`pathType`); `new` is read-write.
+const MOUNT_FILES: &[&str] = &["cwd", "list", "ready", "deferred", "closed", "new"];
+/// Root files (`pathType`).
 const ROOT_FILES: &[&str] = &[
-    "ctl", "mount", "umount", "mtab", "ready", "deferred", "closed", "events",
+    "mount", "umount", "mtab", "ready", "deferred", "closed", "events",
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,13 +96,13 @@ struct Bead {
     labels: Vec<String>,
     /// What this bead depends on, in the order added.
     deps: Vec<(String, DepKind)>,
-    /// RFC 3339, as `defer ID until T` stores it.
+    /// RFC 3339, as `defer <id> until=T` stores it.
     defer_until: Option<String>,
     updated: String,
 }
 
-/// One project's beads database (the dolt store under `~/.beads/<cwd>`):
-/// it outlives mounts and restarts.
+/// One project's beads database (the dolt store under `~/.beads/<cwd>`,
+/// `cwdToBeadsDir`): it outlives mounts and restarts.
 #[derive(Default)]
 struct Store {
     beads: Vec<Bead>,
@@ -90,16 +113,18 @@ struct Store {
 
 #[derive(Default)]
 struct State {
+    /// The server is stopped: its FUSE mount is gone.
+    down: bool,
     /// Mount name → cwd.
     mounts: BTreeMap<String, String>,
     /// cwd → store.
     stores: BTreeMap<String, Store>,
     events: Vec<u8>,
-    /// Writes acted on (or refused) so far: what [`Beads::ctl`] waits for.
+    /// `config.ProjectDirs`; empty = no check (`BEADS_PROJECT_DIRS=":"`).
+    project_dirs: Vec<String>,
+    /// Writes acted on (or refused) so far: what [`Served::write`] waits for.
     applied: u64,
     errors: Vec<String>,
-    /// Feeds `shortID` for mounts without a name.
-    mounted: u64,
     /// Read requests per path, to see who polls what.
     reads: BTreeMap<String, u64>,
 }
@@ -117,19 +142,40 @@ pub struct Served {
 }
 
 impl Beads {
-    /// A fresh server on a fresh FUSE mount.
+    /// A fresh server on a fresh FUSE mount, with no project directories
+    /// configured (any existing directory can be mounted).
     pub fn mount() -> Result<Served, String> {
+        Beads::mount_with_project_dirs(&[])
+    }
+
+    /// A fresh server whose `BEADS_PROJECT_DIRS` are `dirs`.
+    pub fn mount_with_project_dirs(dirs: &[&Path]) -> Result<Served, String> {
         let beads = Arc::new(Beads::default());
+        beads.state.lock().unwrap().project_dirs =
+            dirs.iter().map(|d| d.display().to_string()).collect();
         let mount = Mount::new(beads.clone())?;
         Ok(Served { beads, mount })
     }
 
-    /// 9beads stopped and started again (`runServer` → `New`): the event
-    /// log and the mount table are empty, the stores on disk are kept.
-    pub fn restart(&self) {
+    /// 9beads stops (`fgstart` gets SIGTERM, `fusermount -u` the mount):
+    /// nothing under the root exists, and the event log and the mount
+    /// table, kept in memory, are lost. The stores on disk are kept.
+    pub fn stop(&self) {
         let mut s = self.state.lock().unwrap();
+        s.down = true;
         s.events.clear();
         s.mounts.clear();
+    }
+
+    /// 9beads starts again (`New`): an empty log, no mounts.
+    pub fn start(&self) {
+        self.state.lock().unwrap().down = false;
+    }
+
+    /// Stopped and started again at once.
+    pub fn restart(&self) {
+        self.stop();
+        self.start();
     }
 
     /// Writes handled so far (each one at its file's close).
@@ -144,13 +190,8 @@ impl Beads {
 
     /// How many read requests `path` got (each `read(2)` is one: direct I/O).
     pub fn reads(&self, path: &str) -> u64 {
-        self.state
-            .lock()
-            .unwrap()
-            .reads
-            .get(path)
-            .copied()
-            .unwrap_or(0)
+        let s = self.state.lock().unwrap();
+        s.reads.get(path).copied().unwrap_or(0)
     }
 
     /// The event log as served.
@@ -163,14 +204,13 @@ impl Beads {
     /// What `readFile` returns for `path` now.
     fn content(&self, path: &str) -> Result<Vec<u8>, i32> {
         let s = self.state.lock().unwrap();
+        if s.down {
+            return Err(libc::ENOENT);
+        }
         let parts: Vec<&str> = path.split('/').collect();
         let text = match parts[..] {
             ["events"] => return Ok(s.events.clone()),
-            ["mtab"] => s
-                .mounts
-                .iter()
-                .map(|(n, c)| format!("{n}\t{c}\n"))
-                .collect(),
+            ["mtab"] => s.mtab(),
             [kind @ ("ready" | "deferred" | "closed")] => s
                 .mounts
                 .values()
@@ -184,8 +224,9 @@ impl Beads {
                 match f {
                     "cwd" => format!("{cwd}\n"),
                     "list" | "ready" | "deferred" | "closed" => store.rows(f),
-                    // Write-only files read as empty (`readFile` → nil).
-                    _ if f == "ctl" || ENDPOINTS.contains(&f) => String::new(),
+                    "new" => NEW_TEMPLATE.to_string(),
+                    // Write-only files read as empty (`readBead` → nil).
+                    _ if ENDPOINTS.contains(&f) => String::new(),
                     id => store.bead_file(id).unwrap_or_default(),
                 }
             }
@@ -195,20 +236,30 @@ impl Beads {
     }
 }
 
+/// `readNewTemplate`: yaml.v3's rendering of the template struct.
+const NEW_TEMPLATE: &str =
+    "---\ntitle: \"\"\nstatus: open\nparent: \"\"\nlabels: []\nblockers: []\n---\n";
+
 impl Served {
-    /// Point `project`'s tracker at this mount: its `events`, its root,
-    /// the one 9beads mount `mount`, polled every 50 ms.
-    pub fn track(&self, project: &mut crate::util::daemon::Project, mount: &str) {
+    /// Point `project`'s tracker at this 9beads with no mount named: the
+    /// daemon finds the project's mount by its directory (`project.dir`,
+    /// by default the parent of the plan directory: `project.root`).
+    pub fn track(&self, project: &mut crate::util::daemon::Project) {
         let root = self.root().display().to_string();
         let events = format!("{root}/events");
         project.set("events", "path", &format!("{events:?}"));
         project.set("events", "beads_root", &format!("{root:?}"));
-        project.set("events", "mounts", &format!("[{mount:?}]"));
         project.set("events", "poll_interval_ms", "50");
     }
 
+    /// The same with the one mount `mount` named in `[events] mounts`.
+    pub fn track_named(&self, project: &mut crate::util::daemon::Project, mount: &str) {
+        self.track(project);
+        project.set("events", "mounts", &format!("[{mount:?}]"));
+    }
+
     /// The mount point (`~/mnt/beads`).
-    pub fn root(&self) -> &std::path::Path {
+    pub fn root(&self) -> &Path {
         self.mount.path()
     }
 
@@ -221,25 +272,68 @@ impl Served {
             .unwrap_or_else(|e| panic!("write {file}: {e}"));
         crate::util::wait_until(
             &format!("9beads acting on {file}: {text}"),
-            std::time::Duration::from_secs(5),
+            Duration::from_secs(5),
             || (self.beads.applied() > before).then_some(()),
         );
     }
 
-    /// `echo "CMD" > <mount>/ctl`; panics if 9beads refused it.
-    pub fn ctl(&self, mount: &str, cmd: &str) {
+    /// [`Served::write`], and panic if 9beads refused it (its error is
+    /// printed only on its stderr).
+    fn accepted(&self, file: &str, text: &str) {
         let errors = self.beads.errors().len();
-        self.write(&format!("{mount}/ctl"), cmd);
+        self.write(file, text);
         let now = self.beads.errors();
-        assert_eq!(now.len(), errors, "9beads refused {cmd:?}: {now:?}");
+        assert_eq!(
+            now.len(),
+            errors,
+            "9beads refused {text:?} to {file}: {now:?}"
+        );
     }
 
-    /// The id of the bead titled `title`, from `<mount>/list` as a user
-    /// finds it (9beads tells the creator nothing).
+    /// `echo CWD > mount`; the name 9beads gave it, as a user finds it:
+    /// in `mtab`.
+    pub fn mount_dir(&self, cwd: &Path) -> String {
+        self.accepted("mount", &cwd.display().to_string());
+        self.name_of(cwd)
+            .unwrap_or_else(|| panic!("{} not in mtab after its mount", cwd.display()))
+    }
+
+    /// The name `cwd` is mounted under now, from `mtab`.
+    pub fn name_of(&self, cwd: &Path) -> Option<String> {
+        let mtab = std::fs::read_to_string(self.root().join("mtab")).ok()?;
+        let cwd = cwd.display().to_string();
+        mtab.lines()
+            .filter_map(|l| l.split_once('\t'))
+            .find(|(_, c)| *c == cwd)
+            .map(|(n, _)| n.to_string())
+    }
+
+    /// `echo ARGS > <mount>/<endpoint>`; panics if 9beads refused it.
+    pub fn cmd(&self, mount: &str, endpoint: &str, args: &str) {
+        self.accepted(&format!("{mount}/{endpoint}"), args);
+    }
+
+    /// File a bead through `<mount>/new` (YAML front matter; `front` adds
+    /// lines such as `blockers: [bd-1]`); its id as a user finds it, in
+    /// `list`.
+    pub fn new_bead(&self, mount: &str, title: &str, front: &str) -> String {
+        let quoted = serde_json::to_string(title).unwrap();
+        let mut text = format!("---\ntitle: {quoted}\n");
+        if !front.is_empty() {
+            text.push_str(front.trim_end());
+            text.push('\n');
+        }
+        text.push_str("---\n");
+        self.accepted(&format!("{mount}/new"), &text);
+        self.id_of(mount, title)
+    }
+
+    /// The id of the bead titled `title`, from `<mount>/list` (9beads tells
+    /// the creator nothing).
     pub fn id_of(&self, mount: &str, title: &str) -> String {
         let list = std::fs::read_to_string(self.root().join(mount).join("list")).unwrap();
         list.lines()
-            .find(|l| l.split('\t').nth(5) == Some(title))
+            .find(|l| l.split_once('\t').is_some() && l.splitn(6, '\t').nth(5) == Some(title))
             .and_then(|l| l.split('\t').next())
             .unwrap_or_else(|| panic!("no bead {title:?} in {mount}/list:\n{list}"))
             .to_string()
@@ -265,6 +359,14 @@ fn today() -> String {
     format!("{year:04}-{month:02}-{day:02}")
 }
 
+/// `shortID`: four random bytes, in hex.
+fn short_id() -> String {
+    format!(
+        "{:08x}",
+        RandomState::new().hash_one(std::time::Instant::now()) as u32
+    )
+}
+
 /// `ParseArgs` (p9/cmd.go): spaces and tabs split; single quotes literal;
 /// double quotes with backslash escapes; a bare backslash escapes.
 fn parse_args(input: &str) -> Result<Vec<String>, String> {
@@ -272,24 +374,6 @@ fn parse_args(input: &str) -> Result<Vec<String>, String> {
     let mut cur = String::new();
     let mut quoted = false;
     let mut chars = input.chars().peekable();
-    // `parseEscape`: \n, \t, \uXXXX (else U+FFFD, the 4 digits kept),
-    // any other character as itself.
-    let escape = |chars: &mut std::iter::Peekable<std::str::Chars>| match chars.next() {
-        Some('n') => '\n',
-        Some('t') => '\t',
-        Some('u') => {
-            let hex: String = chars.clone().take(4).collect();
-            match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
-                Some(c) if hex.len() == 4 => {
-                    chars.nth(3);
-                    c
-                }
-                _ => '\u{fffd}',
-            }
-        }
-        Some(c) => c,
-        None => '\\',
-    };
     while let Some(c) = chars.next() {
         match c {
             ' ' | '\t' => {
@@ -334,6 +418,27 @@ fn parse_args(input: &str) -> Result<Vec<String>, String> {
     Ok(args)
 }
 
+/// `parseEscape` (p9/cmd.go): \n, \t, \uXXXX (else U+FFFD, the 4 digits
+/// kept), any other character as itself.
+fn escape(chars: &mut std::iter::Peekable<std::str::Chars>) -> char {
+    match chars.next() {
+        Some('n') => '\n',
+        Some('t') => '\t',
+        Some('u') => {
+            let hex: String = chars.clone().take(4).collect();
+            match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
+                Some(c) if hex.len() == 4 => {
+                    chars.nth(3);
+                    c
+                }
+                _ => '\u{fffd}',
+            }
+        }
+        Some(c) => c,
+        None => '\\',
+    }
+}
+
 /// `ParseKV` (p9/cmd.go): `k=v` arguments apart from the positional ones.
 fn parse_kv(args: &[String]) -> (Vec<String>, BTreeMap<String, String>) {
     let mut pos = Vec::new();
@@ -368,7 +473,121 @@ fn event(fields: &[(&str, &str)]) -> Vec<u8> {
     line
 }
 
+/// The front matter 9beads reads into `beadFrontmatter` (yaml.v3): the
+/// keys present, scalars unquoted, flow lists split. A list key that is
+/// absent is `None` (Go's nil slice: "leave as it is").
+#[derive(Default)]
+struct Front {
+    title: String,
+    status: String,
+    parent: String,
+    labels: Option<Vec<String>>,
+    blockers: Option<Vec<String>>,
+}
+
+/// Split `---\n<front>\n---\n<body>` as `handleNewWrite`/`handleBeadWrite`
+/// do: `None` when it does not begin with front matter.
+fn split_front(content: &str) -> Option<Result<(&str, &str), String>> {
+    let rest = content.strip_prefix("---\n")?;
+    if let Some(end) = rest.find("\n---\n") {
+        return Some(Ok((&rest[..end], &rest[end + 5..])));
+    }
+    if rest.trim_end_matches('\n').ends_with("---") {
+        let end = rest.rfind("---").unwrap_or(0);
+        return Some(Ok((&rest[..end], "")));
+    }
+    Some(Err("invalid frontmatter: missing closing ---".into()))
+}
+
+fn parse_front(text: &str) -> Result<Front, String> {
+    let mut f = Front::default();
+    for line in text.lines() {
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        let Some((key, value)) = line.split_once(':') else {
+            return Err(format!("yaml: line without a key: {line:?}"));
+        };
+        let value = value.trim();
+        match key.trim() {
+            "title" => f.title = yaml_scalar(value)?,
+            "status" => f.status = yaml_scalar(value)?,
+            "parent" => f.parent = yaml_scalar(value)?,
+            "labels" => f.labels = Some(yaml_list(value)?),
+            "blockers" => f.blockers = Some(yaml_list(value)?),
+            _ => {}
+        }
+    }
+    Ok(f)
+}
+
+/// A yaml.v3 scalar: plain, `'single'` or `"double"` (with `\t`, `\n`,
+/// `\0`, `\xXX`, `\uXXXX` escapes); `~`/`null` is empty.
+fn yaml_scalar(value: &str) -> Result<String, String> {
+    if let Some(inner) = value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')) {
+        return Ok(inner.replace("''", "'"));
+    }
+    let Some(inner) = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')) else {
+        return Ok(if value == "~" || value == "null" {
+            String::new()
+        } else {
+            value.to_string()
+        });
+    };
+    let mut out = String::new();
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let hex = |chars: &mut std::str::Chars, n: usize| {
+            let h: String = chars.by_ref().take(n).collect();
+            u32::from_str_radix(&h, 16).ok().and_then(char::from_u32)
+        };
+        let e = match chars.next() {
+            Some('t') => Some('\t'),
+            Some('n') => Some('\n'),
+            Some('0') => Some('\0'),
+            Some('"') => Some('"'),
+            Some('\\') => Some('\\'),
+            Some('x') => hex(&mut chars, 2),
+            Some('u') => hex(&mut chars, 4),
+            _ => None,
+        };
+        out.push(e.ok_or_else(|| format!("yaml: bad escape in {value:?}"))?);
+    }
+    Ok(out)
+}
+
+/// A flow list `[a, b]`, or one scalar.
+fn yaml_list(value: &str) -> Result<Vec<String>, String> {
+    let items = match value.strip_prefix('[').and_then(|v| v.strip_suffix(']')) {
+        Some(inner) => inner.split(',').map(str::trim).collect(),
+        None => vec![value],
+    };
+    items
+        .into_iter()
+        .filter(|i| !i.is_empty())
+        .map(yaml_scalar)
+        .collect()
+}
+
 impl State {
+    fn mtab(&self) -> String {
+        // Go map order: random. Reversed at random here, so no test can
+        // lean on an order.
+        let mut lines: Vec<String> = self
+            .mounts
+            .iter()
+            .map(|(n, c)| format!("{n}\t{c}\n"))
+            .collect();
+        if RandomState::new().hash_one(lines.len()) % 2 == 0 {
+            lines.reverse();
+        }
+        lines.concat()
+    }
+
     fn store(&mut self, mount: &str) -> Result<(&mut Store, String), String> {
         let cwd = self
             .mounts
@@ -383,26 +602,46 @@ impl State {
         self.events.extend_from_slice(&line);
     }
 
-    /// `doMount`: the directory must exist; a name or cwd mounted twice is
-    /// refused; no name means a random `shortID`.
-    fn mount(&mut self, cwd: &str, name: Option<&str>) -> Result<(), String> {
+    /// `doMount`: the directory must exist and be a project of
+    /// `ProjectDirs` (resolved as 9beads resolves it); the name is random;
+    /// a name or a cwd mounted twice is refused.
+    fn mount(&mut self, cwd: &str) -> Result<(), String> {
         if std::fs::metadata(cwd).is_err() {
             return Err(format!("directory does not exist: {cwd}"));
         }
-        self.mounted += 1;
-        let name = name.map_or_else(
-            || format!("{:08x}", self.mounted * 0x9e37_79b9),
-            str::to_string,
-        );
+        let cwd = self.resolve(cwd)?;
+        let name = short_id();
         if self.mounts.contains_key(&name) {
             return Err(format!("mount {name:?} already exists"));
         }
-        if let Some((m, _)) = self.mounts.iter().find(|(_, c)| *c == cwd) {
+        if let Some((m, _)) = self.mounts.iter().find(|(_, c)| **c == cwd) {
             return Err(format!("path already mounted as {m}"));
         }
-        self.mounts.insert(name.clone(), cwd.to_string());
-        self.append(&[("type", "mount"), ("name", &name), ("cwd", cwd)]);
+        self.mounts.insert(name.clone(), cwd.clone());
+        self.append(&[("type", "mount"), ("name", &name), ("cwd", &cwd)]);
         Ok(())
+    }
+
+    /// `doMount`'s check against `config.ProjectDirs`.
+    fn resolve(&self, cwd: &str) -> Result<String, String> {
+        if self.project_dirs.is_empty() {
+            return Ok(cwd.to_string());
+        }
+        for dir in &self.project_dirs {
+            let Some(rel) = cwd.strip_prefix(&format!("{dir}/")) else {
+                continue;
+            };
+            let parts: Vec<&str> = rel.splitn(3, '/').collect();
+            match parts[..] {
+                [one] if !one.is_empty() => return Ok(cwd.to_string()),
+                [first, _] => return Ok(Path::new(dir).join(first).display().to_string()),
+                _ => {}
+            }
+        }
+        Err(format!(
+            "mount path must be at most 1 level below a project dir ({:?})",
+            self.project_dirs
+        ))
     }
 
     /// `doUmount`: by name, else by cwd.
@@ -421,227 +660,195 @@ impl State {
         Ok(())
     }
 
-    /// `handleMountCtl` and the `cmd*` functions, by name.
-    fn command(&mut self, mount: &str, cmd: &str, args: &[String]) -> Result<(), String> {
-        let need = |n: usize, usage: &str| {
-            if args.len() < n {
-                Err(format!("{cmd} requires {usage}"))
-            } else {
-                Ok(())
-            }
-        };
+    /// `handleNewWrite`: front matter with a title; the bead is `open`
+    /// unless it says otherwise; parent and blockers become dependencies.
+    fn new_bead(&mut self, mount: &str, content: &str) -> Result<(), String> {
+        let (front, body) =
+            split_front(content).ok_or("new: content must begin with frontmatter (---)")??;
+        let f = parse_front(front).map_err(|e| format!("new: parse frontmatter: {e}"))?;
+        if f.title.is_empty() {
+            return Err("new: title is required".into());
+        }
         let (store, mount) = self.store(mount)?;
-        let today = today();
-        let mut emit: Option<(&str, String)> = None;
-        match cmd {
-            "new" => {
-                need(1, "title")?;
-                let (pos, kv) = parse_kv(args.get(2..).unwrap_or(&[]));
-                let parent = pos.first().cloned();
-                let id = store.next_id(parent.as_deref());
-                let mut deps = Vec::new();
-                if let Some(p) = parent {
-                    deps.push((p, DepKind::ParentChild));
-                }
-                for b in kv.get("blockers").into_iter().flat_map(|b| b.split(',')) {
-                    if !b.trim().is_empty() {
-                        deps.push((b.trim().to_string(), DepKind::Blocks));
-                    }
-                }
-                let mut labels = Vec::new();
-                if let Some(c) = kv.get("capability") {
-                    labels.push(format!("capability:{c}"));
-                }
-                store.beads.push(Bead {
-                    id: id.clone(),
-                    title: args[0].clone(),
-                    description: args.get(1).cloned().unwrap_or_default(),
-                    status: "open".into(),
-                    assignee: String::new(),
-                    labels,
-                    deps,
-                    defer_until: None,
-                    updated: today,
-                });
-                emit = Some(("created", id));
-            }
-            "claim" => {
-                need(1, "<id>")?;
-                let assignee = args.get(1).cloned().unwrap_or_else(|| "9beads".into());
-                let b = store.bead(&args[0])?;
-                b.status = "in_progress".into();
-                b.assignee = assignee;
-                b.updated = today;
-                emit = Some(("claimed", args[0].clone()));
-            }
-            "unclaim" => {
-                need(1, "<id>")?;
-                let b = store.bead(&args[0])?;
-                b.status = "open".into();
-                b.assignee.clear();
-                b.updated = today;
-            }
-            "open" | "reopen" => {
-                need(1, "<id>")?;
-                let b = store.bead(&args[0])?;
-                b.status = "open".into();
-                b.updated = today;
-            }
-            "defer" => {
-                need(1, "<id>")?;
-                let b = store.bead(&args[0])?;
-                b.status = "deferred".into();
-                if args.len() >= 3 && args[1] == "until" {
-                    b.defer_until = Some(args[2].clone());
-                }
-                b.updated = today;
-            }
-            "complete" | "fail" => {
-                need(1, "<id>")?;
-                let b = store.bead(&args[0])?;
-                b.status = "closed".into();
-                b.updated = today;
-                let kind = if cmd == "complete" {
-                    "completed"
-                } else {
-                    "failed"
-                };
-                emit = Some((kind, args[0].clone()));
-            }
-            "update" => {
-                need(3, "<id> <field> <value>")?;
-                if args[1] == "status" || args[1] == "assignee" {
-                    return Err(format!(
-                        "update cannot change {} (use claim/complete/defer)",
-                        args[1]
-                    ));
-                }
-                let b = store.bead(&args[0])?;
-                match args[1].as_str() {
-                    "title" => b.title = args[2].clone(),
-                    "description" => b.description = args[2].clone(),
-                    _ => {}
-                }
-                b.updated = today;
-            }
-            "delete" => {
-                need(1, "<id>")?;
-                store.bead(&args[0])?;
-                store.beads.retain(|b| b.id != args[0]);
-                emit = Some(("deleted", args[0].clone()));
-            }
-            "label" | "unlabel" => {
-                need(2, "<id> <label>")?;
-                let b = store.bead(&args[0])?;
-                b.labels.retain(|l| *l != args[1]);
-                if cmd == "label" {
-                    b.labels.push(args[1].clone());
-                }
-            }
-            "dep" | "relate" => {
-                need(2, "<child-id> <parent-id>")?;
-                let kind = if cmd == "dep" {
-                    DepKind::Blocks
-                } else {
-                    DepKind::Related
-                };
-                let b = store.bead(&args[0])?;
-                b.deps.push((args[1].clone(), kind));
-            }
-            "undep" => {
-                need(2, "<child-id> <parent-id>")?;
-                let b = store.bead(&args[0])?;
-                b.deps.retain(|(on, _)| *on != args[1]);
-            }
-            "init" => store.prefix = Some(args.first().cloned().unwrap_or_else(|| "bd".into())),
-            other => return Err(format!("unknown command {other:?}")),
+        let parent = (!f.parent.is_empty()).then_some(f.parent.as_str());
+        let id = store.next_id(parent);
+        let mut deps: Vec<(String, DepKind)> = parent
+            .map(|p| (p.to_string(), DepKind::ParentChild))
+            .into_iter()
+            .collect();
+        for b in f.blockers.unwrap_or_default() {
+            deps.push((b, DepKind::Blocks));
         }
-        if let Some((kind, id)) = emit {
-            self.append(&[("type", kind), ("id", &id), ("mount", &mount)]);
-        }
+        store.beads.push(Bead {
+            id: id.clone(),
+            title: f.title,
+            description: body.trim_end_matches('\n').to_string(),
+            status: if f.status.is_empty() {
+                "open".into()
+            } else {
+                f.status
+            },
+            assignee: String::new(),
+            labels: f.labels.unwrap_or_default(),
+            deps,
+            defer_until: None,
+            updated: today(),
+        });
+        self.append(&[("type", "created"), ("id", &id), ("mount", &mount)]);
         Ok(())
     }
 
-    /// `handleMountEndpointWrite`: `<mount>/claim` and friends, the id
-    /// first, options as `key=value`.
+    /// `handleMountEndpointWrite` and the `cmd*` functions it calls.
     fn endpoint(&mut self, mount: &str, endpoint: &str, input: &str) -> Result<(), String> {
         let args = parse_args(input).map_err(|e| format!("{endpoint}: {e}"))?;
         if endpoint == "init" {
-            return self.command(mount, "init", &args);
+            let (store, _) = self.store(mount)?;
+            store.prefix = Some(args.first().cloned().unwrap_or_else(|| "bd".into()));
+            return Ok(());
         }
         let Some((id, rest)) = args.split_first() else {
             return Err(format!("{endpoint}: bead ID required"));
         };
         let (_, kv) = parse_kv(rest);
-        let mut cmd_args = vec![id.clone()];
-        match endpoint {
-            "claim" => cmd_args.extend(kv.get("assignee").cloned()),
-            "defer" => {
-                if let Some(t) = kv.get("until") {
-                    cmd_args.extend(["until".to_string(), t.clone()]);
-                }
-            }
-            "fail" => cmd_args.extend(kv.get("reason").cloned().or(rest.first().cloned())),
-            "label" | "unlabel" | "dep" | "undep" | "relate" => {
-                let Some(second) = rest.first() else {
-                    return Err(format!("{endpoint}: second argument required"));
-                };
-                cmd_args.push(second.clone());
-            }
-            _ => {}
-        }
-        self.command(mount, endpoint, &cmd_args)
-    }
-
-    /// `handleBeadWrite`: with front matter, title/status/blockers are
-    /// updated and `updated` is emitted; without, only the description,
-    /// silently.
-    fn bead_write(&mut self, mount: &str, id: &str, text: &str) -> Result<(), String> {
-        let (store, mount) = self.store(mount)?;
-        let today = today();
-        let b = store.bead(id)?;
-        let Some(rest) = text.strip_prefix("---\n") else {
-            b.description = text.trim().to_string();
-            b.updated = today;
-            return Ok(());
+        let second = || {
+            rest.first()
+                .cloned()
+                .ok_or_else(|| format!("{endpoint}: second argument required"))
         };
-        let (front, body) = rest
-            .split_once("\n---\n")
-            .or_else(|| rest.trim_end().strip_suffix("---").map(|f| (f, "")))
-            .ok_or("invalid frontmatter: missing closing ---")?;
-        for line in front.lines() {
-            let Some((key, value)) = line.split_once(':') else {
-                continue;
-            };
-            let value = value.trim();
-            match key.trim() {
-                "title" => b.title = value.to_string(),
-                "status" if !value.is_empty() => b.status = value.to_string(),
-                "blockers" => {
-                    let want: Vec<String> = value
-                        .trim_matches(|c| c == '[' || c == ']')
-                        .split(',')
-                        .map(|s| s.trim().to_string())
-                        .filter(|s| !s.is_empty())
-                        .collect();
-                    b.deps
-                        .retain(|(on, k)| *k != DepKind::Blocks || want.contains(on));
-                    for w in want {
-                        if !b.deps.iter().any(|(on, _)| *on == w) {
-                            b.deps.push((w, DepKind::Blocks));
-                        }
-                    }
-                }
-                _ => {}
+        let emit = match endpoint {
+            "claim" => {
+                let who = kv
+                    .get("assignee")
+                    .cloned()
+                    .unwrap_or_else(|| "9beads".into());
+                self.update(mount, id, |b| {
+                    b.status = "in_progress".into();
+                    b.assignee = who;
+                })?;
+                Some("claimed")
             }
+            "unclaim" => {
+                self.update(mount, id, |b| {
+                    b.status = "open".into();
+                    b.assignee.clear();
+                })?;
+                None
+            }
+            "open" | "reopen" => {
+                self.update(mount, id, |b| b.status = "open".into())?;
+                None
+            }
+            "defer" => {
+                let until = kv.get("until").cloned();
+                self.update(mount, id, |b| {
+                    b.status = "deferred".into();
+                    if until.is_some() {
+                        b.defer_until = until;
+                    }
+                })?;
+                None
+            }
+            "complete" | "fail" => {
+                self.update(mount, id, |b| b.status = "closed".into())?;
+                Some(if endpoint == "complete" {
+                    "completed"
+                } else {
+                    "failed"
+                })
+            }
+            "delete" => {
+                let (store, _) = self.store(mount)?;
+                store.bead(id)?;
+                store.beads.retain(|b| b.id != *id);
+                Some("deleted")
+            }
+            "label" | "unlabel" => {
+                let label = second()?;
+                let add = endpoint == "label";
+                self.update(mount, id, |b| {
+                    b.labels.retain(|l| *l != label);
+                    if add {
+                        b.labels.push(label);
+                    }
+                })?;
+                None
+            }
+            "dep" | "relate" => {
+                let on = second()?;
+                let kind = if endpoint == "dep" {
+                    DepKind::Blocks
+                } else {
+                    DepKind::Related
+                };
+                self.update(mount, id, |b| b.deps.push((on, kind)))?;
+                None
+            }
+            "undep" => {
+                let on = second()?;
+                self.update(mount, id, |b| b.deps.retain(|(d, _)| *d != on))?;
+                None
+            }
+            other => return Err(format!("unknown endpoint: {other}")),
+        };
+        if let Some(kind) = emit {
+            self.append(&[("type", kind), ("id", id), ("mount", mount)]);
         }
-        b.description = body.trim_end_matches('\n').to_string();
-        b.updated = today;
-        self.append(&[("type", "updated"), ("id", id), ("mount", &mount)]);
         Ok(())
     }
 
-    /// `handleWrite`: the text trimmed, an empty one ignored.
+    /// `UpdateIssue`: the bead must exist; `updated` is today.
+    fn update(
+        &mut self,
+        mount: &str,
+        id: &str,
+        change: impl FnOnce(&mut Bead),
+    ) -> Result<(), String> {
+        let (store, _) = self.store(mount)?;
+        let b = store.bead(id)?;
+        change(b);
+        b.updated = today();
+        Ok(())
+    }
+
+    /// `handleBeadWrite`: without front matter only the description,
+    /// silently; with it the title (empty when absent), description,
+    /// status when given, labels and `blocks` dependencies when given, and
+    /// `updated` is emitted.
+    fn bead_write(&mut self, mount: &str, id: &str, content: &str) -> Result<(), String> {
+        let Some(split) = split_front(content) else {
+            return self.update(mount, id, |b| b.description = content.trim().to_string());
+        };
+        let (front, body) = split?;
+        let f = parse_front(front).map_err(|e| format!("parse frontmatter for {id}: {e}"))?;
+        self.update(mount, id, |b| {
+            b.title = f.title;
+            b.description = body.trim_end_matches('\n').to_string();
+            if !f.status.is_empty() {
+                b.status = f.status;
+            }
+            if let Some(labels) = f.labels {
+                b.labels = labels;
+            }
+            if let Some(want) = f.blockers {
+                b.deps
+                    .retain(|(on, k)| *k != DepKind::Blocks || want.contains(on));
+                for w in want {
+                    if !b
+                        .deps
+                        .iter()
+                        .any(|(on, k)| *on == w && *k == DepKind::Blocks)
+                    {
+                        b.deps.push((w, DepKind::Blocks));
+                    }
+                }
+            }
+        })?;
+        self.append(&[("type", "updated"), ("id", id), ("mount", mount)]);
+        Ok(())
+    }
+
+    /// `handleWrite`: the text trimmed, an empty one ignored (`new` and
+    /// bead files get it as written).
     fn write(&mut self, path: &str, text: &str) -> Result<(), String> {
         let input = text.trim();
         if input.is_empty() {
@@ -649,24 +856,10 @@ impl State {
         }
         let parts: Vec<&str> = path.splitn(2, '/').collect();
         match parts[..] {
-            ["ctl"] => {
-                let args = parse_args(input).map_err(|e| format!("parse error: {e}"))?;
-                match args.first().map(String::as_str) {
-                    Some("mount") if args.len() >= 2 => {
-                        self.mount(&args[1], args.get(2).map(String::as_str))
-                    }
-                    Some("umount") if args.len() >= 2 => self.umount(&args[1]),
-                    Some(other) => Err(format!("unknown global command: {other}")),
-                    None => Err("empty command".into()),
-                }
-            }
-            ["mount"] => self.mount(input, None),
+            ["mount"] => self.mount(input),
             ["umount"] => self.umount(input),
-            [mount, "ctl"] => {
-                let args = parse_args(input).map_err(|e| format!("parse error: {e}"))?;
-                let (cmd, rest) = args.split_first().ok_or("empty command")?;
-                self.command(mount, cmd, rest)
-            }
+            [_] => Err(format!("invalid path: /{path}")),
+            [mount, "new"] => self.new_bead(mount, text),
             [mount, file] if ENDPOINTS.contains(&file) => self.endpoint(mount, file, input),
             [mount, id] => self.bead_write(mount, id, text),
             _ => Err(format!("invalid path: /{path}")),
@@ -712,14 +905,16 @@ impl Store {
         self.get(id).is_none_or(|b| b.status == "closed")
     }
 
-    /// `GetReadyWork` as `bd ready` decides it, for the statuses and
-    /// dependency kinds 9beads can make.
+    /// `GetReadyWork(WorkFilter{})`: open or in_progress, not deferred to
+    /// the future, not blocked.
     fn is_ready(&self, bead: &Bead, depth: usize) -> bool {
         let deferred = bead
             .defer_until
             .as_deref()
             .is_some_and(|t| t > chrono_now().as_str());
-        bead.status == "open" && !deferred && !self.blocked(bead, depth)
+        matches!(bead.status.as_str(), "open" | "in_progress")
+            && !deferred
+            && !self.blocked(bead, depth)
     }
 
     fn blocked(&self, bead: &Bead, depth: usize) -> bool {
@@ -780,7 +975,7 @@ impl Store {
         let mut text = format!(
             "---\nid: {}\ntitle: {}\nstatus: {}\nupdated: \"{}\"\nparent: \"{parent}\"\nlabels: [{}]\nblockers: [{}]\n---\n",
             b.id,
-            b.title,
+            yaml_string(&b.title),
             b.status,
             b.updated,
             b.labels.join(", "),
@@ -796,6 +991,24 @@ impl Store {
     }
 }
 
+/// A string as yaml.v3 writes it: plain where it can be, else
+/// double-quoted with escapes (close enough to JSON's for these titles).
+fn yaml_string(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.trim() == s
+        && !s.starts_with([
+            '-', '?', '[', ']', '{', '}', ',', '&', '*', '!', '|', '>', '%', '@', '`', '"', '\'',
+        ])
+        && !s.contains(": ")
+        && !s.contains(" #")
+        && !s.chars().any(char::is_control);
+    if plain {
+        s.to_string()
+    } else {
+        serde_json::to_string(s).unwrap()
+    }
+}
+
 /// Now in RFC 3339 UTC, comparable as a string with `defer until` stamps
 /// written in UTC (`2099-01-01T00:00:00Z`).
 fn chrono_now() -> String {
@@ -803,15 +1016,17 @@ fn chrono_now() -> String {
 }
 
 impl Tree for Beads {
+    /// `pathType`; nothing but the empty mount point while stopped.
     fn node(&self, path: &str) -> Option<Node> {
         let s = self.state.lock().unwrap();
         let parts: Vec<&str> = path.split('/').collect();
         match parts[..] {
             [""] => Some(Node::Dir),
+            _ if s.down => None,
             [f] if ROOT_FILES.contains(&f) => Some(Node::File),
             [m] if s.mounts.contains_key(m) => Some(Node::Dir),
             [m, f] if s.mounts.contains_key(m) => {
-                if f == "ctl" || MOUNT_FILES.contains(&f) || ENDPOINTS.contains(&f) {
+                if MOUNT_FILES.contains(&f) || ENDPOINTS.contains(&f) {
                     return Some(Node::File);
                 }
                 let cwd = &s.mounts[m];
@@ -821,16 +1036,19 @@ impl Tree for Beads {
         }
     }
 
+    /// `readDir`.
     fn list(&self, dir: &str) -> Vec<String> {
         let s = self.state.lock().unwrap();
+        if s.down {
+            return Vec::new();
+        }
         let mut names: Vec<String>;
         if dir.is_empty() {
             names = ROOT_FILES.iter().map(|f| f.to_string()).collect();
             names.extend(s.mounts.keys().cloned());
         } else if let Some(cwd) = s.mounts.get(dir) {
-            names = ["ctl"]
+            names = MOUNT_FILES
                 .iter()
-                .chain(MOUNT_FILES)
                 .chain(ENDPOINTS)
                 .map(|f| f.to_string())
                 .collect();
@@ -896,7 +1114,7 @@ impl Tree for Beads {
         let base = path.rsplit('/').next().unwrap_or(path);
         match node {
             Node::Dir => 0o555,
-            Node::File if base == "ctl" || base == "mount" || base == "umount" => 0o222,
+            Node::File if base == "mount" || base == "umount" => 0o222,
             Node::File if path.contains('/') && ENDPOINTS.contains(&base) => 0o222,
             Node::File
                 if [

@@ -94,6 +94,8 @@ impl Rig {
         set("REVEILLE_STATE__DIR", state.to_str().unwrap());
         set("REVEILLE_EVENTS__PATH", events.to_str().unwrap());
         set("REVEILLE_EVENTS__BEADS_ROOT", beads.to_str().unwrap());
+        // A fake local tree has no `mtab`: its one mount is named.
+        set("REVEILLE_EVENTS__MOUNTS", &format!("[{project:?}]"));
         set("REVEILLE_SESSIONS__RETRY_MAX_MS", "200");
         set("REVEILLE_PROMPT__TEMPLATE", STEP_TEMPLATE);
         set("REVEILLE_PROMPT__DONE_TEMPLATE", DONE_TEMPLATE);

@@ -217,6 +217,8 @@ impl World {
         put("events", format!("path = {}", q(&self.events)));
         put("events", format!("beads_root = {}", q(&self.beads)));
         put("events", "poll_interval_ms = 50".into());
+        // A fake local tree has no `mtab`: its one mount is named.
+        put("events", "mounts = [\"proj\"]".into());
         put("state", format!("dir = {}", q(&self.state)));
         put("log", "target = \"stderr\"".into());
         put("log", "level = \"info\"".into());

@@ -97,8 +97,14 @@ pub struct EngineConfig {
     /// (unannounced, so nothing is lost) until the outbox drains.
     pub outbox_cap: usize,
     pub templates: Templates,
-    /// The tracker mounts of this project; events for others are ignored.
+    /// The 9beads mounts of this project by name (`[events] mounts`);
+    /// events for others are ignored. Empty (the default): the project's
+    /// mounts are the ones `mtab` shows for its directory, followed across
+    /// `mount`, `umount` and tracker restarts (`Input::MountTable`).
     pub mounts: Vec<String>,
+    /// `events.beads_root` as prompts show it: a task is closed with
+    /// `echo <id> > <beads_root>/<mount>/complete`.
+    pub beads_root: String,
     /// Tracker assignee → session id.
     pub assignees: BTreeMap<String, String>,
     /// Tell a session when a task announced to it was completed elsewhere.
@@ -107,9 +113,6 @@ pub struct EngineConfig {
     /// (`events.resync_ms`): catches the changes 9beads writes no event
     /// for in a quiet project. `None` (the default) never wakes for it.
     pub resync: Option<Duration>,
-    /// Where the 9beads mounts are (`events.beads_root`): a task is closed
-    /// by writing its id to `<beads_root>/<mount>/complete`.
-    pub beads_root: PathBuf,
     /// The beads `issues.jsonl` file name, for prompts (`None`: not watched).
     pub beads_file: Option<String>,
     /// How long an observed session is idle with announced work open
@@ -143,10 +146,10 @@ impl EngineConfig {
             outbox_cap: 1000,
             templates: Templates::default(),
             mounts: Vec::new(),
+            beads_root: "/beads".into(),
             assignees: BTreeMap::new(),
             notify_completed: false,
             resync: None,
-            beads_root: PathBuf::from("/beads"),
             beads_file: None,
             remind_after: None,
             remind_max: 3,

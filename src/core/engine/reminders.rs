@@ -34,6 +34,9 @@ pub(super) struct Open {
     pub(super) path: String,
     /// Exactly how it is closed (`core::close`).
     pub(super) call: String,
+    /// The tracker mount it is on, by its current name: read before a
+    /// reminder (9beads writes no event for some changes).
+    pub(super) mount: Option<String>,
 }
 
 /// One open announced item as `status` shows it.
@@ -255,7 +258,7 @@ impl Reminders {
         if ledger.memory.outbox.get(session).map_or(0, |q| q.len()) >= config.outbox_cap {
             return;
         }
-        if let (Source::Mount(mount), false) = (source, verified) {
+        if let (Some(mount), false) = (&open.mount, verified) {
             // Read the mount first (a follow-up of this very tick, so its
             // answer is in before the timer comes round again, at once).
             fx.push(Effect::ReadMount {

@@ -11,11 +11,13 @@ use proptest::prelude::*;
 use super::*;
 use crate::core::driver::{drive, World};
 use crate::core::effect::{Delivery, Log, Spawn};
-use crate::core::input::{Change, FileRead, Reached, Undeliverable};
+use crate::core::input::{Change, FileRead, MountTable, ProjectMount, Reached, Undeliverable};
 use crate::core::record::Cursor;
 use crate::core::record::Item;
 
 const PLAN_DIR: &str = "/p";
+/// The project's directory, for 9beads mounts found by it.
+const PROJECT_DIR: &str = "/src/proj";
 
 /// A source from its persisted form.
 fn src(s: &str) -> Source {
@@ -91,6 +93,26 @@ impl World for Sim {
     }
     fn read_beads(&mut self) -> Option<(FileRead, i64)> {
         Some((self.file(Path::new("/beads/issues.jsonl")), self.unix))
+    }
+    /// `/beads/mtab`; the project's directory is `PROJECT_DIR`, compared
+    /// as written (the shell's file-system comparison is tested apart).
+    fn read_mount_table(&mut self) -> MountTable {
+        let FileRead::Bytes(bytes) = self.file(Path::new("/beads/mtab")) else {
+            return MountTable::Missing;
+        };
+        let (rows, errors) = crate::core::tracker::parse_mtab(&String::from_utf8_lossy(&bytes));
+        let (ours, others): (Vec<_>, Vec<_>) = rows.into_iter().partition(|r| r.cwd == PROJECT_DIR);
+        MountTable::Read {
+            ours: ours
+                .into_iter()
+                .map(|r| ProjectMount {
+                    name: r.name,
+                    cwd: r.cwd,
+                })
+                .collect(),
+            others: others.len(),
+            errors,
+        }
     }
     fn spawn(&mut self, spawn: &Spawn) -> Option<Input> {
         // The outcome comes later, as the daemon's does: the test feeds it.
@@ -1522,6 +1544,7 @@ fn a_fresh_ready_file_missing_a_task_is_read_again_before_the_task_is_forgotten(
 }
 
 mod lanes;
+mod mounts;
 mod reminders;
 
 mod fanout {

@@ -25,7 +25,7 @@ use crate::shell::tail::Tail;
 use crate::shell::watch::{RootKind, RootMode, Watch};
 
 use super::signals::hangup;
-use super::world::{beads_read, mount_read};
+use super::world::{beads_read, mount_read, mount_table_read};
 use super::{Daemon, DaemonError, Wakers};
 
 /// The backend of directory sessions (pipes, files, ollie-9p), as the
@@ -210,22 +210,31 @@ impl Daemon {
     }
 
     pub(super) fn scan(&mut self) {
-        let paths = self.watch.list();
-        self.feed(Input::Listed {
-            paths,
-            read_all: true,
-        });
+        // The tracker first: a prompt still pending from before may name a
+        // 9beads mount that has a new name now, and the first read of the
+        // project's mount writes it again before anything is delivered.
         let events = &self.settings.events;
         if events
             .path
             .as_ref()
             .is_some_and(|p| !events.is_unchosen_log(p) || p.exists())
         {
+            // Named mounts are read as named; otherwise the mount table
+            // says which are the project's, and the engine reads those.
             for mount in self.settings.events.mounts.clone() {
                 let (read, fresh) = mount_read(&self.settings, &mount);
                 self.feed(Input::MountRead { mount, read, fresh });
             }
+            if self.settings.events.mounts.is_empty() {
+                let table = mount_table_read(&self.settings);
+                self.feed(Input::MountTable { table });
+            }
         }
+        let paths = self.watch.list();
+        self.feed(Input::Listed {
+            paths,
+            read_all: true,
+        });
         if let Some((read, now_unix)) = beads_read(&self.settings) {
             self.feed(Input::BeadsRead { read, now_unix });
         }

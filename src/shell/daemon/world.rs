@@ -10,7 +10,7 @@ use crate::config::Settings;
 use crate::core::driver::World;
 use crate::core::effect::{Delivery, Level, Log, Spawn};
 use crate::core::engine::EngineConfig;
-use crate::core::input::{FileRead, Input, Reached, Undeliverable};
+use crate::core::input::{FileRead, Input, MountTable, Reached, Undeliverable};
 use crate::core::record::Record;
 use crate::core::session::check_name;
 use crate::core::source::Source;
@@ -90,6 +90,11 @@ pub(super) fn mount_list_read(settings: &Settings, mount: &str) -> FileRead {
     }
 }
 
+/// `<beads_root>/mtab`, its mounts judged against `project.dir`.
+pub(super) fn mount_table_read(settings: &Settings) -> MountTable {
+    crate::shell::mtab::read_mount_table(&settings.events.beads_root, &settings.project.dir)
+}
+
 pub(super) fn beads_read(settings: &Settings) -> Option<(FileRead, i64)> {
     let path = settings.beads.issues_jsonl.as_ref()?;
     Some((read_capped(path, TRACKER_FILE_CAP), unix_now()))
@@ -133,6 +138,10 @@ impl World for Carry<'_> {
 
     fn read_mount_list(&mut self, mount: &str) -> FileRead {
         mount_list_read(self.settings, mount)
+    }
+
+    fn read_mount_table(&mut self) -> MountTable {
+        mount_table_read(self.settings)
     }
 
     fn read_beads(&mut self) -> Option<(FileRead, i64)> {
