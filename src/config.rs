@@ -21,6 +21,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 pub use check::render_check;
+pub use settings::ClaudeSettings;
 pub use settings::{
     validate_name, BeadsSettings, Delivery, EventSettings, Framing, LogSettings, LogTarget, Mode,
     ProjectSettings, PromptSettings, SessionSettings, Settings, StateSettings, MAX_NAME_BYTES,

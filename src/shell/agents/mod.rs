@@ -1,0 +1,7 @@
+//! The agent programs people run — Claude Code, Codex, opencode — each
+//! reached through its own proper way in (the process that owns the
+//! session, its own queue, its own signals), one module per program, each
+//! a [`crate::shell::backend::Backend`] that the daemon routes qualified
+//! session ids (`claude:<id>`, …) to.
+
+pub mod claude;
