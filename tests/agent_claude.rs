@@ -283,6 +283,10 @@ fn a_prompt_delivered_during_a_persons_long_turn_runs_as_its_own_turn_after_it()
         .filter_map(|r| r.done)
         .max()
         .expect("the long turn's answer was written");
+    println!(
+        "claude busy: the prompt's own turn asked the model {} after the long turn's answer was written",
+        ms(ours.at - long_done)
+    );
     assert!(long.n < ours.n);
     assert!(
         ours.at >= long_done,
@@ -359,6 +363,11 @@ fn a_stopped_claude_refuses_the_prompt_and_gets_it_once_when_it_is_back() {
     let Some(mut rig) = Rig::start() else { return };
     let sid = rig.reg.session_id.clone();
     let old_socket = rig.reg.socket.clone();
+    // A session a person has used (`--resume` finds no session without a
+    // transcript), then its program killed.
+    rig.claude.type_prompt("first words");
+    rig.wait_model("first words");
+    rig.idle();
     rig.claude.kill();
     rig.wait_state(None);
     assert!(

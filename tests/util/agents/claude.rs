@@ -145,9 +145,20 @@ impl Claude {
         let tmux = Tmux::start(&socket, &argv, &self.env, &self.cwd);
         let pid = tmux.pid;
         self.tmux = Some(tmux);
-        wait_until("Claude Code to register its session", START, || {
+        let registered = try_wait_until(START, || {
             self.registered()
                 .filter(|r| r.pid == pid && r.socket.exists())
+        });
+        registered.unwrap_or_else(|| {
+            let state = if self.running() {
+                "its terminal"
+            } else {
+                "it exited; its terminal"
+            };
+            panic!(
+                "Claude Code ({argv:?}) did not register its session within {START:?}; {state}:\n{}",
+                self.screen()
+            )
         })
     }
 

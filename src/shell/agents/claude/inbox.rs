@@ -64,11 +64,13 @@ pub fn write(socket: &Path, pid: u32, token: &str, message: &Message) -> Result<
     let mut stream = UnixStream::connect(socket).map_err(unreachable)?;
     match peer_pid(&stream) {
         Some(p) if p == pid => {}
-        other => return Err(format!(
+        other => {
+            return Err(format!(
             "{} is served by pid {}, not by Claude Code session {sid}'s process {pid}: not written",
             socket.display(),
             other.map_or("unknown".to_string(), |p| p.to_string())
-        )),
+        ))
+        }
     }
     stream
         .set_write_timeout(Some(TIMEOUT))

@@ -52,8 +52,23 @@ impl Watches {
         Ok(())
     }
 
-    /// Watch each wanted directory, or its nearest existing ancestor.
+    /// Watch each wanted directory, or its nearest existing ancestor. A
+    /// directory created while the watches were being placed would go
+    /// unseen, so they are placed again until what exists stops changing;
+    /// the caller reads everything afterwards.
     fn ensure(&mut self) -> std::io::Result<()> {
+        for _ in 0..16 {
+            let desired = self.desired();
+            if desired == self.masks() {
+                return Ok(());
+            }
+            self.place(desired)?;
+        }
+        Ok(())
+    }
+
+    /// Where each wanted directory is to be watched, and for what.
+    fn desired(&self) -> BTreeMap<PathBuf, Mask> {
         let mut desired: BTreeMap<PathBuf, Mask> = BTreeMap::new();
         for dir in &self.wanted {
             let (at, mask) = match nearest_existing(dir) {
@@ -64,6 +79,17 @@ impl Watches {
             let m = desired.get(&at).map_or(mask, |m| m.union(mask));
             desired.insert(at, m);
         }
+        desired
+    }
+
+    fn masks(&self) -> BTreeMap<PathBuf, Mask> {
+        self.watched
+            .iter()
+            .map(|(d, (_, m))| (d.clone(), *m))
+            .collect()
+    }
+
+    fn place(&mut self, desired: BTreeMap<PathBuf, Mask>) -> std::io::Result<()> {
         let stale: Vec<PathBuf> = self
             .watched
             .keys()
