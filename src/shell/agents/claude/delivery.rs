@@ -305,3 +305,136 @@ pub fn undeliverable(sid: &str, seq: u64, why: &str) -> Input {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shell::agents::claude::transcript::Record;
+
+    const SID: &str = "s1";
+    const P: Process = Process { started: 100 };
+
+    fn prompt(seq: u64) -> Prompt<'static> {
+        let (id, text) = match seq {
+            1 => ("id1", "do s1"),
+            _ => ("id2", "do s2"),
+        };
+        Prompt {
+            seq,
+            msg_id: id,
+            text,
+        }
+    }
+
+    fn deliveries() -> Deliveries {
+        Deliveries::new("reveille-p".into(), "/c/settings.json".into())
+    }
+
+    fn taken(h: &mut History, id: &str, text: &str) {
+        h.apply(Record::Taken {
+            content: format!("Another Claude session sent a message:\n{text}\n\n…"),
+            msg_id: Some(id.into()),
+            at: 200,
+        });
+    }
+
+    fn is_delivered(i: &Input, seq: u64) -> bool {
+        matches!(i, Input::Delivered { seq: q, reached: Reached::Inbox, .. } if *q == seq)
+    }
+
+    #[test]
+    fn written_then_enqueued_then_taken_is_delivered_once_and_started_once() {
+        let (mut d, mut h, now) = (deliveries(), History::default(), Instant::now());
+        assert_eq!(d.deliver(SID, prompt(1), &h, P), Decision::Write);
+        assert_eq!(d.deliver(SID, prompt(1), &h, P), Decision::UnderWay);
+        assert!(d.written(SID, 1, Ok(()), now, 150).is_empty());
+        assert!(d.review(SID, &h, P).is_empty());
+        h.apply(Record::Enqueued {
+            content: "do s1".into(),
+            at: 151,
+        });
+        let out = d.review(SID, &h, P);
+        assert!(out.len() == 1 && is_delivered(&out[0], 1), "{out:?}");
+        taken(&mut h, "id1", "do s1");
+        let out = d.review(SID, &h, P);
+        assert_eq!(
+            out,
+            vec![Input::TurnStarted {
+                session: "claude:s1".into(),
+                seq: 1
+            }]
+        );
+        assert!(d.review(SID, &h, P).is_empty());
+        assert_eq!(d.next_deadline(), None);
+    }
+
+    #[test]
+    fn a_prompt_already_taken_or_waiting_is_answered_without_writing() {
+        let (mut d, mut h) = (deliveries(), History::default());
+        taken(&mut h, "id1", "do s1");
+        h.apply(Record::Enqueued {
+            content: "do s2".into(),
+            at: 150,
+        });
+        let Decision::Answered(out) = d.deliver(SID, prompt(1), &h, P) else {
+            panic!("written again")
+        };
+        assert!(is_delivered(&out[0], 1) && matches!(out[1], Input::TurnStarted { seq: 1, .. }));
+        let Decision::Answered(out) = d.deliver(SID, prompt(2), &h, P) else {
+            panic!("written a second copy beside the waiting one")
+        };
+        assert!(out.len() == 1 && is_delivered(&out[0], 2));
+        // Waiting in a process that has ended does not count.
+        let later = Process { started: 160 };
+        let mut fresh = deliveries();
+        assert_eq!(fresh.deliver(SID, prompt(2), &h, later), Decision::Write);
+    }
+
+    #[test]
+    fn held_dropped_unrecorded_and_ended_prompts_are_not_delivered() {
+        let (mut d, mut h, now) = (deliveries(), History::default(), Instant::now());
+        d.deliver(SID, prompt(1), &h, P);
+        d.written(SID, 1, Ok(()), now, 150);
+        h.apply(Record::Held {
+            preview: "do s1".into(),
+            at: 151,
+        });
+        let out = d.review(SID, &h, P);
+        assert!(
+            matches!(&out[0], Input::Undeliverable { why, .. } if why.reason.contains("crossSessionInbound"))
+        );
+        let Decision::Answered(again) = d.deliver(SID, prompt(1), &h, P) else {
+            panic!("a held prompt written again")
+        };
+        assert!(matches!(again[0], Input::Undeliverable { .. }));
+        d.deliver(SID, prompt(2), &h, P);
+        d.written(SID, 2, Ok(()), now, 160);
+        h.apply(Record::Dropped {
+            from: "reveille-p".into(),
+            reason: "rate-limited".into(),
+            at: 161,
+        });
+        let out = d.review(SID, &h, P);
+        assert!(
+            matches!(&out[0], Input::Undeliverable { seq: 2, why, .. } if why.reason.contains("rate-limited"))
+        );
+        let (mut d, h) = (deliveries(), History::default());
+        d.deliver(SID, prompt(1), &h, P);
+        d.written(SID, 1, Ok(()), now, 150);
+        assert_eq!(d.next_deadline(), Some(now + CONFIRM));
+        assert!(d.expire(now, |_| String::new()).is_empty());
+        let out = d.expire(now + CONFIRM, |_| "t.jsonl".into());
+        assert!(
+            matches!(&out[0], Input::Undeliverable { why, .. } if why.reason.contains("t.jsonl"))
+        );
+        d.deliver(SID, prompt(2), &h, P);
+        d.written(SID, 2, Ok(()), now, 150);
+        let out = d.process_ended(SID);
+        assert!(matches!(&out[0], Input::Undeliverable { seq: 2, .. }));
+        assert_eq!(d.next_deadline(), None);
+        let failed = d.written(SID, 3, Err("no socket".into()), now, 150);
+        assert!(
+            matches!(&failed[0], Input::Undeliverable { why, .. } if why.reason == "no socket")
+        );
+    }
+}
