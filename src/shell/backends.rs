@@ -10,6 +10,7 @@ use crate::config::Settings;
 use crate::core::effect::{Delivery, Spawn};
 use crate::core::input::{Input, Reached, Undeliverable};
 use crate::core::session::Kind;
+use crate::shell::agents::claude::ClaudeBackend;
 use crate::shell::agents::codex::CodexBackend;
 use crate::shell::backend::{Backend, Reports};
 use crate::shell::deliver::Deliverer;
@@ -99,6 +100,11 @@ fn make(kind: Kind, s: &Settings, reports: &Reports) -> Result<Box<dyn Backend>,
     match kind {
         Kind::Codex => Ok(Box::new(CodexBackend::new(
             &s.codex,
+            project,
+            reports.clone(),
+        ))),
+        Kind::Claude => Ok(Box::new(ClaudeBackend::new(
+            &s.claude,
             project,
             reports.clone(),
         ))),

@@ -1,7 +1,10 @@
-//! Backends for the agent programs people run, one module per program,
-//! each an implementation of `shell::backend::Backend` reaching that
-//! program's sessions through the program's own way in (and its workers
-//! that observe them): `codex` for Codex threads through their
-//! app-server.
+//! The agent programs people run — Claude Code, Codex, opencode — each
+//! reached through its own proper way in (the process that owns the
+//! session, its own queue, its own signals), one module per program, each
+//! a [`crate::shell::backend::Backend`] that the daemon routes qualified
+//! session ids (`claude:<id>`, `codex:<thread>`, …) to: `claude` through
+//! the session's messaging socket, `codex` through the app-server that
+//! owns the thread.
 
+pub mod claude;
 pub mod codex;

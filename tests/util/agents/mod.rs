@@ -8,6 +8,7 @@
 //! `REVEILLE_AGENT_CLIS` points (a directory holding `node_modules/.bin`).
 //! Where they are not installed, a test says so in one line and returns.
 
+pub mod claude;
 pub mod codex;
 
 use std::path::{Path, PathBuf};

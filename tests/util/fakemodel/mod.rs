@@ -16,6 +16,7 @@
 //! prompt, once, and when" — what the agent experienced.
 
 pub mod http;
+pub mod messages;
 pub mod responses;
 pub mod script;
 

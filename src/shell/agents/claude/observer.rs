@@ -1,0 +1,443 @@
+//! The observer: one thread that follows Claude Code's registry and the
+//! transcripts of the sessions it delivers to, writes prompts (each on a
+//! short thread of its own, so one unresponsive session holds up nobody),
+//! and reports everything it learns as engine inputs.
+//!
+//! Nothing is polled: it sleeps in `poll(2)` until a command arrives, an
+//! inotify event comes from the registry or a transcript directory, a
+//! session's process exits (its pidfd), or a confirmation deadline passes.
+
+use std::collections::BTreeMap;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, Sender, TryRecvError};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use super::delivery::{undeliverable, Decision, Deliveries, Process, Prompt};
+use super::history::History;
+use super::inbox::{self, Message};
+use super::prompt_id::prompt_id;
+use super::registry::{self, Entry, Host};
+use super::transcript::{self, Tail};
+use super::wait::{self, Waker, Wakeup};
+use super::watches::{Changes, Watches};
+use crate::core::effect::Delivery;
+use crate::core::input::Input;
+use crate::core::session::{AgentState, Kind};
+use crate::shell::backend::Reports;
+
+/// What the backend and the writing threads tell the observer.
+#[derive(Debug)]
+pub enum Command {
+    Deliver(Delivery),
+    Written {
+        sid: String,
+        seq: u64,
+        result: Result<(), String>,
+    },
+    Stop,
+}
+
+/// A session's running process.
+struct Owner {
+    entry: Entry,
+    /// Readable once the process exits.
+    exit: Option<OwnedFd>,
+}
+
+/// A session whose transcript is followed (one delivered to).
+struct Followed {
+    tail: Tail,
+    history: History,
+}
+
+pub struct Observer {
+    config: PathBuf,
+    project: String,
+    reports: Reports,
+    commands: Receiver<Command>,
+    /// Cloned into each writing thread, to hand its outcome back.
+    back: (Sender<Command>, Waker),
+    wakeup: Wakeup,
+    watches: Watches,
+    host: Host,
+    owners: BTreeMap<String, Owner>,
+    /// The state last reported per session, so each change is told once.
+    reported: BTreeMap<String, AgentState>,
+    followed: BTreeMap<String, Followed>,
+    deliveries: Deliveries,
+}
+
+impl Observer {
+    pub fn new(
+        config: PathBuf,
+        project: &str,
+        reports: Reports,
+        commands: Receiver<Command>,
+        back: (Sender<Command>, Waker),
+        wakeup: Wakeup,
+    ) -> std::io::Result<Observer> {
+        let mut watches = Watches::new()?;
+        watches.want(config.join("sessions"))?;
+        let from = sender_name(project);
+        Ok(Observer {
+            deliveries: Deliveries::new(from, config.join("settings.json")),
+            config,
+            project: project.to_string(),
+            reports,
+            commands,
+            back,
+            wakeup,
+            watches,
+            host: Host::here(),
+            owners: BTreeMap::new(),
+            reported: BTreeMap::new(),
+            followed: BTreeMap::new(),
+        })
+    }
+
+    /// Run until told to stop (or the backend is gone).
+    pub fn run(mut self) {
+        self.refresh_registry();
+        loop {
+            let mut fds = vec![self.wakeup.fd(), self.watches.fd()];
+            fds.extend(
+                self.owners
+                    .values()
+                    .filter_map(|o| o.exit.as_ref().map(|fd| fd.as_raw_fd())),
+            );
+            let Ok(ready) = wait::poll(&fds, self.deliveries.next_deadline()) else {
+                return;
+            };
+            if ready[0] && !self.take_commands() {
+                return;
+            }
+            if ready[1] {
+                let changes = self.watches.read().unwrap_or(Changes {
+                    rescan: true,
+                    ..Changes::default()
+                });
+                self.on_changes(changes);
+            }
+            if ready[2..].iter().any(|r| *r) {
+                self.refresh_registry();
+            }
+            let followed = &self.followed;
+            let late = self
+                .deliveries
+                .expire(Instant::now(), |sid| transcript_of(followed, sid));
+            self.report_all(late);
+        }
+    }
+
+    /// Every queued command; false once told to stop.
+    fn take_commands(&mut self) -> bool {
+        self.wakeup.drain();
+        loop {
+            match self.commands.try_recv() {
+                Ok(Command::Deliver(d)) => self.deliver(&d),
+                Ok(Command::Written { sid, seq, result }) => {
+                    let out = self
+                        .deliveries
+                        .written(&sid, seq, result, Instant::now(), wall_ms());
+                    self.report_all(out);
+                    self.review(&sid);
+                }
+                Ok(Command::Stop) | Err(TryRecvError::Disconnected) => return false,
+                Err(TryRecvError::Empty) => return true,
+            }
+        }
+    }
+
+    fn on_changes(&mut self, changes: Changes) {
+        let registry = self.config.join("sessions");
+        if changes.rescan || changes.files.iter().any(|(d, _)| *d == registry) {
+            self.refresh_registry();
+        }
+        let sids: Vec<String> = self.followed.keys().cloned().collect();
+        for sid in sids {
+            let path = &self.followed[&sid].tail.path;
+            let touched = changes
+                .files
+                .iter()
+                .any(|(d, n)| path.parent() == Some(d) && path.file_name() == Some(n));
+            if changes.rescan || touched {
+                self.read_transcript(&sid);
+            }
+        }
+    }
+
+    /// Read the registry again: who runs, what each is doing, who ended.
+    fn refresh_registry(&mut self) {
+        let entries = registry::read(&self.config.join("sessions")).unwrap_or_default();
+        let live = registry::owners(entries, &self.host);
+        let ended: Vec<String> = self
+            .owners
+            .iter()
+            .filter(|(sid, o)| live.get(*sid).is_none_or(|e| e.pid != o.entry.pid))
+            .map(|(sid, _)| sid.clone())
+            .collect();
+        for sid in ended {
+            self.owners.remove(&sid);
+            let out = self.deliveries.process_ended(&sid);
+            self.report_all(out);
+        }
+        for (sid, entry) in live {
+            match self.owners.get_mut(&sid) {
+                Some(o) => o.entry = entry,
+                None => {
+                    let exit = wait::pidfd(entry.pid);
+                    self.owners.insert(sid, Owner { entry, exit });
+                }
+            }
+        }
+        self.report_states();
+    }
+
+    /// A `SessionState` for each session whose state changed, `None` for
+    /// each that no longer runs.
+    fn report_states(&mut self) {
+        let gone: Vec<String> = self
+            .reported
+            .keys()
+            .filter(|sid| !self.owners.contains_key(*sid))
+            .cloned()
+            .collect();
+        for sid in gone {
+            self.reported.remove(&sid);
+            self.report(Input::SessionState {
+                session: Kind::Claude.qualify(&sid),
+                state: None,
+            });
+        }
+        let states: Vec<(String, AgentState)> = self
+            .owners
+            .iter()
+            .filter_map(|(sid, o)| Some((sid.clone(), o.entry.state()?)))
+            .filter(|(sid, s)| self.reported.get(sid) != Some(s))
+            .collect();
+        for (sid, state) in states {
+            self.reported.insert(sid.clone(), state.clone());
+            self.report(Input::SessionState {
+                session: Kind::Claude.qualify(&sid),
+                state: Some(state),
+            });
+        }
+    }
+
+    fn deliver(&mut self, d: &Delivery) {
+        let (kind, sid) = Kind::of(&d.session);
+        if kind != Kind::Claude {
+            let why = format!("{} is not a claude: session", d.session);
+            return self.report(undeliverable(sid, d.seq, &why));
+        }
+        let msg_id = prompt_id(&self.project, d.seq, &d.text);
+        let prompt = Prompt {
+            seq: d.seq,
+            msg_id: &msg_id,
+            text: &d.text,
+        };
+        self.follow(sid);
+        let history = &self.followed[sid].history;
+        if let Some(out) = self.deliveries.taken(sid, prompt, history) {
+            return self.report_all(out);
+        }
+        let Some(owner) = self.owners.get(sid) else {
+            let why = self.not_running(sid);
+            return self.report(undeliverable(sid, d.seq, &why));
+        };
+        let process = Process {
+            started: owner.entry.started_at,
+        };
+        match self.deliveries.deliver(sid, prompt, history, process) {
+            Decision::Answered(out) => self.report_all(out),
+            Decision::UnderWay => {}
+            Decision::Write => self.write(sid, d.seq, &msg_id, &d.text),
+        }
+    }
+
+    /// Write prompt `seq` into `sid`'s inbox on a thread of its own.
+    fn write(&mut self, sid: &str, seq: u64, msg_id: &str, text: &str) {
+        let entry = self.owners[sid].entry.clone();
+        let target = entry.messaging_socket_path.clone().ok_or_else(|| {
+            format!(
+                "Claude Code session {sid} (pid {}) has no messaging socket: its cross-session inbox is off",
+                entry.pid
+            )
+        });
+        let token = registry::token(&self.config.join("sessions"), &entry);
+        let (socket, token) = match target.and_then(|s| Ok((s, token?))) {
+            Ok(t) => t,
+            Err(why) => {
+                let out = self
+                    .deliveries
+                    .written(sid, seq, Err(why), Instant::now(), wall_ms());
+                return self.report_all(out);
+            }
+        };
+        let message = Message {
+            session_id: sid.to_string(),
+            msg_id: msg_id.to_string(),
+            from: sender_name(&self.project),
+            text: text.to_string(),
+        };
+        let (back, waker) = (self.back.0.clone(), self.back.1.try_clone());
+        let owned = sid.to_string();
+        let spawned = std::thread::Builder::new()
+            .name("reveille-claude-write".into())
+            .spawn(move || {
+                let result = inbox::write(&socket, entry.pid, &token, &message);
+                let _ = back.send(Command::Written {
+                    sid: owned,
+                    seq,
+                    result,
+                });
+                if let Ok(w) = waker {
+                    w.wake();
+                }
+            });
+        if let Err(e) = spawned {
+            let why = format!("cannot start a thread to write the prompt: {e}");
+            let out = self
+                .deliveries
+                .written(sid, seq, Err(why), Instant::now(), wall_ms());
+            self.report_all(out);
+        }
+    }
+
+    /// Follow `sid`'s transcript from now on, and read it up to date.
+    fn follow(&mut self, sid: &str) {
+        if !self.followed.contains_key(sid) {
+            let path = self.find_transcript(sid);
+            if let Some(dir) = path.parent() {
+                let _ = self.watches.want(dir.to_path_buf());
+            }
+            let followed = Followed {
+                tail: Tail::new(path),
+                history: History::default(),
+            };
+            self.followed.insert(sid.to_string(), followed);
+        }
+        self.read_transcript(sid);
+    }
+
+    /// Where `sid`'s transcript is, or will be: under the slug of its
+    /// process's working directory, else wherever `projects/*/` holds it.
+    fn find_transcript(&self, sid: &str) -> PathBuf {
+        let name = format!("{sid}.jsonl");
+        let expected = self
+            .owners
+            .get(sid)
+            .and_then(|o| transcript::project_dir(&self.config, &o.entry.cwd))
+            .map(|d| d.join(&name));
+        if let Some(p) = expected.as_ref().filter(|p| p.exists()) {
+            return p.clone();
+        }
+        let projects = self.config.join("projects");
+        let found = std::fs::read_dir(&projects).ok().and_then(|dirs| {
+            dirs.flatten()
+                .map(|d| d.path().join(&name))
+                .find(|p| p.exists())
+        });
+        found
+            .or(expected)
+            .unwrap_or_else(|| projects.join("?").join(name))
+    }
+
+    fn read_transcript(&mut self, sid: &str) {
+        // A transcript not written yet may turn up elsewhere than guessed
+        // (the session changed directory before its first message).
+        let missing = self
+            .followed
+            .get(sid)
+            .is_some_and(|f| !f.tail.path.exists());
+        if missing {
+            let path = self.find_transcript(sid);
+            if let Some(dir) = path.parent() {
+                let _ = self.watches.want(dir.to_path_buf());
+            }
+            if let Some(f) = self.followed.get_mut(sid) {
+                if f.tail.path != path {
+                    f.tail = Tail::new(path);
+                }
+            }
+        }
+        let Some(f) = self.followed.get_mut(sid) else {
+            return;
+        };
+        let Ok(batch) = f.tail.read() else {
+            return;
+        };
+        if batch.restarted {
+            f.history = History::default();
+        }
+        for record in batch.records {
+            f.history.apply(record);
+        }
+        self.review(sid);
+    }
+
+    /// What `sid`'s transcript now says about the prompts on their way.
+    fn review(&mut self, sid: &str) {
+        let (Some(owner), Some(f)) = (self.owners.get(sid), self.followed.get(sid)) else {
+            return;
+        };
+        let process = Process {
+            started: owner.entry.started_at,
+        };
+        let out = self.deliveries.review(sid, &f.history, process);
+        self.report_all(out);
+    }
+
+    fn not_running(&self, sid: &str) -> String {
+        let registry = self.config.join("sessions");
+        let why = if registry.is_dir() {
+            "no running process holds it"
+        } else {
+            "no Claude Code has run with this config directory"
+        };
+        format!(
+            "Claude Code session {sid} is not running: {why} (registry {}); start it again with `claude --resume {sid}`",
+            registry.display()
+        )
+    }
+
+    fn report(&self, input: Input) {
+        let _ = self.reports.send(input);
+    }
+
+    fn report_all(&self, inputs: Vec<Input>) {
+        inputs.into_iter().for_each(|i| self.report(i));
+    }
+}
+
+/// The `from` of reveille's messages: Claude Code shows it in its notices
+/// ("Dropped a peer message from reveille-myproj: …") and keys its
+/// duplicate and rate guards by it. Letters, digits, `-`, `_`, `.` only.
+pub fn sender_name(project: &str) -> String {
+    let clean: String = project
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("reveille-{clean}")
+}
+
+/// Where `sid`'s transcript is looked for, for a message.
+fn transcript_of(followed: &BTreeMap<String, Followed>, sid: &str) -> String {
+    followed.get(sid).map_or_else(
+        || "(none)".to_string(),
+        |f| f.tail.path.display().to_string(),
+    )
+}
+
+fn wall_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
