@@ -286,7 +286,7 @@ fn status_shows_each_sessions_state() {
     assert_eq!(state_of("agent").as_deref(), Some("idle"));
     let text = String::from_utf8(project.run(&["status"]).stdout).unwrap();
     assert!(
-        text.contains("session agent: idle for"),
+        text.contains("session agent (dir): idle for"),
         "{text}\n{}",
         daemon.log()
     );

@@ -19,6 +19,7 @@ mod signals;
 mod status_line;
 mod tracker;
 mod tree;
+mod views;
 mod world;
 
 use std::time::Duration;
@@ -105,6 +106,10 @@ struct Daemon {
     plan_files: PlanFiles,
     /// What `reminders.json` last held, so it is written only on change.
     reminders_written: Vec<u8>,
+    /// What `sessions.json` last held, likewise.
+    sessions_written: Vec<u8>,
+    /// When the views `status` reads are next written (`daemon/views.rs`).
+    views_at: Option<Instant>,
     /// What one read of inotify reported, kept between reads.
     seen: Vec<Seen>,
     /// The reloads answered, and a refusal still in force.
@@ -149,6 +154,9 @@ impl Daemon {
             &self.settings.project.name,
             &input,
         );
+        if views::shows(&input) {
+            self.views_changed();
+        }
         let now = self.now();
         let mut world = Carry {
             settings: &self.settings,

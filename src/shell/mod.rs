@@ -33,6 +33,7 @@ pub mod ollie;
 pub mod read;
 pub mod reload_report;
 pub mod reminders;
+pub mod session_view;
 pub mod sessions;
 pub mod spawn;
 pub mod status;

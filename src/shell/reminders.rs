@@ -10,8 +10,9 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
+use crate::core::engine::sessions::Observed;
 use crate::core::engine::{human, Now, ReminderView};
-use crate::shell::sessions::Observed;
+use crate::shell::session_view::wall_ms;
 
 /// The file's name in the state directory.
 pub const FILE: &str = "reminders.json";
@@ -48,27 +49,20 @@ pub fn items(
     views: Vec<ReminderView>,
     now: Now,
     wall: SystemTime,
-    observed: Option<&std::collections::BTreeMap<String, Observed>>,
+    observed: &std::collections::BTreeMap<String, Observed>,
 ) -> Vec<OpenItem> {
-    let at = |t: Now| {
-        let wall_at = if t <= now {
-            wall - (now - t)
-        } else {
-            wall + (t - now)
-        };
-        unix_ms(wall_at)
-    };
+    let at = |t: Now| wall_ms(t, now, wall);
     views
         .into_iter()
         .map(|v| {
-            let o = observed.and_then(|o| o.get(&v.session));
+            let o = observed.get(&v.session);
             OpenItem {
                 source: v.source.to_string(),
                 id: v.id,
                 title: v.title,
                 announced_ms: v.heard_at.map(at),
                 state: o.map(|o| o.state.as_str().to_string()),
-                state_since_ms: o.map(|o| unix_ms(o.since)),
+                state_since_ms: o.map(|o| at(o.since)),
                 reminders_sent: v.sent,
                 reminders_max: v.max,
                 next_due_ms: v.next_at.map(at),

@@ -18,9 +18,11 @@ use crate::core::name::{classify, diagnose};
 use crate::core::plan::{parse_plan, Plan, PlanFormat};
 use crate::core::ready_report::{one_line, StepRef};
 use crate::core::record::{Announced, Cursor, Item, Memory, Record};
+use crate::core::session::Kind;
 use crate::shell::read::read_capped;
 use crate::shell::reload_report;
 use crate::shell::reminders;
+use crate::shell::session_view;
 use crate::shell::store::read_memory;
 use crate::shell::watch::list_plans;
 
@@ -253,41 +255,40 @@ pub struct Status {
 #[derive(Debug, Serialize)]
 pub struct SessionView {
     pub id: String,
+    /// `dir` (a pipe, a file, an ollie-9p session), `codex`, `claude`,
+    /// `opencode`.
+    pub kind: String,
     /// `idle`, `thinking`, `calling: <tool>`, …; `None` for sessions with
     /// no observable state (named pipes, plain files) or not listed now.
     pub state: Option<String>,
     /// When the daemon saw it enter that state (unix milliseconds).
     pub since_unix_ms: Option<u64>,
+    /// The last prompt it was given and how that went (while the daemon
+    /// runs: `sessions.json`).
+    pub last_delivery: Option<session_view::ToldFile>,
     /// Prompts waiting in its outbox, by step or task id.
     pub pending: Vec<String>,
     /// Steps and tasks delivered to it and not yet checked or closed.
     pub open: Vec<String>,
 }
 
-/// A session's state as the daemon last wrote it to `sessions.json`.
-#[derive(Debug, serde::Deserialize)]
-struct ObservedFile {
-    state: String,
-    since: u64,
-}
-
 /// The sessions view: `sessions.json` (states, written by the daemon when
 /// they change) joined with the memory's outboxes and announced items.
 fn sessions_view(dir: &Path, memory: &Memory, k: &Known) -> Vec<SessionView> {
-    let observed: BTreeMap<String, ObservedFile> = std::fs::read(dir.join("sessions.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
+    let observed = session_view::read(dir);
     let mut views: BTreeMap<String, SessionView> = BTreeMap::new();
     fn view<'a>(
         views: &'a mut BTreeMap<String, SessionView>,
-        observed: &BTreeMap<String, ObservedFile>,
+        observed: &BTreeMap<String, session_view::SessionFile>,
         id: &str,
     ) -> &'a mut SessionView {
+        let seen = observed.get(id);
         views.entry(id.to_string()).or_insert_with(|| SessionView {
             id: id.to_string(),
-            state: observed.get(id).map(|o| o.state.clone()),
-            since_unix_ms: observed.get(id).map(|o| o.since),
+            kind: Kind::of(id).0.name().to_string(),
+            state: seen.and_then(|o| o.state.clone()),
+            since_unix_ms: seen.and_then(|o| o.since),
+            last_delivery: seen.and_then(|o| o.told.clone()),
             pending: Vec::new(),
             open: Vec::new(),
         })
@@ -586,9 +587,19 @@ fn render_sessions(out: &mut String, s: &Status) {
                 ids.join(", ")
             }
         };
+        let told = match &v.last_delivery {
+            Some(t) => format!(
+                "; last told {}: {} {}s ago",
+                t.step,
+                t.outcome.replace('_', " "),
+                now.saturating_sub(t.at) / 1000
+            ),
+            None => String::new(),
+        };
         out.push_str(&format!(
-            "session {}: {state}; pending {}; delivered, open {}\n",
+            "session {} ({}): {state}{told}; pending {}; delivered, open {}\n",
             v.id,
+            v.kind,
             list(&v.pending),
             list(&v.open)
         ));

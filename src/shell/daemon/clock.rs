@@ -44,10 +44,17 @@ impl Clock {
             .watch
             .sessions_polled(&d.settings.sessions.dir)
             .then_some(self.states_at);
-        [self.watchdog_at, engine, polling, d.sync_at, states]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            self.watchdog_at,
+            engine,
+            polling,
+            d.sync_at,
+            states,
+            d.views_at,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Everything due at `now`, each moving its own deadline on.
@@ -73,6 +80,9 @@ impl Clock {
         }
         if d.sync_at.is_some_and(|t| t <= now) {
             d.sync();
+        }
+        if d.views_at.is_some_and(|t| t <= now) {
+            d.write_views();
         }
         if d.watch.sessions_polled(&d.settings.sessions.dir) && self.states_at <= now {
             self.states_at = now + d.settings.sessions.state_poll;

@@ -110,6 +110,8 @@ impl Daemon {
             checklists,
             plan_files: PlanFiles::default(),
             reminders_written: Vec::new(),
+            sessions_written: Vec::new(),
+            views_at: None,
             seen: Vec::new(),
             reloads: Default::default(),
         };
@@ -154,6 +156,7 @@ impl Daemon {
                 _ => break,
             }
         }
+        self.write_views();
         self.compact();
         if let Ok(file) = self.store.sync_handle() {
             let _ = file.sync_data();

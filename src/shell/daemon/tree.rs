@@ -1,13 +1,9 @@
 //! The ollie-9p session tree followed: one read of its `idx` per state
-//! poll, the session states and checklist changes it shows fed to the
-//! engine, and the views `status` reads (`sessions.json`,
-//! `reminders.json`).
-
-use std::time::SystemTime;
+//! poll, and the session states and checklist changes it shows fed to the
+//! engine.
 
 use crate::core::input::{Change, Input};
 use crate::core::record::ChildState;
-use crate::shell::reminders;
 use crate::shell::sessions::{SessionTree, TreeChange};
 
 use super::Daemon;
@@ -35,13 +31,9 @@ impl Daemon {
                     self.tree_failing = false;
                     tracing::info!(project = %project, "session states readable again");
                 }
-                if !changes.is_empty() {
-                    self.write_sessions_file();
-                }
                 for change in changes {
                     self.on_tree_change(change);
                 }
-                self.write_reminders_file();
                 self.children_unlisted();
             }
             Err(e) => {
@@ -126,32 +118,5 @@ impl Daemon {
                 change: Change::Closed,
             }),
         }
-    }
-
-    /// `sessions.json` in the state directory: every session's state and
-    /// since when, for `reveille status` (a snapshot for people, not state:
-    /// written whole, atomically, never read back by the daemon).
-    pub(super) fn write_sessions_file(&self) {
-        let Some(tree) = &self.tree else { return };
-        let path = self.store.dir().join("sessions.json");
-        let tmp = self.store.dir().join("sessions.json.tmp");
-        let Ok(text) = serde_json::to_vec_pretty(tree.sessions()) else {
-            return;
-        };
-        if std::fs::write(&tmp, text)
-            .and_then(|()| std::fs::rename(&tmp, &path))
-            .is_err()
-        {
-            let _ = std::fs::remove_file(&tmp);
-        }
-    }
-
-    /// `reminders.json`: the open announced items, their sessions' states
-    /// and reminders, for `reveille status` (a view, never read back).
-    pub(super) fn write_reminders_file(&mut self) {
-        let views = self.engine.reminders();
-        let observed = self.tree.as_ref().map(|t| t.sessions());
-        let items = reminders::items(views, self.now(), SystemTime::now(), observed);
-        reminders::write(self.store.dir(), &items, &mut self.reminders_written);
     }
 }
