@@ -583,6 +583,22 @@ impl Engine {
             .collect()
     }
 
+    /// Every session with work announced and open, or a prompt pending, or
+    /// a child of reveille's: the sessions whose state matters (walks the
+    /// announced sets: for the start, not the wake path).
+    pub fn sessions_with_work(&self) -> std::collections::BTreeSet<String> {
+        let memory = &self.ledger.memory;
+        let announced = memory
+            .announced
+            .values()
+            .flat_map(|items| items.iter())
+            .filter(|(_, a)| !a.baseline)
+            .filter_map(|(_, a)| a.session.clone());
+        let pending = memory.outbox.keys().cloned();
+        let children = memory.children.keys().cloned();
+        announced.chain(pending).chain(children).collect()
+    }
+
     /// What each session was last told and how it went, for `status`.
     pub fn told(&self) -> BTreeMap<String, Told> {
         self.ledger

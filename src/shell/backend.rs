@@ -54,4 +54,11 @@ pub trait Backend {
 
     /// Kill a child session reveille made (its step is done, it is idle).
     fn reap(&mut self, child: &str);
+
+    /// Follow `session`'s state from now on (`Input::SessionState`), though
+    /// nothing may be delivered to it for a while: the daemon asks this at
+    /// its start for every session with work announced or pending, so an
+    /// idle agent can be reminded after a restart of reveille. A backend
+    /// that follows every session of its program anyway does nothing.
+    fn observe(&mut self, _session: &str) {}
 }

@@ -86,6 +86,14 @@ impl Backends {
         }
     }
 
+    /// Follow `session`'s state (see `Backend::observe`); a session no
+    /// backend of this build reaches is left alone.
+    pub fn observe(&mut self, session: &str) {
+        if let Ok(backend) = self.of(session) {
+            backend.observe(session);
+        }
+    }
+
     /// Kill a child reveille made.
     pub fn reap(&mut self, child: &str) {
         if let Ok(backend) = self.of(child) {

@@ -12,6 +12,7 @@ use crate::config::{self, engine_config, Settings};
 use crate::core::effect::Level;
 use crate::core::engine::Engine;
 use crate::core::input::Input;
+use crate::core::session::Kind;
 use crate::shell::backend::Reports;
 use crate::shell::backends::Backends;
 use crate::shell::checklists;
@@ -134,6 +135,16 @@ impl Daemon {
         }
         self.scan();
         self.feed(Input::StartupDone);
+        // The agent programs' sessions with work: their states followed
+        // from now on, so an idle one can be reminded though nothing new
+        // is delivered to it (a directory session's tree is read anyway).
+        let mut sessions = self.engine.sessions_with_work();
+        sessions.extend(self.settings.project.default_session.clone());
+        for session in sessions {
+            if Kind::of(&session).0 != Kind::Dir {
+                self.backends.observe(&session);
+            }
+        }
         if first_start {
             tracing::info!(project = %project, "first start: state directory {} created; it holds the baseline (a start without it takes a new one)", self.store.dir().display());
         }
