@@ -23,7 +23,8 @@ use std::path::PathBuf;
 pub use check::render_check;
 pub use settings::{
     validate_name, BeadsSettings, Delivery, EventSettings, Framing, LogSettings, LogTarget, Mode,
-    ProjectSettings, PromptSettings, SessionSettings, Settings, StateSettings, MAX_NAME_BYTES,
+    OpencodeSettings, ProjectSettings, PromptSettings, SessionSettings, Settings, StateSettings,
+    MAX_NAME_BYTES,
 };
 
 use expand::EnvSnapshot;

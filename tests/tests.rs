@@ -1,6 +1,7 @@
 //! The one integration-test binary (`autotests = false`): every module here
 //! is a group of tests, `util` is their shared harness.
 
+mod agent_opencode;
 mod agents;
 mod bench_smoke;
 mod cli;

@@ -16,6 +16,7 @@
 //! - `ignored`: plan-like files whose names break the rule, reported once;
 //! - `systemd`: sd_notify; `logging`: journald or stderr.
 
+pub mod agents;
 pub mod backend;
 pub mod checklists;
 pub mod daemon;

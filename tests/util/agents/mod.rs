@@ -8,6 +8,8 @@
 //! `REVEILLE_AGENT_CLIS` points (a directory holding `node_modules/.bin`).
 //! Where they are not installed, a test says so in one line and returns.
 
+pub mod opencode;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
