@@ -482,7 +482,14 @@ fn a_session_another_opencode_may_be_running_is_refused_naming_it() {
         ),
         other => panic!("{other:?}"),
     }
+    // The person quits it (its process gone, or a zombie holding nothing).
+    let pid = plain.pid;
     drop(plain);
+    wait_until("the plain TUI to exit", T, || {
+        std::fs::read_link(format!("/proc/{pid}/cwd"))
+            .is_err()
+            .then_some(())
+    });
     let at = rig.outcome(&q, 1, "[reveille] must not be answered twice");
     assert!(is_delivered(&rig.seen[at], 1), "{:?}", rig.seen[at]);
     wait_until("its turn", T, || {

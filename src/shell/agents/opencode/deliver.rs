@@ -7,16 +7,17 @@
 //! right before the post, and a busy one is refused ("busy: …") until the
 //! event stream reports its idle, which makes the engine retry. In order:
 //!
-//! 1. the session's record, once (is the server there, is the session on
+//! 1. a prompt already delivered in this run is delivered again, not sent;
+//! 2. the session's record, once (is the server there, is the session on
 //!    it, which directory is it in);
-//! 2. reveille's previous prompt there has finished its turn;
-//! 3. no other opencode process may be running the session (`owner`);
-//! 4. on the first delivery to the session in this run, or after a post
+//! 3. reveille's previous prompt there has finished its turn;
+//! 4. no other opencode process may be running the session (`owner`);
+//! 5. on the first delivery to the session in this run, or after a post
 //!    that broke midway: a copy of this prompt (our `messageID` tag)
 //!    already in the transcript means it reached the agent before —
 //!    delivered, not sent again;
-//! 5. the session is idle (`GET /session/status` of its directory);
-//! 6. `prompt_async` with our `messageID`, then the server's own record of
+//! 6. the session is idle (`GET /session/status` of its directory);
+//! 7. `prompt_async` with our `messageID`, then the server's own record of
 //!    the message (`prompt_async` answers before storing it).
 
 use std::sync::Arc;
@@ -47,6 +48,8 @@ pub struct Courier {
 enum Done {
     /// Posted now.
     Posted,
+    /// Delivered before in this run: not sent again.
+    Again,
     /// Found in the transcript, sent before; `answered`: its turn started.
     Found { answered: bool },
 }
@@ -80,6 +83,9 @@ impl Courier {
     /// may have been taken all the same.
     fn attempt(&self, d: &Delivery, id: &str) -> Result<Done, (String, bool)> {
         let sure = |why: String| (why, false);
+        if self.shared.lock().guard(id, d.seq) == Guard::Taken {
+            return Ok(Done::Again);
+        }
         let directory = self.directory(id).map_err(sure)?;
         self.previous_turn_over(id, d.seq, &directory)
             .map_err(sure)?;

@@ -60,7 +60,14 @@ struct Session {
     answered: bool,
     /// Seqs whose post broke midway: it may have been taken.
     uncertain: Vec<u64>,
+    /// The last [`KEPT`] seqs reported delivered in this run: delivered
+    /// again without a second post.
+    delivered: Vec<u64>,
 }
+
+/// How many delivered seqs are remembered per session (the engine repeats
+/// only the prompt in flight; a few suffice).
+const KEPT: usize = 64;
 
 /// What holds a session's next prompt back.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,7 +178,13 @@ impl Followed {
 
     /// What holds a delivery of `seq` to `id` back.
     pub fn guard(&self, id: &str, seq: u64) -> Guard {
-        let Some(p) = self.sessions.get(id).and_then(|s| s.posted.as_ref()) else {
+        let Some(s) = self.sessions.get(id) else {
+            return Guard::Free;
+        };
+        if s.delivered.contains(&seq) {
+            return Guard::Taken;
+        }
+        let Some(p) = s.posted.as_ref() else {
             return Guard::Free;
         };
         if p.seq == seq {
@@ -340,7 +353,16 @@ impl Followed {
             _ => None,
         };
         self.send(input);
-        let Some(p) = self.sessions.get_mut(id).and_then(|s| s.posted.as_mut()) else {
+        let Some(s) = self.sessions.get_mut(id) else {
+            return;
+        };
+        if let Some(seq) = seq.filter(|seq| !s.delivered.contains(seq)) {
+            if s.delivered.len() == KEPT {
+                s.delivered.remove(0);
+            }
+            s.delivered.push(seq);
+        }
+        let Some(p) = s.posted.as_mut() else {
             return;
         };
         if Some(p.seq) == seq && !p.delivered {
@@ -453,6 +475,7 @@ mod tests {
         f.owe_idle("ses_a");
         f.state("ses_a", Some(AgentState::Idle));
         assert_eq!(f.guard("ses_a", 5), Guard::Free);
+        assert_eq!(f.guard("ses_a", 4), Guard::Taken, "delivered in this run");
         assert_eq!(
             drain(&mut rx),
             vec![
