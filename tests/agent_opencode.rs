@@ -14,7 +14,8 @@ use reveille::core::input::{Input, Reached};
 use reveille::core::session::AgentState;
 use reveille::shell::agents::opencode::OpencodeBackend;
 use reveille::shell::backend::Backend;
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use std::sync::mpsc::{channel, Receiver};
+use tokio::sync::mpsc::unbounded_channel;
 
 use crate::util::agents::opencode::{Home, Mode, Opencode};
 use crate::util::fakemodel::{chat::Chat, FakeModel, Logged};
@@ -29,9 +30,10 @@ struct Rig {
     model: FakeModel,
     oc: Opencode,
     backend: Option<OpencodeBackend>,
-    reports: UnboundedReceiver<Input>,
-    /// Every report so far, in order.
+    reports: Receiver<(Instant, Input)>,
+    /// Every report so far, in order, and when each arrived.
     seen: Vec<Input>,
+    arrived: Vec<Instant>,
 }
 
 impl Rig {
@@ -50,6 +52,7 @@ impl Rig {
             backend: Some(backend),
             reports,
             seen: Vec::new(),
+            arrived: Vec::new(),
         })
     }
 
@@ -60,6 +63,7 @@ impl Rig {
         self.backend = Some(backend);
         self.reports = reports;
         self.seen.clear();
+        self.arrived.clear();
     }
 
     fn deliver(&mut self, session: &str, seq: u64, text: &str) {
@@ -73,14 +77,16 @@ impl Rig {
         };
         if let Some(now) = self.backend.as_mut().unwrap().deliver(&d) {
             self.seen.push(now);
+            self.arrived.push(Instant::now());
         }
     }
 
     /// Wait for the first report after `from` that `want` accepts; its index.
     fn wait_for(&mut self, what: &str, from: usize, want: impl Fn(&Input) -> bool) -> usize {
         wait_until(what, T, || {
-            while let Ok(i) = self.reports.try_recv() {
+            while let Ok((at, i)) = self.reports.try_recv() {
                 self.seen.push(i);
+                self.arrived.push(at);
             }
             self.seen
                 .iter()
@@ -105,12 +111,24 @@ impl Rig {
     }
 }
 
-fn backend_for(url: &str) -> (OpencodeBackend, UnboundedReceiver<Input>) {
-    let (tx, rx) = unbounded_channel();
+/// A backend for `url`, and its reports stamped with their arrival (a
+/// thread receives them as the daemon's loop would, at once).
+fn backend_for(url: &str) -> (OpencodeBackend, Receiver<(Instant, Input)>) {
+    let (tx, mut rx) = unbounded_channel();
     let settings = OpencodeSettings {
         url: url.to_string(),
     };
-    (OpencodeBackend::new(&settings, "proj", tx), rx)
+    let backend = OpencodeBackend::new(&settings, "proj", tx);
+    let (stamped, reports) = channel();
+    // Ends when the backend's threads drop their senders.
+    std::thread::spawn(move || {
+        while let Some(i) = rx.blocking_recv() {
+            if stamped.send((Instant::now(), i)).is_err() {
+                return;
+            }
+        }
+    });
+    (backend, reports)
 }
 
 fn is_delivered(i: &Input, seq: u64) -> bool {
@@ -409,7 +427,7 @@ fn measure(mode: Mode) {
     }
     rig.oc.wait_idle(&session, T);
     let q = format!("opencode:{session}");
-    let (mut ours, mut direct) = (Vec::new(), Vec::new());
+    let (mut ours, mut direct, mut ended) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..10u64 {
         let needle = format!("wake number {i}.");
         let t0 = Instant::now();
@@ -418,7 +436,19 @@ fn measure(mode: Mode) {
         let turn = wait_until("the turn", T, || rig.turns(&needle).first().cloned());
         ours.push(turn.at - t0);
         rig.oc.wait_idle(&session, T);
-        rig.wait_for("the idle after it", at, |i| is_idle(i, &q));
+        let busy = rig.wait_for("busy on it", at, |i| {
+            matches!(i, Input::SessionState { session, state: Some(AgentState::Busy(_)) } if *session == q)
+        });
+        let idle = rig.wait_for("the idle after it", busy, |i| is_idle(i, &q));
+        let last_byte = rig
+            .model
+            .requests()
+            .iter()
+            .filter(|r| !r.auxiliary && r.last_user.contains(&needle))
+            .filter_map(|r| r.done)
+            .max()
+            .unwrap();
+        ended.push(rig.arrived[idle] - last_byte);
         let needle = format!("direct number {i}.");
         let t0 = Instant::now();
         rig.oc.prompt_async(&session, &needle);
@@ -433,6 +463,10 @@ fn measure(mode: Mode) {
     println!(
         "idle wake, {mode:?}: prompt_async by the test → model request: {}",
         spread(direct)
+    );
+    println!(
+        "turn end, {mode:?}: the model's last byte → idle reported: {}",
+        spread(ended)
     );
 }
 
