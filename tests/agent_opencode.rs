@@ -593,3 +593,50 @@ fn children_are_made_under_their_parent_once_and_reaped() {
     assert_eq!(status, 404);
     assert_eq!(rig.turns("child step").len(), 1);
 }
+
+#[test]
+fn a_tui_killed_mid_turn_and_started_again_keeps_its_session_and_is_woken_once() {
+    let Some((mut rig, session)) = tui_with_session() else {
+        return;
+    };
+    let q = format!("opencode:{session}");
+    let at = rig.outcome(&q, 1, "[reveille] a long step, delay=3");
+    assert!(is_delivered(&rig.seen[at], 1), "{:?}", rig.seen[at]);
+    wait_until("the long step's turn", T, || {
+        rig.turns("a long step").first().cloned()
+    });
+    rig.oc.kill9();
+    rig.wait_for(
+        "the session gone with its program",
+        at,
+        |i| matches!(i, Input::SessionState { session, state: None } if *session == q),
+    );
+    let at = rig.outcome(&q, 2, "[reveille] the next step");
+    assert!(
+        matches!(rig.seen[at], Input::Undeliverable { .. }),
+        "{:?}",
+        rig.seen[at]
+    );
+    // The person starts it again on the session: stored, its turn unfinished.
+    let down = rig.seen.len();
+    rig.oc.resume(&session);
+    rig.wait_for("the session back, idle", down, |i| is_idle(i, &q));
+    let said = rig.oc.transcript(&session);
+    assert!(
+        said.iter()
+            .any(|m| m.role == "user" && m.text.contains("a long step")),
+        "{said:?}"
+    );
+    let at = rig.outcome(&q, 2, "[reveille] the next step");
+    assert!(is_delivered(&rig.seen[at], 2), "{:?}", rig.seen[at]);
+    wait_until("the next step's turn", T, || {
+        rig.turns("the next step").first().cloned()
+    });
+    rig.oc.wait_idle(&session, T);
+    assert_eq!(rig.turns("the next step").len(), 1);
+    assert_eq!(
+        rig.turns("a long step").len(),
+        1,
+        "the killed turn is not run again"
+    );
+}

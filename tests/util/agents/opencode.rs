@@ -167,6 +167,9 @@ pub struct Opencode {
     running: Option<Running>,
     /// Which start this is (each TUI start gets its own tmux socket).
     starts: u32,
+    /// The session a restarted TUI continues (`--session`), as a person
+    /// restarting it would.
+    resume: Option<String>,
 }
 
 impl Opencode {
@@ -192,6 +195,7 @@ impl Opencode {
             server,
             running: None,
             starts: 0,
+            resume: None,
         };
         oc.start_again();
         oc
@@ -216,7 +220,10 @@ impl Opencode {
         let running = match self.mode {
             Mode::Tui => {
                 let socket = self.home.path().join(format!("tmux-{}.sock", self.starts));
-                let argv = vec![bin.display().to_string(), "--port".into(), port];
+                let mut argv = vec![bin.display().to_string(), "--port".into(), port];
+                if let Some(session) = &self.resume {
+                    argv.extend(["--session".into(), session.clone()]);
+                }
                 Running::Tui(Tmux::start(
                     &socket,
                     &argv,
@@ -253,10 +260,21 @@ impl Opencode {
             self.url()
         );
         if self.mode == Mode::Tui {
+            // The prompt box's footer: on the home screen and in a session.
             wait_until("the TUI's prompt box", START, || {
-                self.tui().screen().contains("Ask anything").then_some(())
+                self.tui()
+                    .screen()
+                    .contains("Build · Fake Model")
+                    .then_some(())
             });
         }
+    }
+
+    /// Start the TUI again (after a stop) on `session`, as `opencode
+    /// --port P --session ID`.
+    pub fn resume(&mut self, session: &str) {
+        self.resume = Some(session.to_string());
+        self.start_again();
     }
 
     /// Stop it: SIGTERM to its whole process group, SIGKILL after 5 s.
