@@ -155,6 +155,14 @@ fn an_idle_agent_starts_a_turn_on_a_delivered_prompt() {
         return;
     };
     let q = format!("opencode:{session}");
+    // The person has begun typing and not sent it.
+    rig.oc.type_only("half typed by the person");
+    wait_until("the half-typed text on screen", T, || {
+        rig.oc
+            .screen()
+            .contains("half typed by the person")
+            .then_some(())
+    });
     let t0 = Instant::now();
     let at = rig.outcome(&q, 1, "[reveille] wake one: say hello");
     assert!(is_delivered(&rig.seen[at], 1), "{:?}", rig.seen[at]);
@@ -188,6 +196,18 @@ fn an_idle_agent_starts_a_turn_on_a_delivered_prompt() {
         said.last().unwrap().parent.as_deref(),
         Some(mine.id.as_str()),
         "it is the last turn"
+    );
+    // The person's half-typed input was neither sent nor disturbed.
+    assert!(rig
+        .model
+        .requests()
+        .iter()
+        .all(|r| !r.last_user.contains("half typed")));
+    assert!(said.iter().all(|m| !m.text.contains("half typed")));
+    assert!(
+        rig.oc.screen().contains("half typed by the person"),
+        "{}",
+        rig.oc.screen()
     );
 }
 

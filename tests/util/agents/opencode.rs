@@ -353,9 +353,18 @@ impl Opencode {
 
     /// Type a person's prompt into the TUI and press Enter.
     pub fn type_prompt(&self, text: &str) {
-        let tui = self.tui();
-        tui.send(&[text], true);
-        tui.send(&["Enter"], false);
+        self.type_only(text);
+        self.tui().send(&["Enter"], false);
+    }
+
+    /// Type into the TUI's prompt box without sending it (half-typed).
+    pub fn type_only(&self, text: &str) {
+        self.tui().send(&[text], true);
+    }
+
+    /// What the TUI shows now.
+    pub fn screen(&self) -> String {
+        self.tui().screen()
     }
 
     /// Type a person's first prompt into a fresh TUI; the session it made.
