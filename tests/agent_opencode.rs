@@ -409,6 +409,10 @@ fn the_agent_ticks_a_plan_step_through_its_own_shell_tool() {
         "one tool result came back: {:?}",
         rig.model.requests()
     );
+    let q = format!("opencode:{session}");
+    rig.wait_for("the shell tool seen running", at, |i| {
+        matches!(i, Input::SessionState { session, state: Some(AgentState::Busy(b)) } if *session == q && b == "calling: bash")
+    });
     let said = rig.oc.transcript(&session);
     assert!(
         said.iter()
