@@ -664,3 +664,42 @@ fn a_tui_killed_mid_turn_and_started_again_keeps_its_session_and_is_woken_once()
         "the killed turn is not run again"
     );
 }
+
+#[test]
+fn a_prompt_sent_before_a_reveille_restart_is_recognised_also_when_the_server_was_down_meanwhile() {
+    let Some(mut rig) = Rig::new(Mode::Serve) else {
+        return;
+    };
+    let session = rig.oc.create_session();
+    let q = format!("opencode:{session}");
+    let at = rig.outcome(&q, 5, "[reveille] in flight at the crash: five");
+    assert!(is_delivered(&rig.seen[at], 5));
+    rig.oc.wait_idle(&session, T);
+    // reveille restarts while opencode is down: the repeat is refused …
+    rig.oc.stop();
+    rig.restart_backend();
+    let at = rig.outcome(&q, 5, "[reveille] in flight at the crash: five");
+    assert!(
+        matches!(rig.seen[at], Input::Undeliverable { .. }),
+        "{:?}",
+        rig.seen[at]
+    );
+    // … and, once it is back, recognised in the transcript, not sent again.
+    rig.oc.start_again();
+    rig.wait_for("the session back, idle", at, |i| is_idle(i, &q));
+    let at = rig.outcome(&q, 5, "[reveille] in flight at the crash: five");
+    assert!(is_delivered(&rig.seen[at], 5), "{:?}", rig.seen[at]);
+    assert_eq!(
+        rig.turns("crash: five").len(),
+        1,
+        "{:?}",
+        rig.model.requests()
+    );
+    let said = rig.oc.transcript(&session);
+    assert_eq!(
+        said.iter()
+            .filter(|m| m.role == "user" && m.text.contains("crash: five"))
+            .count(),
+        1
+    );
+}

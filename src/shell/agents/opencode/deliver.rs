@@ -60,7 +60,7 @@ impl Courier {
         self.shared.lock().learn(id);
         let outcome = self.attempt(d, id);
         let mut f = self.shared.lock();
-        f.answered(id, d.seq, matches!(outcome, Err((_, true))));
+        f.uncertain(id, d.seq, matches!(outcome, Err((_, true))));
         let input = match outcome {
             Ok(done) => {
                 if let Done::Found { answered: true } = done {
@@ -94,10 +94,11 @@ impl Courier {
                 .map_err(sure)?;
         }
         if self.shared.lock().must_look(id, d.seq) {
-            if let Some(answered) = self
+            let copy = self
                 .find_copy(id, d.seq)
-                .map_err(|e| sure(self.failed(id, e)))?
-            {
+                .map_err(|e| sure(self.failed(id, e)))?;
+            self.shared.lock().looked(id);
+            if let Some(answered) = copy {
                 return Ok(Done::Found { answered });
             }
         }

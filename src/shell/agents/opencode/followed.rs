@@ -54,10 +54,11 @@ struct Session {
     /// a prompt was refused for being busy meanwhile, and the engine waits
     /// for that idle to retry.
     owe_idle: bool,
-    /// A delivery to it was answered in this run: later ones need not look
-    /// for a copy sent before a restart (only the first prompt of a
-    /// session's outbox can have been in flight when reveille stopped).
-    answered: bool,
+    /// Its transcript was searched for a copy of a prompt in this run:
+    /// later deliveries need not look for one sent before a restart (only
+    /// the first prompt of a session's outbox can have been in flight when
+    /// reveille stopped).
+    looked: bool,
     /// Seqs whose post broke midway: it may have been taken.
     uncertain: Vec<u64>,
     /// The last [`KEPT`] seqs reported delivered in this run: delivered
@@ -201,13 +202,20 @@ impl Followed {
     pub fn must_look(&self, id: &str, seq: u64) -> bool {
         self.sessions
             .get(id)
-            .is_none_or(|s| !s.answered || s.uncertain.contains(&seq))
+            .is_none_or(|s| !s.looked || s.uncertain.contains(&seq))
     }
 
-    /// A delivery to `id` was answered; `uncertain`: its post broke midway.
-    pub fn answered(&mut self, id: &str, seq: u64, uncertain: bool) {
+    /// The transcript of `id` was searched for a copy (found or not).
+    pub fn looked(&mut self, id: &str) {
         if let Some(s) = self.sessions.get_mut(id) {
-            s.answered = true;
+            s.looked = true;
+        }
+    }
+
+    /// Whether a post of `seq` to `id` broke midway (it may have been
+    /// taken): its next delivery looks for a copy first.
+    pub fn uncertain(&mut self, id: &str, seq: u64, uncertain: bool) {
+        if let Some(s) = self.sessions.get_mut(id) {
             s.uncertain.retain(|&u| u != seq);
             if uncertain {
                 s.uncertain.push(seq);
@@ -505,14 +513,18 @@ mod tests {
     }
 
     #[test]
-    fn only_the_first_delivery_of_a_run_or_an_uncertain_one_looks_for_a_copy() {
+    fn only_the_first_look_of_a_run_or_an_uncertain_post_looks_for_a_copy() {
         let (mut f, _rx) = followed();
         assert!(f.must_look("ses_a", 1));
-        f.answered("ses_a", 1, false);
+        // A delivery that failed before looking (the server was down)
+        // leaves the next one to look.
+        f.uncertain("ses_a", 1, false);
+        assert!(f.must_look("ses_a", 1));
+        f.looked("ses_a");
         assert!(!f.must_look("ses_a", 2));
-        f.answered("ses_a", 2, true);
+        f.uncertain("ses_a", 2, true);
         assert!(f.must_look("ses_a", 2));
-        f.answered("ses_a", 2, false);
+        f.uncertain("ses_a", 2, false);
         assert!(!f.must_look("ses_a", 2));
     }
 }
