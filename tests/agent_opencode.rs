@@ -40,7 +40,7 @@ impl Rig {
     /// `None`, with one `skipped:` line, where opencode cannot run.
     fn new(mode: Mode) -> Option<Rig> {
         if let Some(why) = Opencode::unavailable(mode) {
-            println!("skipped: {why}");
+            eprintln!("skipped: {why}");
             return None;
         }
         let model = FakeModel::start(vec![Box::new(Chat)], Duration::from_millis(100));
@@ -510,7 +510,7 @@ fn a_session_another_opencode_may_be_running_is_refused_naming_it() {
         return;
     };
     if let Some(why) = Opencode::unavailable(Mode::Tui) {
-        println!("skipped: {why}");
+        eprintln!("skipped: {why}");
         return;
     }
     let session = rig.oc.create_session();
