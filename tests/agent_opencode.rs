@@ -433,6 +433,41 @@ fn spread(mut d: Vec<Duration>) -> String {
     )
 }
 
+/// One idle wake through the backend: deliver → the model's request, and
+/// the model's last byte of that turn → the idle reported.
+fn wake_through_reveille(rig: &mut Rig, session: &str, i: u64) -> (Duration, Duration) {
+    let q = format!("opencode:{session}");
+    let needle = format!("wake number {i}.");
+    let t0 = Instant::now();
+    let at = rig.outcome(&q, 100 + i, &format!("[reveille] {needle}"));
+    assert!(is_delivered(&rig.seen[at], 100 + i), "{:?}", rig.seen[at]);
+    let turn = wait_until("the turn", T, || rig.turns(&needle).first().cloned());
+    rig.oc.wait_idle(session, T);
+    let busy = rig.wait_for("busy on it", at, |i| {
+        matches!(i, Input::SessionState { session, state: Some(AgentState::Busy(_)) } if *session == q)
+    });
+    let idle = rig.wait_for("the idle after it", busy, |i| is_idle(i, &q));
+    let last_byte = rig
+        .model
+        .requests()
+        .iter()
+        .filter(|r| !r.auxiliary && r.last_user.contains(&needle))
+        .filter_map(|r| r.done)
+        .max()
+        .unwrap();
+    (turn.at - t0, rig.arrived[idle] - last_byte)
+}
+
+/// One idle wake by `prompt_async` from the test: post → model request.
+fn wake_directly(rig: &Rig, session: &str, i: u64) -> Duration {
+    let needle = format!("direct number {i}.");
+    let t0 = Instant::now();
+    rig.oc.prompt_async(session, &needle);
+    let turn = wait_until("the turn", T, || rig.turns(&needle).first().cloned());
+    rig.oc.wait_idle(session, T);
+    turn.at - t0
+}
+
 /// Idle wake latency, deliver → the model's request on the prompt, beside
 /// the agent's own fastest path (`prompt_async` sent by the test) measured
 /// the same way, alternately, on the same session.
@@ -450,35 +485,19 @@ fn measure(mode: Mode) {
         rig.oc.prompt_async(&session, "warm up");
     }
     rig.oc.wait_idle(&session, T);
-    let q = format!("opencode:{session}");
     let (mut ours, mut direct, mut ended) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..10u64 {
-        let needle = format!("wake number {i}.");
-        let t0 = Instant::now();
-        let at = rig.outcome(&q, 100 + i, &format!("[reveille] {needle}"));
-        assert!(is_delivered(&rig.seen[at], 100 + i), "{:?}", rig.seen[at]);
-        let turn = wait_until("the turn", T, || rig.turns(&needle).first().cloned());
-        ours.push(turn.at - t0);
-        rig.oc.wait_idle(&session, T);
-        let busy = rig.wait_for("busy on it", at, |i| {
-            matches!(i, Input::SessionState { session, state: Some(AgentState::Busy(_)) } if *session == q)
-        });
-        let idle = rig.wait_for("the idle after it", busy, |i| is_idle(i, &q));
-        let last_byte = rig
-            .model
-            .requests()
-            .iter()
-            .filter(|r| !r.auxiliary && r.last_user.contains(&needle))
-            .filter_map(|r| r.done)
-            .max()
-            .unwrap();
-        ended.push(rig.arrived[idle] - last_byte);
-        let needle = format!("direct number {i}.");
-        let t0 = Instant::now();
-        rig.oc.prompt_async(&session, &needle);
-        let turn = wait_until("the turn", T, || rig.turns(&needle).first().cloned());
-        direct.push(turn.at - t0);
-        rig.oc.wait_idle(&session, T);
+        // Alternately first, so that neither path meets a server still
+        // busy after the other's turn more often.
+        if i % 2 == 1 {
+            direct.push(wake_directly(&rig, &session, i));
+        }
+        let (wake, end) = wake_through_reveille(&mut rig, &session, i);
+        ours.push(wake);
+        ended.push(end);
+        if i % 2 == 0 {
+            direct.push(wake_directly(&rig, &session, i));
+        }
     }
     println!(
         "idle wake, {mode:?}: reveille deliver → model request: {}",
