@@ -54,41 +54,69 @@ enum Done {
     Found { answered: bool },
 }
 
+/// Why a delivery did not happen, and what follows from it.
+struct Refusal {
+    reason: String,
+    then: Then,
+}
+
+/// What a refusal leaves behind.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Then {
+    /// Nothing was sent: the engine retries when it will.
+    Retry,
+    /// The post broke midway: the prompt may have been taken, so the next
+    /// delivery of it looks for a copy first.
+    LookFirst,
+    /// The session is busy: the idle that ends its turn is reported, also
+    /// if idle was the last thing reported, so the engine retries then.
+    WaitIdle,
+}
+
+fn refused(then: Then) -> impl Fn(String) -> Refusal + Copy {
+    move |reason| Refusal { reason, then }
+}
+
 impl Courier {
     /// Deliver `d` to the bare session `id`, and report the outcome.
     pub fn deliver(&self, d: &Delivery, id: &str) {
         self.shared.lock().learn(id);
         let outcome = self.attempt(d, id);
         let mut f = self.shared.lock();
-        f.uncertain(id, d.seq, matches!(outcome, Err((_, true))));
-        let input = match outcome {
-            Ok(done) => {
-                if let Done::Found { answered: true } = done {
-                    f.outcome(id, delivered(d));
-                    f.turn_started(id, d.seq);
-                    return;
-                }
-                delivered(d)
+        let then = outcome.as_ref().err().map(|r| r.then);
+        f.uncertain(id, d.seq, then == Some(Then::LookFirst));
+        match outcome {
+            Ok(Done::Found { answered: true }) => {
+                f.outcome(id, delivered(d));
+                f.turn_started(id, d.seq);
             }
-            Err((reason, _)) => Input::Undeliverable {
-                session: d.session.clone(),
-                seq: d.seq,
-                why: Undeliverable { reason },
-            },
-        };
-        f.outcome(id, input);
+            Ok(_) => f.outcome(id, delivered(d)),
+            Err(r) => {
+                f.outcome(
+                    id,
+                    Input::Undeliverable {
+                        session: d.session.clone(),
+                        seq: d.seq,
+                        why: Undeliverable { reason: r.reason },
+                    },
+                );
+                // After the refusal, under the same lock as the follower's
+                // reports: an idle seen meanwhile is reported again now.
+                if r.then == Then::WaitIdle {
+                    f.owe_idle(id);
+                }
+            }
+        }
     }
 
-    /// The delivery; `Err((why, uncertain))`, `uncertain` when the prompt
-    /// may have been taken all the same.
-    fn attempt(&self, d: &Delivery, id: &str) -> Result<Done, (String, bool)> {
-        let sure = |why: String| (why, false);
+    /// The delivery, or why not.
+    fn attempt(&self, d: &Delivery, id: &str) -> Result<Done, Refusal> {
+        let sure = refused(Then::Retry);
         if self.shared.lock().guard(id, d.seq) == Guard::Taken {
             return Ok(Done::Again);
         }
         let directory = self.directory(id).map_err(sure)?;
-        self.previous_turn_over(id, d.seq, &directory)
-            .map_err(sure)?;
+        self.previous_turn_over(id, d.seq, &directory)?;
         if self.api.server.is_local() {
             owner::check(self.api.server.port(), self.api.server.url(), &directory)
                 .map_err(sure)?;
@@ -106,15 +134,11 @@ impl Courier {
             .api
             .state(id, &directory)
             .map_err(|e| sure(self.failed(id, e)))?;
-        {
-            let mut f = self.shared.lock();
-            f.state(id, Some(state.clone()));
-            if !state.is_idle() {
-                f.owe_idle(id);
-                return Err(sure(format!(
-                    "busy: waits for the running turn to end ({state})"
-                )));
-            }
+        self.shared.lock().state(id, Some(state.clone()));
+        if !state.is_idle() {
+            return Err(refused(Then::WaitIdle)(format!(
+                "busy: waits for the running turn to end ({state})"
+            )));
         }
         self.post(d, id)
     }
@@ -133,23 +157,22 @@ impl Courier {
     /// `Err` while reveille's previous prompt to `id` has not ended its
     /// turn; a turn that ended unseen (the event stream was down) is
     /// noticed here.
-    fn previous_turn_over(&self, id: &str, seq: u64, directory: &str) -> Result<(), String> {
+    fn previous_turn_over(&self, id: &str, seq: u64, directory: &str) -> Result<(), Refusal> {
         let Guard::Running(previous) = self.shared.lock().guard(id, seq) else {
             return Ok(());
         };
         let state = self
             .api
             .state(id, directory)
-            .map_err(|e| self.failed(id, e))?;
+            .map_err(|e| refused(Then::Retry)(self.failed(id, e)))?;
         let mut f = self.shared.lock();
         f.state(id, Some(state));
         if f.guard(id, seq) == Guard::Free {
             return Ok(());
         }
-        f.owe_idle(id);
-        Err(format!(
+        Err(refused(Then::WaitIdle)(format!(
             "busy: waits for the turn on reveille's previous prompt ({previous}) to end"
-        ))
+        )))
     }
 
     /// A copy of prompt `seq` in the transcript: `Some(answered)`.
@@ -169,13 +192,16 @@ impl Courier {
     }
 
     /// Post the prompt and wait for the server's record of it.
-    fn post(&self, d: &Delivery, id: &str) -> Result<Done, (String, bool)> {
+    fn post(&self, d: &Delivery, id: &str) -> Result<Done, Refusal> {
         let message = message_id::new_id(&self.project, d.seq);
         self.shared.lock().posted(id, d.seq, &message, false);
         if let Err(e) = self.api.prompt(id, &message, &d.text) {
-            let uncertain = matches!(e, ApiError::Failed(_));
+            let then = match e {
+                ApiError::Failed(_) => Then::LookFirst,
+                _ => Then::Retry,
+            };
             self.shared.lock().unpost(id, &message);
-            return Err((self.failed(id, e), uncertain));
+            return Err(refused(then)(self.failed(id, e)));
         }
         if self.shared.wait_stored(id, &message, STORE) != Some(false) {
             return Ok(Done::Posted);
@@ -185,15 +211,12 @@ impl Courier {
             Ok(true) => Ok(Done::Posted),
             Ok(false) => {
                 self.shared.lock().unpost(id, &message);
-                Err((
-                    format!(
-                        "the opencode server at {} took the prompt but did not store it within {STORE:?}",
-                        self.api.server.url()
-                    ),
-                    true,
-                ))
+                Err(refused(Then::LookFirst)(format!(
+                    "the opencode server at {} took the prompt but did not store it within {STORE:?}",
+                    self.api.server.url()
+                )))
             }
-            Err(e) => Err((self.failed(id, e), true)),
+            Err(e) => Err(refused(Then::LookFirst)(self.failed(id, e))),
         }
     }
 

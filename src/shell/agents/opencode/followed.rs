@@ -275,7 +275,16 @@ impl Followed {
     /// A delivery to `id` was refused because it is busy: its next idle
     /// is reported, whatever was reported before.
     pub fn owe_idle(&mut self, id: &str) {
-        if let Some(s) = self.sessions.get_mut(id) {
+        let Some(s) = self.sessions.get_mut(id) else {
+            return;
+        };
+        if s.reported == Some(Some(AgentState::Idle)) {
+            // It went idle before the refusal was told: say so again.
+            self.send(Input::SessionState {
+                session: Kind::Opencode.qualify(id),
+                state: Some(AgentState::Idle),
+            });
+        } else {
             s.owe_idle = true;
         }
     }
@@ -502,13 +511,17 @@ mod tests {
     #[test]
     fn an_idle_owed_to_a_refused_prompt_is_reported_even_if_unchanged() {
         let (mut f, mut rx) = followed();
-        f.state("ses_a", Some(AgentState::Idle));
+        // Refused while busy: the idle that ends the turn is reported.
+        f.state("ses_a", busy("busy"));
         f.owe_idle("ses_a");
         f.state("ses_a", Some(AgentState::Idle));
+        // Refused after the idle was already reported: said again at once.
+        f.owe_idle("ses_a");
         f.state("ses_a", Some(AgentState::Idle));
+        let idle = state(Some(AgentState::Idle));
         assert_eq!(
             drain(&mut rx),
-            vec![state(Some(AgentState::Idle)), state(Some(AgentState::Idle))]
+            vec![state(busy("busy")), idle.clone(), idle]
         );
     }
 
