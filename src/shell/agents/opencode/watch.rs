@@ -101,7 +101,10 @@ fn refresh(api: &Api, shared: &Shared) {
                 }
             }
             Err(ApiError::NoSession(_)) => None,
-            Err(_) => return,
+            // The server went away: the stream breaks too, and the next
+            // connection refreshes again.
+            Err(ApiError::Unreachable(_)) => return,
+            Err(ApiError::Failed(_)) => continue,
         };
         missed_start(api, shared, &id);
         shared.lock().state(&id, state);
