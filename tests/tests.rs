@@ -3,6 +3,7 @@
 
 mod agent_claude;
 mod agent_codex;
+mod agent_opencode;
 mod agents;
 mod bench_smoke;
 mod cli;

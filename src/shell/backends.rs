@@ -12,6 +12,7 @@ use crate::core::input::{Input, Reached, Undeliverable};
 use crate::core::session::Kind;
 use crate::shell::agents::claude::ClaudeBackend;
 use crate::shell::agents::codex::CodexBackend;
+use crate::shell::agents::opencode::OpencodeBackend;
 use crate::shell::backend::{Backend, Reports};
 use crate::shell::deliver::Deliverer;
 
@@ -113,6 +114,11 @@ fn make(kind: Kind, s: &Settings, reports: &Reports) -> Result<Box<dyn Backend>,
         ))),
         Kind::Claude => Ok(Box::new(ClaudeBackend::new(
             &s.claude,
+            project,
+            reports.clone(),
+        ))),
+        Kind::Opencode => Ok(Box::new(OpencodeBackend::new(
+            &s.opencode,
             project,
             reports.clone(),
         ))),

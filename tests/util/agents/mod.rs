@@ -10,6 +10,7 @@
 
 pub mod claude;
 pub mod codex;
+pub mod opencode;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -15,6 +15,7 @@
 //! the last user text it carried: a test asks "did the model see this
 //! prompt, once, and when" — what the agent experienced.
 
+pub mod chat;
 pub mod http;
 pub mod messages;
 pub mod responses;

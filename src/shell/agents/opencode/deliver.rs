@@ -1,0 +1,263 @@
+//! One prompt to one opencode session, on the backend's own thread.
+//!
+//! opencode's `prompt_async` on a busy session does not wait for the turn
+//! to end: the text is stored at once, and the running turn's next model
+//! call (after a tool result) already carries it — merged into a turn that
+//! is not its own. So a prompt goes only to an **idle** session, checked
+//! right before the post, and a busy one is refused ("busy: …") until the
+//! event stream reports its idle, which makes the engine retry. In order:
+//!
+//! 1. a prompt already delivered in this run is delivered again, not sent;
+//! 2. the session's record, once (is the server there, is the session on
+//!    it, which directory is it in);
+//! 3. reveille's previous prompt there has finished its turn;
+//! 4. no other opencode process may be running the session (`owner`);
+//! 5. on the first delivery to the session in this run, or after a post
+//!    that broke midway: a copy of this prompt (our `messageID` tag)
+//!    already in the transcript means it reached the agent before —
+//!    delivered, not sent again;
+//! 6. the session is idle (`GET /session/status` of its directory);
+//! 7. `prompt_async` with our `messageID`, then the server's own record of
+//!    the message (`prompt_async` answers before storing it).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::api::{Api, ApiError};
+use super::followed::{Guard, Shared};
+use super::{message_id, owner};
+use crate::core::effect::Delivery;
+use crate::core::input::{Input, Reached, Undeliverable};
+use crate::core::session::Kind;
+
+/// How far back the transcript is searched for a copy of a prompt sent
+/// before a restart: the prompt in flight when reveille stopped, and the
+/// turn the agent ran on it.
+const LOOK_BACK: usize = 100;
+/// How long the server may take to store a prompt it answered 204 for.
+const STORE: Duration = Duration::from_secs(2);
+
+/// Delivers prompts to the sessions of one server.
+pub struct Courier {
+    pub api: Api,
+    pub project: String,
+    pub shared: Arc<Shared>,
+}
+
+/// What became of a delivery that did not fail.
+enum Done {
+    /// Posted now.
+    Posted,
+    /// Delivered before in this run: not sent again.
+    Again,
+    /// Found in the transcript, sent before; `answered`: its turn started.
+    Found { answered: bool },
+}
+
+/// Why a delivery did not happen, and what follows from it.
+struct Refusal {
+    reason: String,
+    then: Then,
+}
+
+/// What a refusal leaves behind.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Then {
+    /// Nothing was sent: the engine retries when it will.
+    Retry,
+    /// The post broke midway: the prompt may have been taken, so the next
+    /// delivery of it looks for a copy first.
+    LookFirst,
+    /// The session is busy: the idle that ends its turn is reported, also
+    /// if idle was the last thing reported, so the engine retries then.
+    WaitIdle,
+}
+
+fn refused(then: Then) -> impl Fn(String) -> Refusal + Copy {
+    move |reason| Refusal { reason, then }
+}
+
+impl Courier {
+    /// Deliver `d` to the bare session `id`, and report the outcome.
+    pub fn deliver(&self, d: &Delivery, id: &str) {
+        self.shared.lock().learn(id);
+        let outcome = self.attempt(d, id);
+        let mut f = self.shared.lock();
+        let then = outcome.as_ref().err().map(|r| r.then);
+        f.uncertain(id, d.seq, then == Some(Then::LookFirst));
+        match outcome {
+            Ok(Done::Found { answered: true }) => {
+                f.outcome(id, delivered(d));
+                f.turn_started(id, d.seq);
+            }
+            Ok(_) => f.outcome(id, delivered(d)),
+            Err(r) => {
+                f.outcome(
+                    id,
+                    Input::Undeliverable {
+                        session: d.session.clone(),
+                        seq: d.seq,
+                        why: Undeliverable { reason: r.reason },
+                    },
+                );
+                // After the refusal, under the same lock as the follower's
+                // reports: an idle seen meanwhile is reported again now.
+                if r.then == Then::WaitIdle {
+                    f.owe_idle(id);
+                }
+            }
+        }
+    }
+
+    /// The delivery, or why not.
+    fn attempt(&self, d: &Delivery, id: &str) -> Result<Done, Refusal> {
+        let sure = refused(Then::Retry);
+        if self.shared.lock().guard(id, d.seq) == Guard::Taken {
+            return Ok(Done::Again);
+        }
+        let directory = self.directory(id).map_err(sure)?;
+        self.previous_turn_over(id, d.seq, &directory)?;
+        if self.api.server.is_local() {
+            owner::check(self.api.server.port(), self.api.server.url(), &directory)
+                .map_err(sure)?;
+        }
+        if self.shared.lock().must_look(id, d.seq) {
+            let copy = self
+                .find_copy(id, d.seq)
+                .map_err(|e| sure(self.failed(id, e)))?;
+            self.shared.lock().looked(id);
+            if let Some(answered) = copy {
+                return Ok(Done::Found { answered });
+            }
+        }
+        let state = self
+            .api
+            .state(id, &directory)
+            .map_err(|e| sure(self.failed(id, e)))?;
+        self.shared.lock().state(id, Some(state.clone()));
+        if !state.is_idle() {
+            return Err(refused(Then::WaitIdle)(format!(
+                "busy: waits for the running turn to end ({state})"
+            )));
+        }
+        self.post(d, id)
+    }
+
+    /// The session's directory: its status lives there. Read from its
+    /// record once; a session deleted since is caught by `prompt_async`.
+    fn directory(&self, id: &str) -> Result<String, String> {
+        if let Some(d) = self.shared.lock().directory(id) {
+            return Ok(d);
+        }
+        let info = self.api.session(id).map_err(|e| self.failed(id, e))?;
+        self.shared.lock().set_directory(id, &info.directory);
+        Ok(info.directory)
+    }
+
+    /// `Err` while reveille's previous prompt to `id` has not ended its
+    /// turn; a turn that ended unseen (the event stream was down) is
+    /// noticed here.
+    fn previous_turn_over(&self, id: &str, seq: u64, directory: &str) -> Result<(), Refusal> {
+        let Guard::Running(previous) = self.shared.lock().guard(id, seq) else {
+            return Ok(());
+        };
+        let state = self
+            .api
+            .state(id, directory)
+            .map_err(|e| refused(Then::Retry)(self.failed(id, e)))?;
+        let mut f = self.shared.lock();
+        f.state(id, Some(state));
+        if f.guard(id, seq) == Guard::Free {
+            return Ok(());
+        }
+        Err(refused(Then::WaitIdle)(format!(
+            "busy: waits for the turn on reveille's previous prompt ({previous}) to end"
+        )))
+    }
+
+    /// A copy of prompt `seq` in the transcript: `Some(answered)`.
+    fn find_copy(&self, id: &str, seq: u64) -> Result<Option<bool>, ApiError> {
+        let tag = message_id::tag(&self.project, seq);
+        let messages = self.api.messages(id, LOOK_BACK)?;
+        let Some(copy) = messages
+            .iter()
+            .find(|m| m.role == "user" && message_id::carries(&m.id, &tag))
+        else {
+            return Ok(None);
+        };
+        let answered = messages
+            .iter()
+            .any(|m| m.role == "assistant" && m.parent.as_deref() == Some(copy.id.as_str()));
+        Ok(Some(answered))
+    }
+
+    /// Post the prompt and wait for the server's record of it.
+    fn post(&self, d: &Delivery, id: &str) -> Result<Done, Refusal> {
+        let message = message_id::new_id(&self.project, d.seq);
+        self.shared.lock().posted(id, d.seq, &message, false);
+        if let Err(e) = self.api.prompt(id, &message, &d.text) {
+            let then = match e {
+                ApiError::Failed(_) => Then::LookFirst,
+                _ => Then::Retry,
+            };
+            self.shared.lock().unpost(id, &message);
+            return Err(refused(then)(self.failed(id, e)));
+        }
+        if self.shared.wait_stored(id, &message, STORE) != Some(false) {
+            return Ok(Done::Posted);
+        }
+        // The event stream did not show it (it may be down): ask.
+        match self.api.has_message(id, &message) {
+            Ok(true) => Ok(Done::Posted),
+            Ok(false) => {
+                self.shared.lock().unpost(id, &message);
+                Err(refused(Then::LookFirst)(format!(
+                    "the opencode server at {} took the prompt but did not store it within {STORE:?}",
+                    self.api.server.url()
+                )))
+            }
+            Err(e) => Err(refused(Then::LookFirst)(self.failed(id, e))),
+        }
+    }
+
+    /// The words for a failed call; a server that is not there, or a
+    /// session not on it, is also the session's state (`None`).
+    fn failed(&self, id: &str, e: ApiError) -> String {
+        match &e {
+            ApiError::Unreachable(_) => {
+                self.shared.lock().state(id, None);
+                format!(
+                    "{e}: start it with `opencode --port {port}` or `opencode serve --port {port}`",
+                    port = self.api.server.port()
+                )
+            }
+            ApiError::NoSession(_) => {
+                self.shared.lock().state(id, None);
+                e.to_string()
+            }
+            ApiError::Failed(_) => e.to_string(),
+        }
+    }
+}
+
+fn delivered(d: &Delivery) -> Input {
+    Input::Delivered {
+        session: d.session.clone(),
+        seq: d.seq,
+        reached: Reached::Accepted,
+    }
+}
+
+/// The bare opencode session id of a qualified one, or why it is not one.
+pub fn session_id(session: &str) -> Result<&str, String> {
+    match Kind::of(session) {
+        (Kind::Opencode, id) if id.starts_with("ses") => Ok(id),
+        (Kind::Opencode, id) => Err(format!(
+            "{id:?} is not an opencode session id (they start with \"ses_\"; `opencode session list` shows them)"
+        )),
+        (kind, _) => Err(format!(
+            "{session:?} is a {} session, not an opencode one",
+            kind.name()
+        )),
+    }
+}

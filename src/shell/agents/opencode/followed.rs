@@ -1,0 +1,543 @@
+//! The opencode sessions reveille follows on one server — every session it
+//! was asked to deliver to or made as a child — with what it last reported
+//! of each and the prompt of reveille's that each is running. The event
+//! follower and the courier both update it (behind one mutex, so their
+//! reports reach the engine in the order they were decided), and it alone
+//! turns what they learn into `Input`s: a state only when it changed, a
+//! turn start once per prompt.
+
+use std::collections::HashMap;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use crate::core::input::Input;
+use crate::core::session::{AgentState, Kind};
+use crate::shell::backend::Reports;
+
+/// How long a prompt reveille posted may go without its turn being seen
+/// before it no longer holds the session's next prompt back: `prompt_async`
+/// turns busy 60–190 ms after the post, so a prompt still unseen after
+/// this failed to start (the next delivery checks the session's status
+/// anyway).
+const UNSEEN: Duration = Duration::from_secs(5);
+
+/// A prompt of reveille's that the server took.
+#[derive(Debug, Clone)]
+pub struct Posted {
+    pub seq: u64,
+    /// Its `messageID`.
+    pub id: String,
+    pub at: Instant,
+    /// The session was seen busy since: its turn is running.
+    pub busy_seen: bool,
+    /// An answer to it was seen: `TurnStarted` was reported.
+    pub started: bool,
+    /// The server stored it (its user message was seen): `prompt_async`
+    /// answers before it does, so a server killed in between loses it.
+    pub stored: bool,
+    /// `Delivered` was reported: a `TurnStarted` seen before waits for it.
+    pub delivered: bool,
+}
+
+/// One followed session.
+#[derive(Debug, Default)]
+struct Session {
+    /// Its working directory, once its record was read.
+    directory: Option<String>,
+    /// What was last reported (`None`: nothing yet).
+    reported: Option<Option<AgentState>>,
+    /// The state as last seen, before tool detail is added.
+    busy_with_tool: Option<String>,
+    /// Reveille's prompt it runs or is about to run.
+    posted: Option<Posted>,
+    /// Its next idle is reported even if idle was the last thing reported:
+    /// a prompt was refused for being busy meanwhile, and the engine waits
+    /// for that idle to retry.
+    owe_idle: bool,
+    /// Its transcript was searched for a copy of a prompt in this run:
+    /// later deliveries need not look for one sent before a restart (only
+    /// the first prompt of a session's outbox can have been in flight when
+    /// reveille stopped).
+    looked: bool,
+    /// Seqs whose post broke midway: it may have been taken.
+    uncertain: Vec<u64>,
+    /// The last [`KEPT`] seqs reported delivered in this run: delivered
+    /// again without a second post.
+    delivered: Vec<u64>,
+}
+
+/// How many delivered seqs are remembered per session (the engine repeats
+/// only the prompt in flight; a few suffice).
+const KEPT: usize = 64;
+
+/// What holds a session's next prompt back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Guard {
+    /// Nothing of reveille's runs there.
+    Free,
+    /// This very prompt was already taken (in this run).
+    Taken,
+    /// Reveille's prompt `seq` has not finished its turn yet.
+    Running(u64),
+}
+
+/// [`Followed`] shared by the event follower and the courier, with a
+/// signal for the courier waiting to see its prompt stored.
+pub struct Shared {
+    followed: Mutex<Followed>,
+    seen: Condvar,
+}
+
+impl Shared {
+    pub fn new(reports: Reports) -> Shared {
+        Shared {
+            followed: Mutex::new(Followed::new(reports)),
+            seen: Condvar::new(),
+        }
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, Followed> {
+        // A panic while holding it leaves nothing half-done that matters
+        // more than going on.
+        self.followed.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Wake whoever waits in [`Shared::wait_stored`].
+    pub fn notify(&self) {
+        self.seen.notify_all();
+    }
+
+    /// Wait up to `timeout` until message `message_id` of `id` is seen
+    /// stored; whether it was (`None`: it is no longer reveille's prompt
+    /// there, e.g. its whole turn already ran).
+    pub fn wait_stored(&self, id: &str, message_id: &str, timeout: Duration) -> Option<bool> {
+        let deadline = Instant::now() + timeout;
+        let mut f = self.lock();
+        loop {
+            match f.stored(id, message_id) {
+                Some(false) => {}
+                other => return other,
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Some(false);
+            }
+            f = self
+                .seen
+                .wait_timeout(f, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+}
+
+/// Every followed session of one server.
+pub struct Followed {
+    reports: Reports,
+    sessions: HashMap<String, Session>,
+}
+
+impl Followed {
+    pub fn new(reports: Reports) -> Followed {
+        Followed {
+            reports,
+            sessions: HashMap::new(),
+        }
+    }
+
+    fn send(&self, input: Input) {
+        // The loop has stopped when nobody receives: nothing to tell.
+        let _ = self.reports.send(input);
+    }
+
+    /// Start following session `id` (a bare opencode id).
+    pub fn learn(&mut self, id: &str) {
+        self.sessions.entry(id.to_string()).or_default();
+    }
+
+    pub fn forget(&mut self, id: &str) {
+        self.sessions.remove(id);
+    }
+
+    /// Every followed session, with its directory when known.
+    pub fn ids(&self) -> Vec<(String, Option<String>)> {
+        self.sessions
+            .iter()
+            .map(|(id, s)| (id.clone(), s.directory.clone()))
+            .collect()
+    }
+
+    pub fn directory(&self, id: &str) -> Option<String> {
+        self.sessions.get(id)?.directory.clone()
+    }
+
+    pub fn set_directory(&mut self, id: &str, directory: &str) {
+        if let Some(s) = self.sessions.get_mut(id) {
+            s.directory = Some(directory.to_string());
+        }
+    }
+
+    /// What holds a delivery of `seq` to `id` back.
+    pub fn guard(&self, id: &str, seq: u64) -> Guard {
+        let Some(s) = self.sessions.get(id) else {
+            return Guard::Free;
+        };
+        if s.delivered.contains(&seq) {
+            return Guard::Taken;
+        }
+        let Some(p) = s.posted.as_ref() else {
+            return Guard::Free;
+        };
+        if p.seq == seq {
+            Guard::Taken
+        } else if !p.busy_seen && !p.started && p.at.elapsed() > UNSEEN {
+            Guard::Free
+        } else {
+            Guard::Running(p.seq)
+        }
+    }
+
+    /// Whether a delivery of `seq` must first look for a copy already in
+    /// the transcript.
+    pub fn must_look(&self, id: &str, seq: u64) -> bool {
+        self.sessions
+            .get(id)
+            .is_none_or(|s| !s.looked || s.uncertain.contains(&seq))
+    }
+
+    /// The transcript of `id` was searched for a copy (found or not).
+    pub fn looked(&mut self, id: &str) {
+        if let Some(s) = self.sessions.get_mut(id) {
+            s.looked = true;
+        }
+    }
+
+    /// Whether a post of `seq` to `id` broke midway (it may have been
+    /// taken): its next delivery looks for a copy first.
+    pub fn uncertain(&mut self, id: &str, seq: u64, uncertain: bool) {
+        if let Some(s) = self.sessions.get_mut(id) {
+            s.uncertain.retain(|&u| u != seq);
+            if uncertain {
+                s.uncertain.push(seq);
+            }
+        }
+    }
+
+    /// Prompt `seq` is being posted as message `message_id` (recorded
+    /// before the post, so that no event about it can come first);
+    /// `started`: found already answered in the transcript.
+    pub fn posted(&mut self, id: &str, seq: u64, message_id: &str, started: bool) {
+        if let Some(s) = self.sessions.get_mut(id) {
+            s.posted = Some(Posted {
+                seq,
+                id: message_id.to_string(),
+                at: Instant::now(),
+                busy_seen: started,
+                started,
+                stored: started,
+                delivered: false,
+            });
+        }
+    }
+
+    /// The post of message `message_id` failed: it holds nothing back.
+    pub fn unpost(&mut self, id: &str, message_id: &str) {
+        if let Some(s) = self.sessions.get_mut(id) {
+            if s.posted.as_ref().is_some_and(|p| p.id == message_id) {
+                s.posted = None;
+            }
+        }
+    }
+
+    /// A user message `message_id` was seen in session `id`.
+    pub fn user_message(&mut self, id: &str, message_id: &str) {
+        if let Some(p) = self.sessions.get_mut(id).and_then(|s| s.posted.as_mut()) {
+            if p.id == message_id {
+                p.stored = true;
+            }
+        }
+    }
+
+    /// Whether message `message_id` of `id` was seen stored; `None` when it
+    /// is not reveille's prompt there any more (its turn ended, the
+    /// session went away).
+    pub fn stored(&self, id: &str, message_id: &str) -> Option<bool> {
+        let p = self.sessions.get(id)?.posted.as_ref()?;
+        (p.id == message_id).then_some(p.stored)
+    }
+
+    /// The prompt of reveille's that `id` runs, if its answer is not seen.
+    pub fn unstarted(&self, id: &str) -> Option<Posted> {
+        let p = self.sessions.get(id)?.posted.as_ref()?;
+        (!p.started).then(|| p.clone())
+    }
+
+    /// A delivery to `id` was refused because it is busy: its next idle
+    /// is reported, whatever was reported before.
+    pub fn owe_idle(&mut self, id: &str) {
+        let Some(s) = self.sessions.get_mut(id) else {
+            return;
+        };
+        if s.reported == Some(Some(AgentState::Idle)) {
+            // It went idle before the refusal was told: say so again.
+            self.send(Input::SessionState {
+                session: Kind::Opencode.qualify(id),
+                state: Some(AgentState::Idle),
+            });
+        } else {
+            s.owe_idle = true;
+        }
+    }
+
+    /// The session's state as the server says (`None`: gone, or the
+    /// server is not running); reported when it changed.
+    pub fn state(&mut self, id: &str, state: Option<AgentState>) {
+        let Some(s) = self.sessions.get_mut(id) else {
+            return;
+        };
+        match &state {
+            Some(AgentState::Idle) | None => {
+                s.busy_with_tool = None;
+                let over = s
+                    .posted
+                    .as_ref()
+                    .is_some_and(|p| p.busy_seen || p.started || p.at.elapsed() > UNSEEN);
+                if over || state.is_none() {
+                    s.posted = None;
+                }
+            }
+            Some(AgentState::Busy(_)) => {
+                if let Some(p) = s.posted.as_mut() {
+                    p.busy_seen = true;
+                }
+            }
+        }
+        let shown = match (&state, &s.busy_with_tool) {
+            (Some(AgentState::Busy(_)), Some(tool)) => {
+                Some(AgentState::Busy(format!("calling: {tool}")))
+            }
+            _ => state,
+        };
+        self.report(id, shown);
+    }
+
+    /// A tool started (`Some`) or ended in session `id`.
+    pub fn tool(&mut self, id: &str, running: Option<String>) {
+        let Some(s) = self.sessions.get_mut(id) else {
+            return;
+        };
+        if !matches!(s.reported, Some(Some(AgentState::Busy(_)))) {
+            return;
+        }
+        s.busy_with_tool = running.clone();
+        let shown = match running {
+            Some(tool) => AgentState::Busy(format!("calling: {tool}")),
+            None => AgentState::Busy("busy".into()),
+        };
+        self.report(id, Some(shown));
+    }
+
+    /// An assistant message answering `parent` appeared in `id`.
+    pub fn answer(&mut self, id: &str, parent: &str) {
+        let Some(s) = self.sessions.get_mut(id) else {
+            return;
+        };
+        let Some(p) = s.posted.as_mut().filter(|p| p.id == parent && !p.started) else {
+            return;
+        };
+        p.started = true;
+        p.busy_seen = true;
+        p.stored = true;
+        let (seq, delivered) = (p.seq, p.delivered);
+        if delivered {
+            self.turn_started(id, seq);
+        }
+    }
+
+    /// Report that a turn started on prompt `seq` of `id`.
+    pub fn turn_started(&self, id: &str, seq: u64) {
+        self.send(Input::TurnStarted {
+            session: Kind::Opencode.qualify(id),
+            seq,
+        });
+    }
+
+    /// Report the outcome of a delivery to `id` — after it, the turn
+    /// start already seen for it, so the engine hears them in that order.
+    pub fn outcome(&mut self, id: &str, input: Input) {
+        let seq = match &input {
+            Input::Delivered { seq, .. } => Some(*seq),
+            _ => None,
+        };
+        self.send(input);
+        let Some(s) = self.sessions.get_mut(id) else {
+            return;
+        };
+        if let Some(seq) = seq.filter(|seq| !s.delivered.contains(seq)) {
+            if s.delivered.len() == KEPT {
+                s.delivered.remove(0);
+            }
+            s.delivered.push(seq);
+        }
+        let Some(p) = s.posted.as_mut() else {
+            return;
+        };
+        if Some(p.seq) == seq && !p.delivered {
+            p.delivered = true;
+            if p.started {
+                let seq = p.seq;
+                self.turn_started(id, seq);
+            }
+        }
+    }
+
+    /// The server stopped answering: every followed session is `None`.
+    pub fn server_gone(&mut self) {
+        let ids: Vec<String> = self.sessions.keys().cloned().collect();
+        for id in ids {
+            self.state(&id, None);
+        }
+    }
+
+    fn report(&mut self, id: &str, state: Option<AgentState>) {
+        let Some(s) = self.sessions.get_mut(id) else {
+            return;
+        };
+        let owed = s.owe_idle && state == Some(AgentState::Idle);
+        if s.reported.as_ref() == Some(&state) && !owed {
+            return;
+        }
+        if owed {
+            s.owe_idle = false;
+        }
+        s.reported = Some(state.clone());
+        self.send(Input::SessionState {
+            session: Kind::Opencode.qualify(id),
+            state,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn followed() -> (Followed, tokio::sync::mpsc::UnboundedReceiver<Input>) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut f = Followed::new(tx);
+        f.learn("ses_a");
+        (f, rx)
+    }
+
+    fn drain(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Input>) -> Vec<Input> {
+        std::iter::from_fn(|| rx.try_recv().ok()).collect()
+    }
+
+    fn state(s: Option<AgentState>) -> Input {
+        Input::SessionState {
+            session: "opencode:ses_a".into(),
+            state: s,
+        }
+    }
+
+    fn busy(s: &str) -> Option<AgentState> {
+        Some(AgentState::Busy(s.into()))
+    }
+
+    #[test]
+    fn states_are_reported_on_change_with_the_running_tool() {
+        let (mut f, mut rx) = followed();
+        f.state("ses_a", Some(AgentState::Idle));
+        f.state("ses_a", Some(AgentState::Idle));
+        f.state("ses_a", busy("busy"));
+        f.tool("ses_a", Some("bash".into()));
+        f.state("ses_a", busy("busy"));
+        f.tool("ses_a", None);
+        f.state("ses_a", Some(AgentState::Idle));
+        f.server_gone();
+        f.state("ses_other", busy("busy"));
+        assert_eq!(
+            drain(&mut rx),
+            vec![
+                state(Some(AgentState::Idle)),
+                state(busy("busy")),
+                state(busy("calling: bash")),
+                state(busy("busy")),
+                state(Some(AgentState::Idle)),
+                state(None),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_posted_prompt_holds_the_next_until_its_turn_ends_and_starts_once() {
+        let (mut f, mut rx) = followed();
+        f.state("ses_a", Some(AgentState::Idle));
+        f.posted("ses_a", 4, "msg_x", false);
+        assert_eq!(f.guard("ses_a", 4), Guard::Taken);
+        assert_eq!(f.guard("ses_a", 5), Guard::Running(4));
+        // A stale idle before its turn is seen releases nothing.
+        f.state("ses_a", Some(AgentState::Idle));
+        assert_eq!(f.guard("ses_a", 5), Guard::Running(4));
+        f.state("ses_a", busy("busy"));
+        f.answer("ses_a", "msg_other");
+        f.answer("ses_a", "msg_x");
+        f.answer("ses_a", "msg_x");
+        let delivered = Input::Delivered {
+            session: "opencode:ses_a".into(),
+            seq: 4,
+            reached: crate::core::input::Reached::Accepted,
+        };
+        f.outcome("ses_a", delivered.clone());
+        f.owe_idle("ses_a");
+        f.state("ses_a", Some(AgentState::Idle));
+        assert_eq!(f.guard("ses_a", 5), Guard::Free);
+        assert_eq!(f.guard("ses_a", 4), Guard::Taken, "delivered in this run");
+        assert_eq!(
+            drain(&mut rx),
+            vec![
+                state(Some(AgentState::Idle)),
+                state(busy("busy")),
+                delivered,
+                Input::TurnStarted {
+                    session: "opencode:ses_a".into(),
+                    seq: 4
+                },
+                state(Some(AgentState::Idle)),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_idle_owed_to_a_refused_prompt_is_reported_even_if_unchanged() {
+        let (mut f, mut rx) = followed();
+        // Refused while busy: the idle that ends the turn is reported.
+        f.state("ses_a", busy("busy"));
+        f.owe_idle("ses_a");
+        f.state("ses_a", Some(AgentState::Idle));
+        // Refused after the idle was already reported: said again at once.
+        f.owe_idle("ses_a");
+        f.state("ses_a", Some(AgentState::Idle));
+        let idle = state(Some(AgentState::Idle));
+        assert_eq!(
+            drain(&mut rx),
+            vec![state(busy("busy")), idle.clone(), idle]
+        );
+    }
+
+    #[test]
+    fn only_the_first_look_of_a_run_or_an_uncertain_post_looks_for_a_copy() {
+        let (mut f, _rx) = followed();
+        assert!(f.must_look("ses_a", 1));
+        // A delivery that failed before looking (the server was down)
+        // leaves the next one to look.
+        f.uncertain("ses_a", 1, false);
+        assert!(f.must_look("ses_a", 1));
+        f.looked("ses_a");
+        assert!(!f.must_look("ses_a", 2));
+        f.uncertain("ses_a", 2, true);
+        assert!(f.must_look("ses_a", 2));
+        f.uncertain("ses_a", 2, false);
+        assert!(!f.must_look("ses_a", 2));
+    }
+}

@@ -1,0 +1,188 @@
+//! opencode sessions (`opencode:<session id>`), reached through the HTTP
+//! server of the opencode process that owns them — `opencode serve --port
+//! P`, or the TUI started as `opencode --port P` — at `[opencode] url`.
+//!
+//! - `deliver`: a prompt goes to an idle session only (`prompt_async` on a
+//!   busy one merges it into the running turn), with a `messageID` of
+//!   reveille's (`message_id`) that the transcript keeps, so a turn on it
+//!   is confirmed by the agent's own records and a prompt repeated after a
+//!   restart is recognised instead of sent twice;
+//! - `watch`: the server's event stream → session states, turn starts,
+//!   and `None` for every session while the server is not running;
+//! - `owner`: refuses a session another opencode process may be running;
+//! - `children`: fan-out children (`parentID`, a title from the child's
+//!   name), and reaping them;
+//! - `followed`: what is known and was reported of each session;
+//! - `api`, `http`, `events`: the server's routes, the HTTP client, the
+//!   events.
+//!
+//! Every call to the server runs on the backend's own two threads (one for
+//! deliveries, spawns and reaps, in order; one for the event stream),
+//! never on the caller's.
+
+pub mod api;
+pub mod children;
+pub mod deliver;
+pub mod events;
+pub mod followed;
+pub mod http;
+pub mod message_id;
+pub mod owner;
+pub mod watch;
+
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex};
+
+use self::api::Api;
+use self::deliver::{session_id, Courier};
+use self::followed::Shared;
+use self::watch::Stop;
+use crate::config::OpencodeSettings;
+use crate::core::effect::{Delivery, Spawn};
+use crate::core::input::{Input, Reached, Undeliverable};
+use crate::shell::backend::{Backend, Reports};
+
+/// What the backend's worker does, in the order asked.
+enum Command {
+    Deliver(Delivery),
+    Spawn(Spawn),
+    Reap(String),
+}
+
+/// The sessions of one opencode server.
+pub struct OpencodeBackend {
+    /// Why nothing can be delivered at all (a URL that cannot be used).
+    broken: Option<String>,
+    /// To the worker; `None` when broken.
+    commands: Option<Sender<Command>>,
+    /// Ends the event follower: dropping the sender closes its channel.
+    closed: Option<Sender<()>>,
+    stop: Arc<Stop>,
+}
+
+impl OpencodeBackend {
+    pub fn new(settings: &OpencodeSettings, project: &str, reports: Reports) -> Self {
+        let stop = Arc::new(Stop {
+            stream: Mutex::new(None),
+        });
+        let server = match http::Server::parse(&settings.url) {
+            Ok(server) => server,
+            Err(why) => {
+                return OpencodeBackend {
+                    broken: Some(why),
+                    commands: None,
+                    closed: None,
+                    stop,
+                }
+            }
+        };
+        let api = Api { server };
+        let shared = Arc::new(Shared::new(reports.clone()));
+        let (closed, closed_rx) = mpsc::channel();
+        let (watch_api, watch_shared, watch_stop) = (api.clone(), shared.clone(), stop.clone());
+        spawn_thread("reveille-opencode-events", move || {
+            watch::follow(watch_api, watch_shared, watch_stop, closed_rx)
+        });
+        let (commands, rx) = mpsc::channel::<Command>();
+        let courier = Courier {
+            api,
+            project: project.to_string(),
+            shared,
+        };
+        spawn_thread("reveille-opencode", move || {
+            for command in rx {
+                run(&courier, &reports, command);
+            }
+        });
+        OpencodeBackend {
+            broken: None,
+            commands: Some(commands),
+            closed: Some(closed),
+            stop,
+        }
+    }
+
+    fn send(&self, command: Command) -> Result<(), String> {
+        if let Some(why) = &self.broken {
+            return Err(why.clone());
+        }
+        self.commands
+            .as_ref()
+            .and_then(|c| c.send(command).ok())
+            .ok_or_else(|| "the opencode backend's worker has stopped".to_string())
+    }
+}
+
+fn spawn_thread(name: &str, f: impl FnOnce() + Send + 'static) {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .expect("spawn a thread");
+}
+
+fn run(courier: &Courier, reports: &Reports, command: Command) {
+    match command {
+        Command::Deliver(d) => match session_id(&d.session) {
+            Ok(id) => courier.deliver(&d, id),
+            Err(reason) => {
+                let _ = reports.send(undeliverable(&d, reason));
+            }
+        },
+        Command::Spawn(s) => {
+            let _ = reports.send(children::spawn(&courier.api, &courier.shared, &s));
+        }
+        Command::Reap(child) => {
+            children::reap(&courier.api, &courier.shared, &child, &courier.project)
+        }
+    }
+}
+
+fn undeliverable(d: &Delivery, reason: String) -> Input {
+    Input::Undeliverable {
+        session: d.session.clone(),
+        seq: d.seq,
+        why: Undeliverable { reason },
+    }
+}
+
+impl Backend for OpencodeBackend {
+    fn deliver(&mut self, d: &Delivery) -> Option<Result<Reached, Undeliverable>> {
+        if let Err(reason) = session_id(&d.session) {
+            return Some(Err(Undeliverable { reason }));
+        }
+        self.send(Command::Deliver(d.clone()))
+            .err()
+            .map(|reason| Err(Undeliverable { reason }))
+    }
+
+    fn spawn(&mut self, spawn: &Spawn) -> Option<Input> {
+        self.send(Command::Spawn(spawn.clone()))
+            .err()
+            .map(|why| Input::ChildSpawned {
+                child: spawn.child.clone(),
+                outcome: Err(why),
+            })
+    }
+
+    fn reap(&mut self, child: &str) {
+        if let Err(why) = self.send(Command::Reap(child.to_string())) {
+            tracing::warn!(session = %child, "cannot reap child session {child}: {why}");
+        }
+    }
+}
+
+impl Drop for OpencodeBackend {
+    fn drop(&mut self) {
+        self.commands = None;
+        self.closed = None;
+        if let Some(s) = self
+            .stop
+            .stream
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            s.stop();
+        }
+    }
+}

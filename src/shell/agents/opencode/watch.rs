@@ -1,0 +1,132 @@
+//! Following an opencode server's own signals, on a thread of its own.
+//!
+//! One `GET /global/event` stream carries every session of every directory
+//! the server serves (`/event` and `/session/status` are per directory):
+//! `session.status`, `session.idle`, `message.updated`, tool parts and
+//! `session.deleted` become the followed sessions' states and turn
+//! starts. Nothing is polled while the stream is up. When it breaks (the
+//! server stopped, or was killed) every followed session is reported
+//! `None`, and a connection is tried again every [`RETRY`] — a refused
+//! connect on this machine costs microseconds — until the server is back;
+//! then each followed session's record and status are read once
+//! ([`refresh`]), which reports it present again, so the engine retries
+//! what waits for it. A stream silent for 30 s (the server sends a
+//! heartbeat every 10 s) is taken as broken.
+
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::api::{Api, ApiError};
+use super::events::{self, Event};
+use super::followed::Shared;
+use super::http::Stopper;
+
+/// How often a server that is not running is tried again.
+pub const RETRY: Duration = Duration::from_millis(250);
+/// How many recent messages are read to find a turn start missed while
+/// the stream was down.
+const MISSED: usize = 20;
+
+/// What ends the follower: the backend dropping its end of `stop`, and
+/// the stream's socket shut down so a blocked read returns.
+pub struct Stop {
+    pub stream: Mutex<Option<Stopper>>,
+}
+
+/// Follow the server until `stop` is closed.
+pub fn follow(api: Api, shared: Arc<Shared>, stop: Arc<Stop>, closed: Receiver<()>) {
+    loop {
+        if let Ok(mut stream) = api.server.events() {
+            if let Ok(s) = stream.stopper() {
+                *stop.stream.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
+            }
+            if is_closed(&closed) {
+                return;
+            }
+            refresh(&api, &shared);
+            while let Ok(Some(data)) = stream.next_event() {
+                apply(&shared, events::parse(&data));
+            }
+        }
+        if is_closed(&closed) {
+            return;
+        }
+        shared.lock().server_gone();
+        shared.notify();
+        match closed.recv_timeout(RETRY) {
+            Err(RecvTimeoutError::Timeout) => {}
+            _ => return,
+        }
+    }
+}
+
+fn is_closed(closed: &Receiver<()>) -> bool {
+    !matches!(closed.try_recv(), Err(TryRecvError::Empty))
+}
+
+/// Apply one event to the followed sessions.
+fn apply(shared: &Shared, event: Event) {
+    let mut f = shared.lock();
+    match event {
+        Event::Status { session, state } => f.state(&session, Some(state)),
+        Event::Idle { session } => f.state(&session, Some(crate::core::session::AgentState::Idle)),
+        Event::User { session, id } => {
+            f.user_message(&session, &id);
+            drop(f);
+            shared.notify();
+        }
+        Event::Assistant { session, parent } => {
+            f.answer(&session, &parent);
+            drop(f);
+            shared.notify();
+        }
+        Event::Tool { session, running } => f.tool(&session, running),
+        Event::Deleted { session } => f.state(&session, None),
+        Event::Connected | Event::Other => {}
+    }
+}
+
+/// Read each followed session's record and status once: after a
+/// (re)connection, what happened while the stream was down is not in it.
+fn refresh(api: &Api, shared: &Shared) {
+    let followed = shared.lock().ids();
+    for (id, _) in followed {
+        let state = match api.session(&id) {
+            Ok(info) => {
+                shared.lock().set_directory(&id, &info.directory);
+                match api.state(&id, &info.directory) {
+                    Ok(state) => Some(state),
+                    Err(_) => continue,
+                }
+            }
+            Err(ApiError::NoSession(_)) => None,
+            // The server went away: the stream breaks too, and the next
+            // connection refreshes again.
+            Err(ApiError::Unreachable(_)) => return,
+            Err(ApiError::Failed(_)) => continue,
+        };
+        missed_start(api, shared, &id);
+        shared.lock().state(&id, state);
+    }
+    shared.notify();
+}
+
+/// A turn on reveille's prompt that started while the stream was down.
+fn missed_start(api: &Api, shared: &Shared, id: &str) {
+    let Some(posted) = shared.lock().unstarted(id) else {
+        return;
+    };
+    let Ok(messages) = api.messages(id, MISSED) else {
+        return;
+    };
+    let mut f = shared.lock();
+    for m in &messages {
+        if m.id == posted.id {
+            f.user_message(id, &m.id);
+        }
+        if m.role == "assistant" && m.parent.as_deref() == Some(posted.id.as_str()) {
+            f.answer(id, &posted.id);
+        }
+    }
+}
