@@ -4,9 +4,9 @@
 
 #![allow(dead_code, unused_imports)] // the benchmark uses a part of each double
 
-#[path = "../../../tests/util/fuse.rs"]
+#[path = "../../../tests/doubles/fuse.rs"]
 pub mod fuse;
-#[path = "../../../tests/util/ollie.rs"]
+#[path = "../../../tests/doubles/ollie.rs"]
 pub mod ollie;
 
 /// Polls `probe` with backoff until it returns `Some` (the test harness's
