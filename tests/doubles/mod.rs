@@ -8,7 +8,8 @@
 //! - `fuse`: the synthetic file tree layer, served the way 9pfuse serves;
 //! - `ollie`: ollie-9p's session tree (the real server runs in the suite
 //!   too: `util::realollie`);
-//! - `beads`: 9beads' mounts, events and write-only files.
+//! - `beads`: 9beads' mounts, events and write-only files;
+//! - `plan_edit`: what an agent's edit does to a plan file.
 
 #![allow(dead_code)] // each test module uses a different part of the doubles
 
@@ -18,6 +19,7 @@ pub use crate::util::wait_until;
 pub mod beads;
 pub mod fuse;
 pub mod ollie;
+pub mod plan_edit;
 
 mod beads_tests;
 mod fuse_tests;

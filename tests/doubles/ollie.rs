@@ -468,35 +468,4 @@ impl Ollie {
     }
 }
 
-/// What ollie's `task_complete(file, step)` does: flips the first unchecked
-/// `- [ ]` step whose title contains `step` (case-insensitively) to
-/// `- [x]`, and rewrites the file in place (truncate, then write). Returns
-/// whether a step was ticked.
-pub fn task_complete(file: &Path, step: &str) -> std::io::Result<bool> {
-    use std::io::Write;
-    let text = std::fs::read_to_string(file)?;
-    let needle = step.to_lowercase();
-    let mut ticked = false;
-    let lines: Vec<String> = text
-        .split_inclusive('\n')
-        .map(|line| {
-            let trimmed = line.trim_start();
-            let indent = &line[..line.len() - trimmed.len()];
-            match trimmed.strip_prefix("- [ ] ") {
-                Some(title) if !ticked && title.to_lowercase().contains(&needle) => {
-                    ticked = true;
-                    format!("{indent}- [x] {title}")
-                }
-                _ => line.to_string(),
-            }
-        })
-        .collect();
-    if ticked {
-        let mut out = std::fs::OpenOptions::new()
-            .write(true)
-            .truncate(true)
-            .open(file)?;
-        out.write_all(lines.concat().as_bytes())?;
-    }
-    Ok(ticked)
-}
+pub use super::plan_edit::task_complete;

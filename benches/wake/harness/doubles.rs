@@ -8,6 +8,8 @@
 pub mod fuse;
 #[path = "../../../tests/doubles/ollie.rs"]
 pub mod ollie;
+#[path = "../../../tests/doubles/plan_edit.rs"]
+pub mod plan_edit;
 
 /// Polls `probe` with backoff until it returns `Some` (the test harness's
 /// `wait_until`, which the doubles call).
