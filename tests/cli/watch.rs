@@ -104,16 +104,13 @@ fn the_live_view_follows_a_real_daemon_in_a_real_terminal() {
         "s1 pending",
         &["ready s1 Build the thing", "agent: 1 pending (s1)"],
     );
-    assert!(
-        row(&screen, "ready s1").ends_with("pending for agent"),
-        "{screen}"
-    );
+    assert!(row(&screen, "ready s1").ends_with("· pending"), "{screen}");
 
     // A reader appears: the prompt is delivered, and the view says so.
     let reader = Reader::open(&fifo);
     assert!(reader.next(WAIT).contains("Build the thing"));
     let screen = shows(&t, "s1 delivered", &["told s1: written", "nothing waits"]);
-    assert!(row(&screen, "ready s1").ends_with("told agent"), "{screen}");
+    assert!(row(&screen, "ready s1").ends_with("· told"), "{screen}");
 
     // The step is ticked: the next one is ready and told; its title is
     // cut at the edge, never wrapped.
@@ -183,6 +180,70 @@ fn ctrl_c_ends_the_view_and_gives_the_terminal_back() {
         "{screen}"
     );
     assert_eq!(t.format("#{alternate_on}"), "0");
+}
+
+/// The pid of the one child of `parent` (the program the pane's shell
+/// runs), from `/proc`.
+fn child_of(parent: u32) -> u32 {
+    wait_until("the shell's child", WAIT, || {
+        std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let ppid: u32 = stat
+                .rsplit(')')
+                .next()?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            (ppid == parent).then_some(pid)
+        })
+    })
+}
+
+/// The one-letter state of process `pid` (`S`, `T` for stopped, …).
+fn process_state(pid: u32) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit(')').next().unwrap_or_default();
+    after
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn ctrl_z_gives_the_terminal_back_until_continued_and_sigterm_ends_it() {
+    if let Some(why) = tmux_unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let p = Project::with_default_session("agent");
+    std::fs::create_dir_all(&p.state_dir).unwrap();
+    let t = watch_in_tmux(&p);
+    shows(&t, "the view", &["NOT RUNNING"]);
+    let pid = child_of(t.pid);
+
+    t.send(&["C-z"], false);
+    wait_until("the view stopped, the terminal given back", WAIT, || {
+        (process_state(pid) == "T" && t.format("#{alternate_on}") == "0").then_some(())
+    });
+    assert_eq!(t.format("#{cursor_flag}"), "1");
+
+    kill(Pid::from_raw(pid as i32), Signal::SIGCONT).unwrap();
+    wait_until("the view back on the alternate screen", WAIT, || {
+        (t.format("#{alternate_on}") == "1" && t.screen().contains("NOT RUNNING")).then_some(())
+    });
+
+    kill(Pid::from_raw(pid as i32), Signal::SIGTERM).unwrap();
+    let screen = shows(&t, "the exit", &["watch exited 0"]);
+    let modes: Vec<&str> = screen.split_whitespace().collect();
+    assert!(
+        modes.contains(&"icanon") && modes.contains(&"echo"),
+        "{screen}"
+    );
+    assert_eq!(t.format("#{alternate_on}"), "0");
+    assert_eq!(t.format("#{cursor_flag}"), "1");
 }
 
 /// `reveille status --watch <args>` with its stdout a pipe, each line

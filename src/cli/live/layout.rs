@@ -94,11 +94,7 @@ fn body(project: &str, shown: &Shown, now: SystemTime) -> Vec<Line> {
     out.extend(outbox(s));
     if !s.reminders.is_empty() {
         out.push(strong("Reminders"));
-        out.extend(
-            s.reminders
-                .iter()
-                .map(|r| plain(format!("  {}", reminders::line(r, now)))),
-        );
+        out.extend(s.reminders.iter().map(|r| reminder_line(r, now)));
     }
     out.extend(plans(s));
     out.extend(tasks(s));
@@ -151,14 +147,17 @@ fn sessions(s: &Status, now: SystemTime) -> Vec<Line> {
             "  none yet: no prompt has been announced to any session",
         )];
     }
+    let running = s.running.is_some();
     s.sessions
         .iter()
-        .map(|v| plain(format!("  {}", session_line(v, s.running.is_some(), now))))
+        .flat_map(|v| session_lines(v, running, now))
         .collect()
 }
 
-/// `agent (dir): idle for 12s; told s2: written 3s ago; pending s3`.
-fn session_line(v: &SessionView, running: bool, now: SystemTime) -> String {
+/// `agent (dir): idle for 12s`, then what it was told and what waits:
+/// `told s2: written 3s ago; pending s3`. Two lines, since session ids
+/// (an ollie-9p id is 26 characters) leave little room on one.
+fn session_lines(v: &SessionView, running: bool, now: SystemTime) -> Vec<Line> {
     // A stopped daemon's last word is history, not the present.
     let state = match (&v.state, v.since_unix_ms, running) {
         (Some(st), Some(since), true) => format!("{st} for {}", ago(now, since)),
@@ -166,22 +165,38 @@ fn session_line(v: &SessionView, running: bool, now: SystemTime) -> String {
         (Some(st), _, false) => format!("last seen {st}"),
         (None, _, _) => "no state to observe".to_string(),
     };
-    let mut line = format!("{} ({}): {state}", v.id, v.kind);
+    let mut out = vec![plain(format!("  {} ({}): {state}", v.id, v.kind))];
+    let mut told = Vec::new();
     if let Some(t) = &v.last_delivery {
-        line.push_str(&format!(
-            "; told {}: {} {} ago",
-            t.step,
-            t.outcome.replace('_', " "),
-            ago(now, t.at)
-        ));
+        let outcome = t.outcome.replace('_', " ");
+        told.push(format!("told {}: {outcome} {} ago", t.step, ago(now, t.at)));
     }
     if !v.pending.is_empty() {
-        line.push_str(&format!("; pending {}", v.pending.join(", ")));
+        told.push(format!("pending {}", v.pending.join(", ")));
     }
     if !v.open.is_empty() {
-        line.push_str(&format!("; open {}", v.open.join(", ")));
+        told.push(format!("open {}", v.open.join(", ")));
     }
-    line
+    if !told.is_empty() {
+        out.push(plain(format!("    {}", told.join("; "))));
+    }
+    out
+}
+
+/// `agent s2 Write the parser: 1 of 3 sent, next in 9m 58s`.
+fn reminder_line(r: &reminders::OpenItem, now: SystemTime) -> Line {
+    let now_ms = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let next = match r.next_due_ms {
+        Some(ms) if ms > now_ms => format!("next in {}", human(Duration::from_millis(ms - now_ms))),
+        Some(_) => "next due now".to_string(),
+        None => "none scheduled".to_string(),
+    };
+    plain(format!(
+        "  {} {} {}: {} of {} sent, {next}",
+        r.session, r.id, r.title, r.reminders_sent, r.reminders_max
+    ))
 }
 
 fn outbox(s: &Status) -> Vec<Line> {
@@ -206,19 +221,23 @@ fn outbox(s: &Status) -> Vec<Line> {
         .collect()
 }
 
-fn live(p: &PlanStatus) -> bool {
-    matches!(p.lifecycle, Lifecycle::Todo | Lifecycle::Wip)
+/// Plans worth a line: live ones, less the session checklists that are
+/// empty (every ollie-9p session has one, mostly empty).
+fn shown(p: &PlanStatus) -> bool {
+    let live = matches!(p.lifecycle, Lifecycle::Todo | Lifecycle::Wip);
+    let empty_checklist = p.source.starts_with("session:") && p.steps == 0 && p.error.is_none();
+    live && !empty_checklist
 }
 
 fn plans(s: &Status) -> Vec<Line> {
-    let shown: Vec<&PlanStatus> = s.plans.iter().filter(|p| live(p)).collect();
-    let ended = s.plans.len() - shown.len();
-    let mut title = format!("Plans: {} live", shown.len());
-    if ended > 0 {
-        title.push_str(&format!(" ({ended} done or abandoned, not shown)"));
+    let listed: Vec<&PlanStatus> = s.plans.iter().filter(|p| shown(p)).collect();
+    let others = s.plans.len() - listed.len();
+    let mut title = format!("Plans: {} live", listed.len());
+    if others > 0 {
+        title.push_str(&format!(" ({others} done, abandoned or empty, not shown)"));
     }
     let mut out = vec![strong(title)];
-    for p in shown {
+    for p in listed {
         out.extend(plan(s, p));
     }
     out.extend(
@@ -230,11 +249,15 @@ fn plans(s: &Status) -> Vec<Line> {
 }
 
 fn plan(s: &Status, p: &PlanStatus) -> Vec<Line> {
-    let file = p
-        .path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    // A session checklist is the file `plan` of its session's directory.
+    let file = match p.source.strip_prefix("session:") {
+        Some(session) => format!("{session}/plan (a session checklist)"),
+        None => p
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    };
     let session = p.session.as_deref().unwrap_or("no session");
     let mut out = vec![
         plain(format!(
@@ -287,9 +310,14 @@ fn disposition(s: &Status, p: &PlanStatus, id: &str) -> String {
         .outbox
         .get(session)
         .is_some_and(|q| q.iter().any(|q| q.step == id && q.source == p.source));
+    // The plan's line names its session: name another one only (a child).
+    let to = match p.session.as_deref() == Some(session) {
+        true => String::new(),
+        false => format!(" to {session}"),
+    };
     match pending {
-        true => format!("pending for {session}"),
-        false => format!("told {session}"),
+        true => format!("pending{to}"),
+        false => format!("told{to}"),
     }
 }
 

@@ -117,8 +117,8 @@ fn each_ready_step_says_what_became_of_it() {
     ));
     s.outbox.insert("agent".into(), vec![pending("s3")]);
     let lines = texts(&screen("demo", &Ok(s), now(), "12:00:00", big()));
-    assert!(line_with(&lines, "ready s2 Told").ends_with("told agent"));
-    assert!(line_with(&lines, "ready s3 Waiting").ends_with("pending for agent"));
+    assert!(line_with(&lines, "ready s2 Told").ends_with("· told"));
+    assert!(line_with(&lines, "ready s3 Waiting").ends_with("· pending"));
     assert!(line_with(&lines, "ready s4 Old").contains("baseline"));
     assert!(line_with(&lines, "ready s5 New").ends_with("not announced"));
     assert!(line_with(&lines, "agent: 1 pending").contains("(s3)"));
@@ -143,13 +143,14 @@ fn a_stopped_daemon_is_said_and_its_last_word_is_history() {
     let lines = texts(&screen("demo", &Ok(s), now(), "12:00:00", big()));
     assert!(lines[0].contains("NOT RUNNING"), "{lines:#?}");
     assert!(line_with(&lines, "no daemon").contains("nothing is announced or delivered"));
-    let session = line_with(&lines, "agent (dir)");
-    assert!(session.contains("last seen idle"), "{session}");
-    assert!(
-        session.contains("told s2: turn started 1m 5s ago"),
-        "{session}"
+    assert_eq!(
+        line_with(&lines, "agent (dir)"),
+        "  agent (dir): last seen idle"
     );
-    assert!(session.contains("pending s3"), "{session}");
+    assert_eq!(
+        line_with(&lines, "told s2"),
+        "    told s2: turn started 1m 5s ago; pending s3"
+    );
 }
 
 #[test]
@@ -168,8 +169,9 @@ fn a_running_daemon_shows_how_long_a_session_has_been_in_its_state() {
     assert!(lines[0].ends_with("running, pid 42"));
     assert_eq!(
         line_with(&lines, "agent (dir)"),
-        "  agent (dir): thinking for 12s; open s1"
+        "  agent (dir): thinking for 12s"
     );
+    assert_eq!(line_with(&lines, "open s1"), "    open s1");
 }
 
 #[test]
@@ -179,7 +181,7 @@ fn ended_plans_are_counted_not_listed() {
     s.plans
         .push(plan(Lifecycle::Todo, vec![step("s1", "A")], vec![]));
     let lines = texts(&screen("demo", &Ok(s), now(), "12:00:00", big()));
-    assert!(lines.contains(&"Plans: 1 live (1 done or abandoned, not shown)".to_string()));
+    assert!(lines.contains(&"Plans: 1 live (1 done, abandoned or empty, not shown)".to_string()));
     assert_eq!(lines.iter().filter(|l| l.contains("Ship it")).count(), 1);
 }
 
@@ -231,4 +233,38 @@ fn the_footer_keeps_to_the_last_row() {
     assert_eq!(lines.len(), 24);
     assert_eq!(lines[23], "q quits · redrawn as things change · 12:34:56");
     assert_eq!(lines[22], "");
+}
+
+#[test]
+fn a_reminder_says_how_many_were_sent_and_when_the_next_is_due() {
+    let mut s = status(Some(1));
+    s.reminders.push(reveille::shell::reminders::OpenItem {
+        session: "agent".into(),
+        source: "plan:20260101T000000_0a1b2c3d".into(),
+        id: "s2".into(),
+        title: "Write the parser".into(),
+        announced_ms: Some(NOW_MS - 600_000),
+        state: Some("idle".into()),
+        state_since_ms: Some(NOW_MS - 60_000),
+        reminders_sent: 1,
+        reminders_max: 3,
+        next_due_ms: Some(NOW_MS + 598_000),
+    });
+    let lines = texts(&screen("demo", &Ok(s), now(), "12:00:00", big()));
+    assert_eq!(
+        line_with(&lines, "Write the parser"),
+        "  agent s2 Write the parser: 1 of 3 sent, next in 9m 58s"
+    );
+}
+
+#[test]
+fn an_empty_session_checklist_is_not_a_plan_worth_a_line() {
+    let mut s = status(Some(1));
+    let mut checklist = plan(Lifecycle::Wip, vec![], vec![]);
+    checklist.source = "session:agent".into();
+    checklist.steps = 0;
+    checklist.checked = 0;
+    s.plans.push(checklist);
+    let lines = texts(&screen("demo", &Ok(s), now(), "12:00:00", big()));
+    assert!(lines.contains(&"Plans: 0 live (1 done, abandoned or empty, not shown)".to_string()));
 }
