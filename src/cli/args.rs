@@ -22,7 +22,8 @@ Examples:
 Files:
   ~/.config/reveille/<project>.toml    the configuration ($XDG_CONFIG_HOME)
   ~/.local/state/reveille/<project>/   state: state.json, journal.jsonl, lock,
-                                       reload.json (the answer to the last reload)
+                                       reload.json (the answer to the last reload),
+                                       sessions.json, reminders.json (views for status)
                                        ($XDG_STATE_HOME; [state] dir)
   <plan_dir>/YYYYMMDDTHHMMSS_<uid>--<slug>__<todo|wip|done|abandoned>.md
                                        plan files; also *.plan.json
@@ -84,8 +85,10 @@ pub enum Command {
         #[arg(long)]
         json: bool,
         /// Keep watching: on a terminal, a full-screen view redrawn as
-        /// things change (q or Ctrl-C quits); otherwise a new snapshot each
-        /// time it changes, until SIGINT or SIGTERM.
+        /// things change, cut to the terminal's width (q, Ctrl-C or SIGTERM
+        /// end it and restore the terminal); when stdout is not a terminal,
+        /// or with --json, a new snapshot each time it changes, until
+        /// SIGINT or SIGTERM.
         #[arg(long)]
         watch: bool,
     },
