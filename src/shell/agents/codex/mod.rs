@@ -12,8 +12,8 @@
 //! - `worker`: the thread that owns the connection, and its loop;
 //! - `attach`, `deliver`, `children`: what it does for a session.
 //!
-//! [`CodexBackend`] only hands commands to the worker: `deliver`, `spawn`
-//! and `reap` never block the caller, and every outcome comes back as an
+//! [`CodexBackend`] only hands commands to the worker: `deliver`, `spawn`,
+//! `reap` and `observe` never block the caller, and every outcome comes back as an
 //! engine input through the reports.
 
 mod attach;
@@ -108,6 +108,14 @@ impl Backend for CodexBackend {
 
     fn reap(&mut self, child: &str) {
         self.send(Command::Reap(child.to_string()));
+    }
+
+    /// The worker follows a session only once it knows it: from its first
+    /// prompt on, or from now.
+    fn observe(&mut self, session: &str) {
+        if Kind::of(session).0 == Kind::Codex {
+            self.send(Command::Observe(session.to_string()));
+        }
     }
 }
 

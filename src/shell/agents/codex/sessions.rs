@@ -91,6 +91,18 @@ impl Sessions {
         })
     }
 
+    /// A turn started on prompt `client_id` of `name`: whether the engine
+    /// is still to hear of it. A subscription made as the turn began
+    /// (a thread's first turn) finds it in the history before its
+    /// `item/started` arrives; the engine hears it once.
+    pub fn turn_started(&mut self, name: &str, client_id: &str) -> bool {
+        let Some(held) = self.get(name).and_then(|s| s.held.get_mut(client_id)) else {
+            return true;
+        };
+        held.started = true;
+        !std::mem::replace(&mut held.told, true)
+    }
+
     /// The connection is gone: nothing is attached, every session's
     /// program is not reachable.
     pub fn all_down(&mut self) -> Vec<Input> {
@@ -133,5 +145,31 @@ mod tests {
         assert_eq!(s.all_down(), vec![]);
         assert_eq!(s.of_thread("t"), vec!["codex:t".to_string()]);
         assert_eq!(s.set_state("codex:unknown", None), None);
+    }
+
+    #[test]
+    fn a_turn_start_is_told_once_however_it_was_seen() {
+        let mut s = Sessions::default();
+        let held = Held {
+            text: "p".into(),
+            started: false,
+            told: false,
+        };
+        s.know("codex:t").held.insert("reveille:p:1".into(), held);
+        assert!(s.turn_started("codex:t", "reveille:p:1"));
+        assert!(!s.turn_started("codex:t", "reveille:p:1"));
+        assert!(s.get("codex:t").unwrap().held["reveille:p:1"].started);
+        // Seen in the history first (told there), then its notification.
+        s.know("codex:t").held.insert(
+            "reveille:p:2".into(),
+            Held {
+                text: "q".into(),
+                started: true,
+                told: true,
+            },
+        );
+        assert!(!s.turn_started("codex:t", "reveille:p:2"));
+        // A prompt this run did not deliver: told.
+        assert!(s.turn_started("codex:t", "reveille:p:3"));
     }
 }

@@ -34,6 +34,8 @@ pub enum Command {
     Deliver(Delivery),
     Spawn(Spawn),
     Reap(String),
+    /// Follow a session's state though nothing is delivered to it yet.
+    Observe(String),
 }
 
 /// The worker's state; its methods run on its thread only.
@@ -122,8 +124,24 @@ impl Worker {
             Command::Deliver(d) => self.deliver(&d),
             Command::Spawn(s) => self.spawn(&s),
             Command::Reap(child) => return self.reap(&child),
+            Command::Observe(name) => return self.observe(&name),
         };
         self.report(input);
+    }
+
+    /// Follow `name` from now on: attached at once if the server is up
+    /// (its state reported), and again each time it comes back. A session
+    /// that cannot be attached is said once, and stays followed.
+    fn observe(&mut self, name: &str) {
+        self.sessions.know(name);
+        if self.conn.is_none() {
+            self.connect();
+        }
+        if self.conn.is_some() {
+            if let Err(why) = self.attach(name) {
+                tracing::warn!(SESSION = %name, "codex session not reachable: {why}");
+            }
+        }
     }
 
     pub(super) fn report(&self, input: Input) {
@@ -273,18 +291,12 @@ impl Worker {
             return;
         };
         for name in self.sessions.of_thread(thread) {
-            let held = self
-                .sessions
-                .get(&name)
-                .and_then(|s| s.held.get_mut(client_id));
-            if let Some(held) = held {
-                held.started = true;
-                held.told = true;
+            if self.sessions.turn_started(&name, client_id) {
+                self.report(Input::TurnStarted {
+                    session: name.clone(),
+                    seq,
+                });
             }
-            self.report(Input::TurnStarted {
-                session: name.clone(),
-                seq,
-            });
         }
     }
 }
