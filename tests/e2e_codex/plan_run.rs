@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::rig::{ms, p50_max, step_line, Rig, TURN};
 use crate::util::daemon::Step;
+use crate::util::wait_until;
 
 const GOAL: &str = "Ship the parser";
 const TITLES: [&str; 3] = ["Write the lexer", "Write the parser", "Write the checker"];
@@ -19,6 +20,7 @@ fn a_three_step_plan_runs_to_its_end_with_the_agent_ticking_each_step() {
         return;
     };
     let own = own_fastest_path(&rig, 5);
+    let own_busy = own_path_behind_a_turn(&rig, 3);
     let plan = rig.plan(GOAL, &TITLES.map(Step::new));
     for title in TITLES {
         rig.wait_ticked(&plan, title);
@@ -70,18 +72,21 @@ fn a_three_step_plan_runs_to_its_end_with_the_agent_ticking_each_step() {
     );
     let (p50, max) = p50_max(latencies.clone());
     let (own50, own_max) = p50_max(own);
-    let (turn50, turn_max) = p50_max(after_turn);
+    let (busy50, busy_max) = p50_max(own_busy);
     println!(
         "codex e2e, 3 dependent steps: step ready → its turn's model request p50 {}, max {}; \
          for s2 and s3, ready mid-turn, the previous turn's last answer → the step's request \
-         p50 {}, max {}; the agent's own fastest path (thread/queue/add to the idle thread, \
-         sent by the test → model request) p50 {}, max {}",
+         {} and {}. The agent's own fastest path, sent by the test: thread/queue/add to the \
+         idle thread → model request p50 {}, max {}; queued behind a running turn, that \
+         turn's last answer → the prompt's request p50 {}, max {}",
         ms(p50),
         ms(max),
-        ms(turn50),
-        ms(turn_max),
+        ms(after_turn[0]),
+        ms(after_turn[1]),
         ms(own50),
-        ms(own_max)
+        ms(own_max),
+        ms(busy50),
+        ms(busy_max)
     );
     for (i, l) in latencies.iter().enumerate() {
         assert!(*l < Duration::from_secs(1), "s{}: {}", i + 1, ms(*l));
@@ -113,6 +118,39 @@ fn own_fastest_path(rig: &Rig, n: usize) -> Vec<Duration> {
         if i > 0 {
             samples.push(request.at - sent);
         }
+    }
+    rig.codex.wait_status("idle", TURN);
+    samples
+}
+
+/// The agent's own path behind a running turn: the test queues a prompt
+/// while a turn of its own runs (`delay=0.4`: a 0.4 s answer) and times
+/// that turn's last answer to the model request of the queued one.
+fn own_path_behind_a_turn(rig: &Rig, n: usize) -> Vec<Duration> {
+    let mut direct = rig.codex.client().expect("the codex daemon serves");
+    let mut samples = Vec::new();
+    for i in 0..n {
+        rig.codex.wait_status("idle", TURN);
+        let (long, behind) = (
+            format!("direct long turn {i} delay=0.4"),
+            format!("direct behind {i}"),
+        );
+        direct
+            .queue(&rig.codex.thread, &long, &format!("direct-long-{i}"))
+            .expect("thread/queue/add");
+        wait_until("the long turn's request", TURN, || {
+            rig.turns(&long).into_iter().next()
+        });
+        direct
+            .queue(&rig.codex.thread, &behind, &format!("direct-behind-{i}"))
+            .expect("thread/queue/add");
+        let next = rig.wait_turn(&behind);
+        let last = rig.wait_turn(&long).done.unwrap();
+        assert!(
+            next.at > last,
+            "the queued prompt was folded into the running turn"
+        );
+        samples.push(next.at - last);
     }
     rig.codex.wait_status("idle", TURN);
     samples
