@@ -10,7 +10,8 @@
 //! - `prompt_id`: the id each prompt carries (`reveille:<project>:<seq>`);
 //! - `sessions`: what is known of each session;
 //! - `worker`: the thread that owns the connection, and its loop;
-//! - `attach`, `deliver`, `children`: what it does for a session.
+//! - `attach`, `deliver`, `children`: what it does for a session;
+//! - `settle`: a prompt that may be starting unseen, parked until idle.
 //!
 //! [`CodexBackend`] only hands commands to the worker: `deliver`, `spawn`,
 //! `reap` and `observe` never block the caller, and every outcome comes back as an
@@ -24,6 +25,7 @@ pub mod prompt_id;
 pub mod protocol;
 pub mod rpc;
 mod sessions;
+mod settle;
 mod worker;
 
 use std::io::Write;
