@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use super::rig::{ms, p50_max, step_line, Rig, TURN};
 use crate::util::daemon::Step;
-use crate::util::wait_until;
 
 const GOAL: &str = "Ship the parser";
 const TITLES: [&str; 3] = ["Write the lexer", "Write the parser", "Write the checker"];
@@ -123,29 +122,33 @@ fn own_fastest_path(rig: &Rig, n: usize) -> Vec<Duration> {
     samples
 }
 
-/// The agent's own path behind a running turn: the test queues a prompt
-/// while a turn of its own runs (`delay=0.4`: a 0.4 s answer) and times
-/// that turn's last answer to the model request of the queued one.
+/// The agent's own path behind a running turn, as the steps meet it: the
+/// test queues a turn in which the agent ticks a line of a scratch file
+/// with its shell tool (`TICK`), and right behind it a second prompt, and
+/// times the first turn's last answer to the second one's model request.
 fn own_path_behind_a_turn(rig: &Rig, n: usize) -> Vec<Duration> {
+    let scratch = rig.codex.cwd.join("scratch.md");
+    let lines: String = (0..n).map(|i| format!("- [ ] Scratch {i}\n")).collect();
+    std::fs::write(&scratch, format!("# Scratch\n\n{lines}")).unwrap();
     let mut direct = rig.codex.client().expect("the codex daemon serves");
     let mut samples = Vec::new();
     for i in 0..n {
         rig.codex.wait_status("idle", TURN);
-        let (long, behind) = (
-            format!("direct long turn {i} delay=0.4"),
-            format!("direct behind {i}"),
+        let tool_turn = format!(
+            "direct tool turn {i}\nTICK {} :: Scratch {i}",
+            scratch.display()
         );
-        direct
-            .queue(&rig.codex.thread, &long, &format!("direct-long-{i}"))
-            .expect("thread/queue/add");
-        wait_until("the long turn's request", TURN, || {
-            rig.turns(&long).into_iter().next()
-        });
-        direct
-            .queue(&rig.codex.thread, &behind, &format!("direct-behind-{i}"))
-            .expect("thread/queue/add");
+        let behind = format!("direct behind {i}");
+        for (text, id) in [(&tool_turn, "tool"), (&behind, "behind")] {
+            direct
+                .queue(&rig.codex.thread, text, &format!("direct-{id}-{i}"))
+                .expect("thread/queue/add");
+        }
         let next = rig.wait_turn(&behind);
-        let last = rig.wait_turn(&long).done.unwrap();
+        let last = rig
+            .wait_after_tool(&format!("direct tool turn {i}"))
+            .done
+            .unwrap();
         assert!(
             next.at > last,
             "the queued prompt was folded into the running turn"
