@@ -128,7 +128,7 @@ impl Ledger {
                     Log::new(
                         Level::Error,
                         format!(
-                            "outbox full ({queued} prompts, outbox_cap = {cap}): new wake-ups for this session wait, unannounced, until it drains",
+                            "outbox full for session {session} ({queued} prompts, outbox_cap = {cap}): its new wake-ups wait, unannounced, until it drains",
                         ),
                     )
                     .session(session),
@@ -200,7 +200,7 @@ impl Ledger {
             fx.push(Effect::Log(
                 Log::new(
                     Level::Info,
-                    format!("withdrew pending prompt for {step}: {why}"),
+                    format!("withdrew pending prompt for {step} to session {session}: {why}"),
                 )
                 .plan(source)
                 .step(&step)
