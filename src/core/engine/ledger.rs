@@ -274,6 +274,10 @@ impl Ledger {
                 .session(session);
             fx.push(Effect::Log(log));
         }
+        // Judged by what the agent was doing when the prompt was handed
+        // over, not when its outcome came back.
+        let at_write = self.lanes.seen_at_write(session, seq);
+        let observed = at_write.as_ref().or(observed);
         let was_idle = observed.map(|o| o.state.is_idle());
         let now_delivered =
             self.lanes

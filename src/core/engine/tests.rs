@@ -2,7 +2,7 @@
 //! whose readers come and go) around the engine, driven on a virtual clock
 //! through the daemon's own loop, `core::driver::drive`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -52,6 +52,9 @@ struct Sim {
     reaped: Vec<String>,
     /// How a session's agent takes a prompt (`Written` when not given).
     reaches: BTreeMap<String, Reached>,
+    /// Sessions whose delivery outcome comes later, as an agent program's
+    /// backend reports it: the test feeds it.
+    later: BTreeSet<String>,
 }
 
 impl Sim {
@@ -130,6 +133,9 @@ impl World for Sim {
         }
         self.delivered
             .push((d.session.clone(), d.step.clone(), d.text.clone()));
+        if self.later.contains(&d.session) {
+            return None;
+        }
         Some(Ok(self
             .reaches
             .get(&d.session)
@@ -164,6 +170,7 @@ impl Rig {
                 spawned: Vec::new(),
                 reaped: Vec::new(),
                 reaches: BTreeMap::new(),
+                later: BTreeSet::new(),
             },
         }
     }
