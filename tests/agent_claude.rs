@@ -8,7 +8,6 @@
 //! The tests run one at a time (each starts a Claude Code of its own, and
 //! the latency figures mean nothing on a machine busy starting others).
 
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use reveille::config::ClaudeSettings;
@@ -27,9 +26,6 @@ use crate::util::{try_wait_until, wait_until};
 const T: Duration = Duration::from_secs(20);
 const PROJECT: &str = "claudetest";
 
-/// One Claude Code at a time.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
 /// The fake model, a running Claude Code, and the backend under test.
 struct Rig {
     model: FakeModel,
@@ -46,7 +42,7 @@ impl Rig {
     /// `None`, with the `skipped:` line printed, where Claude Code or tmux
     /// is missing.
     fn start() -> Option<Rig> {
-        let one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let one = crate::util::agents::claude::one_at_a_time();
         let model = FakeModel::start(vec![Box::new(Messages)], Duration::from_millis(20));
         let mut claude = match Claude::new(&model) {
             Ok(c) => c,

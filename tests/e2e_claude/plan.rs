@@ -1,0 +1,162 @@
+//! A plan runs to its end through reveille and the real claude, the agent
+//! ticking each step with its own shell tool; how long each step waited,
+//! beside the agent's own fastest path measured in the same run; what
+//! `status` and the journal say afterwards.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::rig::{ms, p50_max, ready, Rig};
+use super::watch::PlanWatch;
+use crate::util::agents::claude::send_later;
+use crate::util::daemon::{plan_text, write_in_place, Step};
+
+const GOAL: &str = "Ship the parser";
+const TITLES: [&str; 3] = [
+    "Write the lexer e2e-p1",
+    "Write the parser e2e-p2",
+    "Wire it up e2e-p3",
+];
+
+/// What a step prompt looks like without reveille: the default template's
+/// lines, sent by the test itself.
+fn direct_prompt(n: usize, path: &Path) -> String {
+    let title = format!("Direct {}", TITLES[n]);
+    format!(
+        "[direct] Step s{} of \"{GOAL}\" is ready: {title}\nPlan file: {p}\nWhen it is finished, change `- [ ] {title}` to `- [x] {title}` in {p}.\n",
+        n + 1,
+        p = path.display()
+    )
+}
+
+/// The agent's own fastest path on an idle session: a `later` message
+/// written straight to its socket → the model's request.
+fn own_idle(rig: &Rig, n: usize) -> Duration {
+    let marker = format!("idle-direct-{n}");
+    let sent = Instant::now();
+    send_later(&rig.reg, &marker);
+    let took = rig.wait_model(&marker).at - sent;
+    rig.idle();
+    took
+}
+
+/// The same three steps with reveille replaced by the fastest sender
+/// there is: the test itself, writing each next step straight to the
+/// socket the moment the agent's tick lands. Per step, ready → request.
+fn own_chain(rig: &Rig) -> Vec<Duration> {
+    let dir = rig.claude.cwd.join("direct");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("20260101T000000_0d1e2c3a--direct__todo.md");
+    let steps: Vec<Step> = (0..3)
+        .map(|n| Step::new(&format!("Direct {}", TITLES[n])))
+        .collect();
+    let sent = Arc::new(Mutex::new(1));
+    let (reg, p, next) = (rig.reg.clone(), path.clone(), sent.clone());
+    let watch = PlanWatch::start(&path, move |w| {
+        let mut next = next.lock().unwrap();
+        let done = format!("- [x] Direct {}", TITLES[*next - 1]);
+        if *next < 3 && w.text.contains(&done) {
+            send_later(&reg, &direct_prompt(*next, &p));
+            *next += 1;
+        }
+    });
+    let written = write_in_place(&path, plan_text(GOAL, &steps, "").as_bytes());
+    send_later(&rig.reg, &direct_prompt(0, &path));
+    for s in &steps {
+        rig.wait_ticked(&path, &s.title);
+    }
+    rig.idle();
+    let mut ready_at = vec![written];
+    for s in &steps[..2] {
+        ready_at.push(watch.ticked(&s.title).expect("its tick was seen"));
+    }
+    steps
+        .iter()
+        .zip(ready_at)
+        .map(|(s, at)| rig.wait_model(&ready(&s.title)).at - at)
+        .collect()
+}
+
+#[test]
+fn a_three_step_plan_runs_to_its_end_with_the_agent_ticking_each_step_itself() {
+    let Some(rig) = Rig::start(|_| {}) else {
+        return;
+    };
+    let own: Vec<Duration> = (0..3).map(|n| own_idle(&rig, n)).collect();
+    let name = "20260101T000000_0a1b2c3d--ship-the-parser__todo.md";
+    let path = rig.plan_dir.join(name);
+    let watch = PlanWatch::start(&path, |_| {});
+    let steps: Vec<Step> = TITLES.iter().map(|t| Step::new(t)).collect();
+    // An idle agent, as reveille sees it too.
+    rig.wait_state(Some("idle"));
+    let (path, written) = rig.plan(name, GOAL, &steps);
+    for t in TITLES {
+        rig.wait_ticked(&path, t);
+    }
+    rig.idle();
+    let mut ready_at = vec![written];
+    for t in &TITLES[..2] {
+        ready_at.push(watch.ticked(t).expect("its tick was seen"));
+    }
+    let ours: Vec<Duration> = TITLES
+        .iter()
+        .zip(&ready_at)
+        .map(|(t, at)| rig.wait_model(&ready(t)).at - *at)
+        .collect();
+    says_what_happened(&rig);
+    let chain = own_chain(&rig);
+    report(&rig, &ours, &own, &chain);
+    for (t, took) in TITLES.iter().zip(&ours) {
+        assert!(
+            *took < Duration::from_secs(1),
+            "{t}: {took:?} from ready to its turn"
+        );
+    }
+    rig.assert_once(&TITLES.map(ready));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let all_ticked = plan_text(GOAL, &steps, "").replace("- [ ] ", "- [x] ");
+    assert_eq!(
+        text, all_ticked,
+        "the agent ticked each step, and nothing else"
+    );
+}
+
+/// The figures, and what the model was given for the first step.
+fn report(rig: &Rig, ours: &[Duration], own: &[Duration], chain: &[Duration]) {
+    let (p50, max) = p50_max(ours.to_vec());
+    let (own_p50, own_max) = p50_max(own.to_vec());
+    let (chain_p50, chain_max) = p50_max(chain.to_vec());
+    println!("claude e2e, per step ready → model request: reveille {ours:?}; direct chain {chain:?}; idle direct {own:?}");
+    println!(
+        "claude e2e, three-step plan, step ready → its turn's model request: p50 {}, max {} via reveille; \
+         the same chain with each step written straight to the socket at the tick: p50 {}, max {}; \
+         a `later` message to the idle session's socket: p50 {}, max {}",
+        ms(p50),
+        ms(max),
+        ms(chain_p50),
+        ms(chain_max),
+        ms(own_p50),
+        ms(own_max)
+    );
+    let first = &rig.model.turns_on(&ready(TITLES[0]))[0];
+    println!("what the model received for s1:\n{}", first.last_user);
+}
+
+/// `status` and the journal after the plan: the session, its state, what
+/// it was told last and how that went; each prompt's way in words.
+fn says_what_happened(rig: &Rig) {
+    let s = rig.wait_status("s3's turn started, the session idle", |s| {
+        s["last_delivery"]["outcome"] == "turn_started"
+            && s["last_delivery"]["step"] == "s3"
+            && s["state"] == "idle"
+    });
+    assert_eq!(s["kind"], "claude", "{s:#}");
+    assert_eq!(s["pending"], serde_json::json!([]), "{s:#}");
+    let session = rig.session();
+    rig.wait_log(&["woke idle session", &session, "for s1"]);
+    for step in ["s2", "s3"] {
+        rig.wait_log(&[&format!("{step} waits in the inbox of {session}")]);
+        rig.wait_log(&[&format!("turn started on {step} in session {session}")]);
+    }
+}
