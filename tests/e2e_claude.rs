@@ -21,7 +21,9 @@
 
 mod busy;
 mod crash;
+mod fanout;
 mod plan;
+mod remind;
 mod resume;
 mod rig;
 mod watch;
