@@ -374,6 +374,35 @@ fn a_prompt_never_reaches_the_model_twice_also_when_delivered_again_after_a_rest
 }
 
 #[test]
+fn a_prompt_written_just_before_a_restart_is_found_in_the_inbox_and_not_written_again() {
+    let Some(mut rig) = Rig::start() else { return };
+    rig.claude.type_prompt("long turn delay=3");
+    rig.wait_model("long turn");
+    let text = "just-before-s1: reveille asks you to do s1";
+    rig.deliver(1, text);
+    // reveille dies at once: the transcript, written in 100 ms batches,
+    // does not show the prompt yet when the new backend is asked again.
+    rig.restart_backend();
+    rig.deliver(1, text);
+    assert_eq!(rig.wait_delivered(1), Reached::Inbox);
+    rig.wait_model("just-before-s1");
+    rig.wait_turn_started(1);
+    rig.idle();
+    let dropped: Vec<serde_json::Value> = rig
+        .claude
+        .transcript(&rig.reg.session_id)
+        .into_iter()
+        .filter(|e| {
+            e["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("Dropped a peer message"))
+        })
+        .collect();
+    assert!(dropped.is_empty(), "written a second time: {dropped:#?}");
+    assert_eq!(rig.model.turns_on("just-before-s1").len(), 1);
+}
+
+#[test]
 fn a_stopped_claude_refuses_the_prompt_and_gets_it_once_when_it_is_back() {
     let Some(mut rig) = Rig::start() else { return };
     let sid = rig.reg.session_id.clone();

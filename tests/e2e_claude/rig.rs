@@ -226,6 +226,18 @@ impl Rig {
         })
     }
 
+    /// The session's notices of messages its inbox's guard dropped (a
+    /// copy of one already there, a burst): each is a prompt written twice.
+    pub fn dropped_notices(&self) -> Vec<Value> {
+        let t = self.claude.transcript(&self.reg.session_id);
+        let dropped = |e: &Value| {
+            e["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("Dropped a peer message"))
+        };
+        t.into_iter().filter(dropped).collect()
+    }
+
     /// Every log line of every daemon this rig started.
     pub fn all_logs(&self) -> String {
         let mut out = String::new();
