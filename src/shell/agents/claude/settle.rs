@@ -6,11 +6,12 @@
 //! (`FLUSH_INTERVAL_MS` in its session storage) started by the first entry
 //! of a batch — so a prompt written shortly before reveille stopped can sit
 //! in the inbox and be nowhere in the transcript yet. Written again, it is
-//! a second copy: Claude Code's guard drops an identical message from the
-//! same sender within 30 s, and after a longer outage its inbox would merge
-//! the two copies into one user message beside the next prompt. So a
-//! prompt that would be written in these moments waits until they have
-//! passed, and is then judged again against the transcript.
+//! a second copy: only Claude Code's own guard (an identical message from
+//! the same sender within 30 s is dropped) keeps it from the model — two
+//! copies waiting together would go to the model as one user message — and
+//! the drop's notice would be taken for a failed delivery. So a prompt that
+//! would be written in these moments waits until they have passed, and is
+//! then judged again against the transcript.
 
 use std::time::{Duration, Instant};
 
