@@ -154,6 +154,14 @@ fn says_what_happened(rig: &Rig) {
     assert_eq!(s["kind"], "claude", "{s:#}");
     assert_eq!(s["pending"], serde_json::json!([]), "{s:#}");
     let session = rig.session();
+    let out = rig.project.run(&["status"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("session {session}")));
+    let line = line.unwrap_or_else(|| panic!("no line for the session in:\n{text}"));
+    assert!(line.contains("(claude): idle for"), "{line}");
+    assert!(line.contains("last told s3: turn started"), "{line}");
     rig.wait_log(&["woke idle session", &session, "for s1"]);
     for step in ["s2", "s3"] {
         rig.wait_log(&[&format!("{step} waits in the inbox of {session}")]);

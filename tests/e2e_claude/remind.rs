@@ -37,7 +37,10 @@ fn an_idle_claude_that_left_its_step_open_is_reminded_and_the_reminder_reaches_t
         reminded.at - first_done >= Duration::from_secs(1),
         "reminded before the session was idle for remind_after_ms"
     );
-    println!("what the model received for the reminder:\n{}", reminded.last_user);
+    println!(
+        "what the model received for the reminder:\n{}",
+        reminded.last_user
+    );
     rig.assert_once(&[ready(TITLE), reminder]);
     let said = rig.wait_log(&[
         "reminded session",
