@@ -267,12 +267,13 @@ impl Observer {
         match self.deliveries.deliver(sid, prompt, history, process) {
             Decision::Answered(out) => self.report_all(out),
             Decision::UnderWay => {}
-            Decision::Write => self.write(sid, d.seq, &msg_id, &d.text),
+            Decision::Write => self.write(sid, d, &msg_id),
         }
     }
 
-    /// Write prompt `seq` into `sid`'s inbox on a thread of its own.
-    fn write(&mut self, sid: &str, seq: u64, msg_id: &str, text: &str) {
+    /// Write prompt `d` into `sid`'s inbox on a thread of its own.
+    fn write(&mut self, sid: &str, d: &Delivery, msg_id: &str) {
+        let (seq, text) = (d.seq, &d.text);
         let entry = self.owners[sid].entry.clone();
         let target = entry.messaging_socket_path.clone().ok_or_else(|| {
             format!(
@@ -290,6 +291,10 @@ impl Observer {
                 return self.report_all(out);
             }
         };
+        // When it went into the inbox: its confirmation comes only with the
+        // transcript's next batch, up to ~100 ms and more later.
+        tracing::debug!(SESSION = %d.session, STEP = %d.step,
+            "writing {} into the inbox of {} (pid {}, {})", d.step, d.session, entry.pid, socket.display());
         let message = Message {
             session_id: sid.to_string(),
             msg_id: msg_id.to_string(),
