@@ -82,10 +82,10 @@ pub(super) struct Lane {
     /// The prompt being written: its outcome has not come back yet.
     pub(super) writing: Option<u64>,
     /// The session's observed state when that prompt was handed over: what
-    /// the journal judges its delivery by (woke an idle agent, or waits
-    /// behind a running turn). Its outcome can come much later — Claude's
-    /// inbox is confirmed by the transcript, by when an idle agent has
-    /// long gone busy on the very prompt.
+    /// the journal judges a delivery into an inbox by (woke an idle agent,
+    /// or waits behind a running turn). Its outcome comes much later —
+    /// Claude's inbox is confirmed by the transcript, by when an idle agent
+    /// has long gone busy on the very prompt.
     pub(super) writing_seen: Option<Observed>,
     /// A prompt in the agent's inbox, not yet seen reaching the model.
     pub(super) inbox: Option<u64>,

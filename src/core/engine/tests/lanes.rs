@@ -232,3 +232,26 @@ fn the_journal_judges_a_delivery_by_the_state_seen_when_it_was_written() {
     assert!(said(&behind, "turn started on s1 in session claude:x"));
     assert!(!said(&behind, "woke idle"), "{:?}", behind.world.logs);
 }
+
+#[test]
+fn a_write_finishing_later_is_judged_by_the_state_when_it_finished() {
+    // An ollie-9p Submit finishes in the background; its tree is polled,
+    // so the state seen at its end is fresher than the one at its start.
+    let mut rig = rig("a", Some(AgentState::Idle), Reached::Accepted);
+    rig.world.later.insert("a".into());
+    rig.write(NAME, &plan(1));
+    let seq = rig.engine.memory().outbox["a"][0].seq;
+    rig.feed(Input::SessionState {
+        session: "a".into(),
+        state: busy(),
+    });
+    rig.feed(Input::Delivered {
+        session: "a".into(),
+        seq,
+        reached: Reached::Accepted,
+    });
+    assert!(said(
+        &rig,
+        "queued s1 behind the running turn of a (thinking)"
+    ));
+}
