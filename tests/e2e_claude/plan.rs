@@ -5,7 +5,7 @@
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::rig::{ms, p50_max, ready, Rig};
 use super::watch::PlanWatch;
@@ -91,26 +91,30 @@ fn a_three_step_plan_runs_to_its_end_with_the_agent_ticking_each_step_itself() {
     // An idle agent, as reveille sees it too.
     rig.wait_state(Some("idle"));
     let (path, written) = rig.plan(name, GOAL, &steps);
+    let written_wall = SystemTime::now() - written.elapsed();
     for t in TITLES {
         rig.wait_ticked(&path, t);
     }
     rig.idle();
-    let mut ready_at = vec![written];
+    let mut ready_at = vec![(written, written_wall)];
     for t in &TITLES[..2] {
-        ready_at.push(watch.ticked(t).expect("its tick was seen"));
+        let w = watch.tick(t).expect("its tick was seen");
+        ready_at.push((w.at, w.wall));
     }
     let ours: Vec<Duration> = TITLES
         .iter()
         .zip(&ready_at)
-        .map(|(t, at)| rig.wait_model(&ready(t)).at - *at)
+        .map(|(t, (at, _))| rig.wait_model(&ready(t)).at - *at)
         .collect();
+    let share = reveilles_share(&rig, &ready_at);
     says_what_happened(&rig);
     let chain = own_chain(&rig);
     report(&rig, &ours, &own, &chain);
+    println!("claude e2e, reveille's own part, step ready → written into the inbox: {share:?}");
     for (t, took) in TITLES.iter().zip(&ours) {
         assert!(
             *took < Duration::from_secs(1),
-            "{t}: {took:?} from ready to its turn"
+            "{t}: {took:?} from ready to its turn (the same chain straight to the socket: {chain:?}; reveille's part: {share:?})"
         );
     }
     rig.assert_once(&TITLES.map(ready));
@@ -120,6 +124,19 @@ fn a_three_step_plan_runs_to_its_end_with_the_agent_ticking_each_step_itself() {
         text, all_ticked,
         "the agent ticked each step, and nothing else"
     );
+}
+
+/// Per step, from its becoming ready to reveille writing its prompt into
+/// the session's inbox (the daemon's debug entry): the part of the wait
+/// that is reveille's — the rest is Claude Code's.
+fn reveilles_share(rig: &Rig, ready_at: &[(Instant, SystemTime)]) -> Vec<Duration> {
+    (1..=ready_at.len())
+        .map(|n| {
+            let needle = format!("writing s{n} into the inbox of");
+            let at = rig.logged_at(&needle).expect("the write was logged");
+            at.duration_since(ready_at[n - 1].1).unwrap_or_default()
+        })
+        .collect()
 }
 
 /// The figures, and what the model was given for the first step.

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::MutexGuard;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
@@ -236,6 +236,17 @@ impl Rig {
                 .is_some_and(|c| c.starts_with("Dropped a peer message"))
         };
         t.into_iter().filter(dropped).collect()
+    }
+
+    /// When the running daemon first logged a line holding `needle` (its
+    /// stderr lines open with an RFC 3339 UTC time).
+    pub fn logged_at(&self, needle: &str) -> Option<SystemTime> {
+        let log = self.daemon().log();
+        let line = log.lines().find(|l| l.contains(needle))?;
+        let secs = reveille::core::timestamp::parse_timestamp(line.get(..19)?)?;
+        let micros: u64 = line.get(20..26)?.parse().ok()?;
+        let at = Duration::from_secs(secs as u64) + Duration::from_micros(micros);
+        Some(UNIX_EPOCH + at)
     }
 
     /// Every log line of every daemon this rig started.

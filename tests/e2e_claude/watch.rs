@@ -10,14 +10,16 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use reveille::shell::inotify::{Inotify, Kind, Mask};
 
-/// One write of the file: when its writer closed it, and what it held then.
+/// One write of the file: when its writer closed it (also on the wall
+/// clock, to set beside the daemon's log), and what it held then.
 #[derive(Debug, Clone)]
 pub struct Written {
     pub at: Instant,
+    pub wall: SystemTime,
     pub text: String,
 }
 
@@ -53,11 +55,13 @@ impl PlanWatch {
 
     /// When `- [x] <title>` first appeared in the file.
     pub fn ticked(&self, title: &str) -> Option<Instant> {
+        self.tick(title).map(|w| w.at)
+    }
+
+    /// The write that first held `- [x] <title>`.
+    pub fn tick(&self, title: &str) -> Option<Written> {
         let line = format!("- [x] {title}");
-        self.writes()
-            .into_iter()
-            .find(|w| w.text.contains(&line))
-            .map(|w| w.at)
+        self.writes().into_iter().find(|w| w.text.contains(&line))
     }
 }
 
@@ -96,9 +100,9 @@ fn follow(
         if !closed {
             continue;
         }
-        let at = Instant::now();
+        let (at, wall) = (Instant::now(), SystemTime::now());
         let text = std::fs::read_to_string(&file).unwrap_or_default();
-        let w = Written { at, text };
+        let w = Written { at, wall, text };
         on_write(&w);
         seen.lock().unwrap().push(w);
     }
