@@ -84,6 +84,7 @@ fn a_three_step_plan_runs_to_its_end_with_the_agent_ticking_each_step_itself() {
         return;
     };
     let own: Vec<Duration> = (0..3).map(|n| own_idle(&rig, n)).collect();
+    let chain = own_chain(&rig);
     let name = "20260101T000000_0a1b2c3d--ship-the-parser__todo.md";
     let path = rig.plan_dir.join(name);
     let watch = PlanWatch::start(&path, |_| {});
@@ -108,8 +109,13 @@ fn a_three_step_plan_runs_to_its_end_with_the_agent_ticking_each_step_itself() {
         .collect();
     let share = reveilles_share(&rig, &ready_at);
     says_what_happened(&rig);
-    let chain = own_chain(&rig);
     report(&rig, &ours, &own, &chain);
+    let direct: Vec<String> = TITLES.iter().map(|t| format!("Direct {t}")).collect();
+    println!(
+        "claude e2e, the previous turn's last answer → the next step's request: reveille {:?}; direct chain {:?}",
+        turn_gaps(&rig, &TITLES.map(String::from)),
+        turn_gaps(&rig, &direct)
+    );
     println!("claude e2e, reveille's own part, step ready → written into the inbox: {share:?}");
     for (t, took) in TITLES.iter().zip(&ours) {
         assert!(
@@ -135,6 +141,25 @@ fn reveilles_share(rig: &Rig, ready_at: &[(Instant, SystemTime)]) -> Vec<Duratio
             let needle = format!("writing s{n} into the inbox of");
             let at = rig.logged_at(&needle).expect("the write was logged");
             at.duration_since(ready_at[n - 1].1).unwrap_or_default()
+        })
+        .collect()
+}
+
+/// Per step after the first, from the last answer of the turn that ticked
+/// the step before it to the model request of its own turn: Claude Code's
+/// own part, the inbox taken once a turn ends.
+fn turn_gaps(rig: &Rig, titles: &[String]) -> Vec<Duration> {
+    let requests = rig.model.requests();
+    titles
+        .windows(2)
+        .map(|pair| {
+            let done = requests
+                .iter()
+                .filter(|r| r.last_user.contains(&ready(&pair[0])))
+                .filter_map(|r| r.done)
+                .max()
+                .expect("the turn's answers were written");
+            rig.wait_model(&ready(&pair[1])).at - done
         })
         .collect()
 }
