@@ -209,18 +209,26 @@ impl Rig {
     /// Wait for a line of the running daemon's log holding every one of
     /// `words`; returns it.
     pub fn wait_log(&self, words: &[&str]) -> String {
+        self.wait_log_where(&format!("{words:?}"), |l| {
+            words.iter().all(|w| l.contains(w))
+        })
+    }
+
+    /// Wait for a line holding one of `texts`; returns it.
+    pub fn wait_log_any(&self, texts: &[&str]) -> String {
+        self.wait_log_where(&format!("one of {texts:?}"), |l| {
+            texts.iter().any(|t| l.contains(t))
+        })
+    }
+
+    fn wait_log_where(&self, words: &str, pick: impl Fn(&str) -> bool) -> String {
         let d = self.daemon();
-        let found = try_wait_until(T, || {
-            d.log()
-                .lines()
-                .find(|l| words.iter().all(|w| l.contains(w)))
-                .map(str::to_string)
-        });
+        let found = try_wait_until(T, || d.log().lines().find(|l| pick(l)).map(str::to_string));
         found.unwrap_or_else(|| {
             let text = d.log();
             let said: Vec<&str> = text.lines().filter(|l| !l.contains(" DEBUG ")).collect();
             panic!(
-                "no log line with {words:?} within {T:?}; the log says:\n{}",
+                "no log line with {words} within {T:?}; the log says:\n{}",
                 said.join("\n")
             )
         })
