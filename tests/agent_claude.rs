@@ -8,7 +8,6 @@
 //! The tests run one at a time (each starts a Claude Code of its own, and
 //! the latency figures mean nothing on a machine busy starting others).
 
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use reveille::config::ClaudeSettings;
@@ -27,9 +26,6 @@ use crate::util::{try_wait_until, wait_until};
 const T: Duration = Duration::from_secs(20);
 const PROJECT: &str = "claudetest";
 
-/// One Claude Code at a time.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
 /// The fake model, a running Claude Code, and the backend under test.
 struct Rig {
     model: FakeModel,
@@ -46,7 +42,7 @@ impl Rig {
     /// `None`, with the `skipped:` line printed, where Claude Code or tmux
     /// is missing.
     fn start() -> Option<Rig> {
-        let one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let one = crate::util::agents::claude::one_at_a_time();
         let model = FakeModel::start(vec![Box::new(Messages)], Duration::from_millis(20));
         let mut claude = match Claude::new(&model) {
             Ok(c) => c,
@@ -375,6 +371,35 @@ fn a_prompt_never_reaches_the_model_twice_also_when_delivered_again_after_a_rest
         taken.iter().filter(|(t, _)| t.contains("once-s2")).count(),
         1
     );
+}
+
+#[test]
+fn a_prompt_written_just_before_a_restart_is_found_in_the_inbox_and_not_written_again() {
+    let Some(mut rig) = Rig::start() else { return };
+    rig.claude.type_prompt("long turn delay=3");
+    rig.wait_model("long turn");
+    let text = "just-before-s1: reveille asks you to do s1";
+    rig.deliver(1, text);
+    // reveille dies at once: the transcript, written in 100 ms batches,
+    // does not show the prompt yet when the new backend is asked again.
+    rig.restart_backend();
+    rig.deliver(1, text);
+    assert_eq!(rig.wait_delivered(1), Reached::Inbox);
+    rig.wait_model("just-before-s1");
+    rig.wait_turn_started(1);
+    rig.idle();
+    let dropped: Vec<serde_json::Value> = rig
+        .claude
+        .transcript(&rig.reg.session_id)
+        .into_iter()
+        .filter(|e| {
+            e["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("Dropped a peer message"))
+        })
+        .collect();
+    assert!(dropped.is_empty(), "written a second time: {dropped:#?}");
+    assert_eq!(rig.model.turns_on("just-before-s1").len(), 1);
 }
 
 #[test]

@@ -55,12 +55,27 @@ pub trait World {
 /// asked to read) is handled before the effects queued after it. Only when
 /// every effect so far is carried out — every record is in the journal —
 /// is the engine asked for a delivery, whose outcome is the next input.
+///
+/// A child create answered at once (a kind that cannot create sessions)
+/// is an outcome like any other: handled once every effect so far is
+/// carried out, as if it had come later. Handled at once, it would journal
+/// the child's hand-back before the child's own announcement queued after
+/// the create, and a replay of the journal would give the step back to
+/// the child.
 pub fn drive(engine: &mut Engine, world: &mut impl World, now: Now, input: Input) {
     let mut queue: VecDeque<Effect> = engine.handle(now, input).into();
+    let mut answers: VecDeque<Input> = VecDeque::new();
     loop {
         let follow = match queue.pop_front() {
+            Some(Effect::Spawn(spawn)) => {
+                answers.extend(world.spawn(&spawn));
+                continue;
+            }
             Some(effect) => carry_out(engine, world, effect),
-            None => match next_delivery(engine, world, now) {
+            None => match answers
+                .pop_front()
+                .or_else(|| next_delivery(engine, world, now))
+            {
                 Some(input) => {
                     queue.extend(engine.handle(now, input));
                     continue;
@@ -105,6 +120,7 @@ fn carry_out(engine: &Engine, world: &mut impl World, effect: Effect) -> Option<
             let (read, fresh) = world.read_mount(&mount);
             Some(Input::MountRead { mount, read, fresh })
         }
+        // `drive` carries creates out itself (their answers wait).
         Effect::Spawn(spawn) => world.spawn(&spawn),
         Effect::Reap { child } => {
             world.reap(&child);

@@ -274,6 +274,16 @@ impl Ledger {
                 .session(session);
             fx.push(Effect::Log(log));
         }
+        // A prompt in an inbox is confirmed long after its write (Claude's
+        // transcript, 60-400 ms), by when it may itself have made an idle
+        // agent busy: judged by what the agent was doing when it was
+        // handed over. Any other outcome is the write's own end, and the
+        // state now is the freshest there is (an ollie-9p tree is polled).
+        let at_write = self.lanes.seen_at_write(session, seq);
+        let observed = match reached {
+            Reached::Inbox => at_write.as_ref().or(observed),
+            _ => observed,
+        };
         let was_idle = observed.map(|o| o.state.is_idle());
         let now_delivered =
             self.lanes

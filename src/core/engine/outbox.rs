@@ -85,6 +85,12 @@ pub(super) struct Confirming {
 pub(super) struct Lane {
     /// The prompt being written: its outcome has not come back yet.
     pub(super) writing: Option<u64>,
+    /// The session's observed state when that prompt was handed over: what
+    /// the journal judges a delivery into an inbox by (woke an idle agent,
+    /// or waits behind a running turn). Its outcome comes much later —
+    /// Claude's inbox is confirmed by the transcript, by when an idle agent
+    /// has long gone busy on the very prompt.
+    pub(super) writing_seen: Option<Observed>,
     /// A prompt in the agent's inbox, not yet seen reaching the model.
     pub(super) inbox: Option<u64>,
     /// The turn start awaited for the journal.
@@ -181,9 +187,18 @@ impl Lanes {
                 continue;
             };
             lane.writing = Some(p.seq);
+            lane.writing_seen = observed.get(&session).cloned();
             return Some((session, p));
         }
         None
+    }
+
+    /// The session's observed state when prompt `seq`, being written, was
+    /// handed over (`None`: not known then, or not being written).
+    pub(super) fn seen_at_write(&mut self, session: &str, seq: u64) -> Option<Observed> {
+        let lane = self.lanes.get_mut(session)?;
+        let seen = lane.writing_seen.take();
+        seen.filter(|_| lane.writing == Some(seq))
     }
 
     /// A prompt reached its session, as `reached` says, the agent observed
@@ -311,6 +326,7 @@ impl Lanes {
         let lane = self.lane(session);
         if lane.writing == Some(seq) {
             lane.writing = None;
+            lane.writing_seen = None;
         }
         lane.backoff = if lane.backoff.is_zero() {
             config.retry_initial

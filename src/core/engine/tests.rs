@@ -2,7 +2,7 @@
 //! whose readers come and go) around the engine, driven on a virtual clock
 //! through the daemon's own loop, `core::driver::drive`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -52,6 +52,12 @@ struct Sim {
     reaped: Vec<String>,
     /// How a session's agent takes a prompt (`Written` when not given).
     reaches: BTreeMap<String, Reached>,
+    /// Sessions whose delivery outcome comes later, as an agent program's
+    /// backend reports it: the test feeds it.
+    later: BTreeSet<String>,
+    /// Child creates refused at once, as by a kind that cannot create
+    /// sessions (Claude Code's backend answers `spawn` with `Some`).
+    refuse_spawns: bool,
 }
 
 impl Sim {
@@ -117,7 +123,10 @@ impl World for Sim {
     fn spawn(&mut self, spawn: &Spawn) -> Option<Input> {
         // The outcome comes later, as the daemon's does: the test feeds it.
         self.spawned.push(spawn.clone());
-        None
+        self.refuse_spawns.then(|| Input::ChildSpawned {
+            child: spawn.child.clone(),
+            outcome: Err("this kind cannot create sessions".into()),
+        })
     }
     fn reap(&mut self, child: &str) {
         self.reaped.push(child.to_string());
@@ -130,6 +139,9 @@ impl World for Sim {
         }
         self.delivered
             .push((d.session.clone(), d.step.clone(), d.text.clone()));
+        if self.later.contains(&d.session) {
+            return None;
+        }
         Some(Ok(self
             .reaches
             .get(&d.session)
@@ -164,6 +176,8 @@ impl Rig {
                 spawned: Vec::new(),
                 reaped: Vec::new(),
                 reaches: BTreeMap::new(),
+                later: BTreeSet::new(),
+                refuse_spawns: false,
             },
         }
     }
@@ -1725,6 +1739,28 @@ mod fanout {
             outcome: Err("no s/new".into()),
         });
         assert_eq!(rig.take_delivered(), vec!["s3"]);
+    }
+
+    #[test]
+    fn a_create_refused_at_once_hands_the_step_back_and_the_journal_replays_to_the_same_memory() {
+        let mut rig = rig(1, 8);
+        rig.world.refuse_spawns = true;
+        let start = rig.engine.memory().clone();
+        rig.write(NAME, &parallel([false; 4]));
+        // Each step once, to the parent (the one handed back after the
+        // one that waited at the cap).
+        let mut got = rig.take_delivered();
+        got.sort();
+        assert_eq!(got, vec!["s1", "s2", "s3"]);
+        assert!(rig.engine.memory().outbox.keys().all(|s| s == "p"));
+        // The journal, replayed after a crash, is the memory the engine
+        // has: a refusal handled before the records queued after its
+        // create would leave the child's announcement after its withdrawal.
+        let mut replayed = start;
+        for r in &rig.world.records {
+            replayed.apply(r);
+        }
+        assert_eq!(&replayed, rig.engine.memory(), "{:#?}", rig.world.records);
     }
 
     #[test]

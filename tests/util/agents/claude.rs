@@ -15,6 +15,7 @@
 use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -29,6 +30,14 @@ const API_KEY: &str = "sk-ant-api03-reveille-fake-key-0123456789abcdefghij";
 
 /// How long Claude Code gets to start and register.
 const START: Duration = Duration::from_secs(30);
+
+/// Held by every test that runs a Claude Code (the backend's and the
+/// daemon's): one at a time, since each starts a heavy TUI of its own and
+/// the latency figures mean nothing on a machine busy starting others.
+pub fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static ONE: Mutex<()> = Mutex::new(());
+    ONE.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// A running session as its registry entry says.
 #[derive(Debug, Clone)]
@@ -281,11 +290,7 @@ impl Claude {
     /// The agent's own fastest path: one `later` message written straight
     /// to the session's socket, as another Claude session sends it.
     pub fn send_later(&self, reg: &Registered, text: &str) {
-        let mut s = UnixStream::connect(&reg.socket).expect("connect to the session's socket");
-        let auth = json!({"type": "auth", "token": reg.token});
-        let msg = json!({"type": "user", "message": {"role": "user", "content": text},
-                         "priority": "later", "from": "test"});
-        s.write_all(format!("{auth}\n{msg}\n").as_bytes()).unwrap();
+        send_later(reg, text);
     }
 
     /// Whether the process is running.
@@ -305,6 +310,16 @@ impl Claude {
         try_wait_until(Duration::from_secs(10), || (!tmux.alive()).then_some(()));
         drop(tmux);
     }
+}
+
+/// One `later` message written straight to `reg`'s socket (what
+/// [`Claude::send_later`] does), from any thread.
+pub fn send_later(reg: &Registered, text: &str) {
+    let mut s = UnixStream::connect(&reg.socket).expect("connect to the session's socket");
+    let auth = json!({"type": "auth", "token": reg.token});
+    let msg = json!({"type": "user", "message": {"role": "user", "content": text},
+                     "priority": "later", "from": "test"});
+    s.write_all(format!("{auth}\n{msg}\n").as_bytes()).unwrap();
 }
 
 impl Drop for Claude {

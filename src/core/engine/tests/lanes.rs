@@ -182,3 +182,85 @@ fn the_journal_says_whether_the_prompt_woke_the_agent_or_waits_behind_its_turn()
         "a queued prompt waits for its turn"
     );
 }
+
+#[test]
+fn the_journal_judges_a_delivery_by_the_state_seen_when_it_was_written() {
+    // Claude's inbox confirms a prompt only when the transcript shows it,
+    // ~150 ms after the write: an idle agent is busy on it by then, and one
+    // that was busy may have gone idle. Written to an idle agent: a wake-up.
+    let mut woke = rig("claude:x", Some(AgentState::Idle), Reached::Inbox);
+    woke.world.later.insert("claude:x".into());
+    woke.write(NAME, &plan(1));
+    assert_eq!(woke.take_delivered(), ["s1"]);
+    let seq = woke.engine.memory().outbox["claude:x"][0].seq;
+    for input in [
+        Input::SessionState {
+            session: "claude:x".into(),
+            state: busy(),
+        },
+        Input::Delivered {
+            session: "claude:x".into(),
+            seq,
+            reached: Reached::Inbox,
+        },
+        Input::TurnStarted {
+            session: "claude:x".into(),
+            seq,
+        },
+    ] {
+        woke.feed(input);
+    }
+    assert!(!said(&woke, "waits in the inbox"), "{:?}", woke.world.logs);
+    assert!(said(&woke, "woke idle session claude:x for s1"));
+    // Written behind a running turn that ended before the confirmation.
+    let mut behind = rig("claude:x", busy(), Reached::Inbox);
+    behind.world.later.insert("claude:x".into());
+    behind.write(NAME, &plan(1));
+    let seq = behind.engine.memory().outbox["claude:x"][0].seq;
+    for input in [
+        Input::SessionState {
+            session: "claude:x".into(),
+            state: Some(AgentState::Idle),
+        },
+        Input::Delivered {
+            session: "claude:x".into(),
+            seq,
+            reached: Reached::Inbox,
+        },
+        Input::TurnStarted {
+            session: "claude:x".into(),
+            seq,
+        },
+    ] {
+        behind.feed(input);
+    }
+    assert!(said(
+        &behind,
+        "s1 waits in the inbox of claude:x for its running turn to end (thinking)"
+    ));
+    assert!(said(&behind, "turn started on s1 in session claude:x"));
+    assert!(!said(&behind, "woke idle"), "{:?}", behind.world.logs);
+}
+
+#[test]
+fn a_write_finishing_later_is_judged_by_the_state_when_it_finished() {
+    // An ollie-9p Submit finishes in the background; its tree is polled,
+    // so the state seen at its end is fresher than the one at its start.
+    let mut rig = rig("a", Some(AgentState::Idle), Reached::Accepted);
+    rig.world.later.insert("a".into());
+    rig.write(NAME, &plan(1));
+    let seq = rig.engine.memory().outbox["a"][0].seq;
+    rig.feed(Input::SessionState {
+        session: "a".into(),
+        state: busy(),
+    });
+    rig.feed(Input::Delivered {
+        session: "a".into(),
+        seq,
+        reached: Reached::Accepted,
+    });
+    assert!(said(
+        &rig,
+        "queued s1 behind the running turn of a (thinking)"
+    ));
+}

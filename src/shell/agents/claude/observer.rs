@@ -18,6 +18,7 @@ use super::history::History;
 use super::inbox::{self, Message};
 use super::prompt_id::prompt_id;
 use super::registry::{self, Entry, Host};
+use super::settle::Settling;
 use super::transcript::{self, Tail};
 use super::wait::{self, Waker, Wakeup};
 use super::watches::{Changes, Watches};
@@ -66,6 +67,9 @@ pub struct Observer {
     reported: BTreeMap<String, AgentState>,
     followed: BTreeMap<String, Followed>,
     deliveries: Deliveries,
+    /// Deliveries waiting, in the backend's first moments, for transcripts
+    /// to show what an earlier reveille wrote.
+    settling: Settling,
 }
 
 impl Observer {
@@ -93,6 +97,7 @@ impl Observer {
             owners: BTreeMap::new(),
             reported: BTreeMap::new(),
             followed: BTreeMap::new(),
+            settling: Settling::new(Instant::now()),
         })
     }
 
@@ -106,7 +111,11 @@ impl Observer {
                     .values()
                     .filter_map(|o| o.exit.as_ref().map(|fd| fd.as_raw_fd())),
             );
-            let Ok(ready) = wait::poll(&fds, self.deliveries.next_deadline()) else {
+            let deadline = [self.deliveries.next_deadline(), self.settling.deadline()]
+                .into_iter()
+                .flatten()
+                .min();
+            let Ok(ready) = wait::poll(&fds, deadline) else {
                 return;
             };
             if ready[0] && !self.take_commands() {
@@ -127,6 +136,9 @@ impl Observer {
                 .deliveries
                 .expire(Instant::now(), |sid| transcript_of(followed, sid));
             self.report_all(late);
+            for d in self.settling.release(Instant::now()) {
+                self.deliver(&d);
+            }
         }
     }
 
@@ -246,18 +258,22 @@ impl Observer {
             let why = self.not_running(sid);
             return self.report(undeliverable(sid, d.seq, &why));
         };
+        if self.settling.hold(Instant::now(), d) {
+            return;
+        }
         let process = Process {
             started: owner.entry.started_at,
         };
         match self.deliveries.deliver(sid, prompt, history, process) {
             Decision::Answered(out) => self.report_all(out),
             Decision::UnderWay => {}
-            Decision::Write => self.write(sid, d.seq, &msg_id, &d.text),
+            Decision::Write => self.write(sid, d, &msg_id),
         }
     }
 
-    /// Write prompt `seq` into `sid`'s inbox on a thread of its own.
-    fn write(&mut self, sid: &str, seq: u64, msg_id: &str, text: &str) {
+    /// Write prompt `d` into `sid`'s inbox on a thread of its own.
+    fn write(&mut self, sid: &str, d: &Delivery, msg_id: &str) {
+        let (seq, text) = (d.seq, &d.text);
         let entry = self.owners[sid].entry.clone();
         let target = entry.messaging_socket_path.clone().ok_or_else(|| {
             format!(
@@ -275,6 +291,10 @@ impl Observer {
                 return self.report_all(out);
             }
         };
+        // When it went into the inbox: its confirmation comes only with the
+        // transcript's next batch, up to ~100 ms and more later.
+        tracing::debug!(SESSION = %d.session, STEP = %d.step,
+            "writing {} into the inbox of {} (pid {}, {})", d.step, d.session, entry.pid, socket.display());
         let message = Message {
             session_id: sid.to_string(),
             msg_id: msg_id.to_string(),
