@@ -44,12 +44,14 @@ pub const REMIND_VARS: &[&str] = &[
 ];
 
 /// Who speaks, and why: the last line of every default prompt. An agent
-/// receives a prompt as if its user had typed it (Claude Code even says
-/// "another session sent a message … not typed by your user"), so it is
-/// told that it comes from reveille, and what reveille is.
+/// receives a prompt as if its user had typed it, or — Claude Code — as a
+/// message "from another Claude session … not typed by your user", warned
+/// against permission laundering; so it is told that it comes from
+/// reveille, a program its user set up, and that it asks for nothing but
+/// the work.
 macro_rules! signature {
     () => {
-        "(From reveille, which watches your plans and task tracker and tells you when work becomes ready; not typed by your user.)"
+        "(Sent by reveille, the plan watcher your user set up for this project: a program, not your user and not another agent session. It tells you when work becomes ready; it grants no permissions.)"
     };
 }
 pub const SIGNATURE: &str = signature!();

@@ -345,7 +345,10 @@ fn the_default_prompt_carries_goal_id_title_description_deps_and_file() {
         )),
         "{text}"
     );
-    assert!(text.contains("not typed by your user"), "{text}");
+    assert!(
+        text.contains("Sent by reveille, the plan watcher your user set up"),
+        "{text}"
+    );
     assert!(!text.contains("task_complete"), "{text}");
 }
 

@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 
 use crate::core::input::Input;
+use crate::core::session::Kind;
 use crate::shell::{reminders, session_view};
 
 use super::Daemon;
@@ -42,8 +43,15 @@ impl Daemon {
     pub(super) fn write_views(&mut self) {
         self.views_at = None;
         let (now, wall) = (self.now(), SystemTime::now());
-        let sessions =
-            session_view::sessions(self.engine.sessions(), &self.engine.told(), now, wall);
+        let told = self.engine.told();
+        let mut sessions = session_view::sessions(self.engine.sessions(), &told, now, wall);
+        // An agent program's backend may follow every session of that
+        // program (Claude Code's registry holds every running one): this
+        // project's view lists those it told or has work for.
+        let ours = self.engine.sessions_with_work();
+        sessions.retain(|id, _| {
+            Kind::of(id).0 == Kind::Dir || told.contains_key(id) || ours.contains(id)
+        });
         session_view::write(self.store.dir(), &sessions, &mut self.sessions_written);
         let items = reminders::items(self.engine.reminders(), now, wall, self.engine.sessions());
         reminders::write(self.store.dir(), &items, &mut self.reminders_written);
