@@ -60,13 +60,8 @@ fn source_of<'a>(known: &'a Known, path: &Path) -> Option<&'a Source> {
 }
 
 fn delivery(known: &Known, source: &Source, key: &str) -> Delivery {
-    let item = Item::Step(key.to_string());
-    let Some(a) = known
-        .memory
-        .announced
-        .get(source)
-        .and_then(|m| m.get(&item))
-    else {
+    let item = Item::step(key);
+    let Some(a) = known.memory.plans.entry(source, &item) else {
         return Delivery::NotAnnounced;
     };
     if a.baseline {

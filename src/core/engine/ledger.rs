@@ -13,7 +13,8 @@ use super::sessions::Observed;
 use super::timers::Timers;
 use crate::core::effect::{Delivery, Effect, Level, Log};
 use crate::core::input::{Reached, Undeliverable};
-use crate::core::record::{ChildState, Item, Memory, Pending, Record};
+use crate::core::memory::{Children, Memory, Outboxes, PlanMemory, Position, TaskMemory};
+use crate::core::record::{Item, Pending, Record};
 use crate::core::source::Source;
 
 /// One wake-up to announce: what, to whom, and its prompt.
@@ -30,10 +31,11 @@ pub(super) struct Wake<'a> {
 /// The durable memory and the delivery lanes.
 #[derive(Debug, Default)]
 pub(super) struct Ledger {
-    /// The durable part, changed only through `Record`s.
-    pub(super) memory: Memory,
+    /// The durable part, changed only through `Record`s (`record`); the
+    /// parts read it through its owners' methods (`plans()`, `tasks()`, …).
+    memory: Memory,
     /// Each session's delivery lane: when its next prompt goes out.
-    pub(super) lanes: Lanes,
+    lanes: Lanes,
     /// Sessions whose outbox hit the cap since the last drain: when they
     /// drain, every source is diffed again.
     capped: BTreeSet<String>,
@@ -42,7 +44,7 @@ pub(super) struct Ledger {
     full_said: BTreeSet<String>,
     /// (session, source) pairs where the session checked a step since the
     /// coordinator last looked: their reminder clocks start again.
-    pub(super) progressed: Vec<(String, Source)>,
+    progressed: Vec<(String, Source)>,
 }
 
 impl Ledger {
@@ -60,6 +62,41 @@ impl Ledger {
     pub(super) fn record(&mut self, record: Record, fx: &mut Vec<Effect>) {
         self.memory.apply(&record);
         fx.push(Effect::Record(record));
+    }
+
+    /// The delivery lanes, for what `status` shows of them.
+    pub(super) fn lanes(&self) -> &Lanes {
+        &self.lanes
+    }
+
+    /// The whole durable memory, for snapshots and `status`.
+    pub(super) fn memory(&self) -> &Memory {
+        &self.memory
+    }
+
+    /// The plans' share of the memory: announced steps and plan notes.
+    pub(super) fn plans(&self) -> &PlanMemory {
+        &self.memory.plans
+    }
+
+    /// The tasks' share of the memory: announced tasks and their notes.
+    pub(super) fn tasks(&self) -> &TaskMemory {
+        &self.memory.tasks
+    }
+
+    /// The pending prompts, per session.
+    pub(super) fn outbox(&self) -> &Outboxes {
+        &self.memory.outbox
+    }
+
+    /// The child sessions reveille made.
+    pub(super) fn children(&self) -> &Children {
+        &self.memory.children
+    }
+
+    /// The sequence, the event log cursor, the baseline mark.
+    pub(super) fn position(&self) -> &Position {
+        &self.memory.position
     }
 
     /// Put `item` in the announced set with no prompt: a first-start
@@ -84,11 +121,22 @@ impl Ledger {
         );
     }
 
+    /// `session` checked a step of `source`: its reminder clock there
+    /// starts again once the input is handled (`take_progressed`).
+    pub(super) fn progressed(&mut self, session: &str, source: &Source) {
+        self.progressed.push((session.to_string(), source.clone()));
+    }
+
+    /// The (session, source) pairs that made progress since the last call.
+    pub(super) fn take_progressed(&mut self) -> Vec<(String, Source)> {
+        std::mem::take(&mut self.progressed)
+    }
+
     /// A journal entry about `session` names its parent too when it is a
     /// child reveille made (`PARENT=`).
     fn with_parent(&self, log: Log, session: &str) -> Log {
-        match self.memory.children.get(session) {
-            Some(child) => log.parent(&child.parent),
+        match self.memory.children.parent_of(session) {
+            Some(parent) => log.parent(parent),
             None => log,
         }
     }
@@ -115,7 +163,7 @@ impl Ledger {
             plan,
             text,
         } = wake;
-        let queued = self.memory.outbox.get(session).map_or(0, |q| q.len());
+        let queued = self.memory.outbox.len_of(session);
         // Said once per streak: a streak ends when the outbox is empty.
         if queued == 0 {
             self.full_said.remove(session);
@@ -136,7 +184,7 @@ impl Ledger {
             }
             return false;
         }
-        let seq = self.memory.next_seq;
+        let seq = self.memory.position.next_seq();
         let pending = Pending {
             seq,
             source: source.clone(),
@@ -178,14 +226,12 @@ impl Ledger {
         fx: &mut Vec<Effect>,
     ) -> usize {
         let mut found = Vec::new();
-        for (session, queue) in &self.memory.outbox {
+        for (session, p) in self.memory.outbox.of_source(source) {
             let lane = self.lanes.get(session);
-            for p in queue {
-                // A prompt being written, or already in the agent's inbox,
-                // cannot be taken back.
-                if p.source == *source && &p.item == item && !lane.is_some_and(|l| l.taken(p.seq)) {
-                    found.push((session.clone(), p.seq, p.step.clone()));
-                }
+            // A prompt being written, or already in the agent's inbox,
+            // cannot be taken back.
+            if &p.item == item && !lane.is_some_and(|l| l.taken(p.seq)) {
+                found.push((session.to_string(), p.seq, p.step.clone()));
             }
         }
         let n = found.len();
@@ -211,14 +257,8 @@ impl Ledger {
     }
 
     pub(super) fn withdraw_source(&mut self, source: &Source, why: &str, fx: &mut Vec<Effect>) {
-        let items: BTreeSet<Item> = self
-            .memory
-            .outbox
-            .values()
-            .flatten()
-            .filter(|p| p.source == *source)
-            .map(|p| p.item.clone())
-            .collect();
+        let outbox = self.memory.outbox.of_source(source);
+        let items: BTreeSet<Item> = outbox.map(|(_, p)| p.item.clone()).collect();
         // A withdrawn prompt was never heard: un-announce it, so a plan
         // that is reopened announces it again rather than losing it.
         for item in items {
@@ -438,10 +478,7 @@ impl Ledger {
 
     /// The pending prompt `seq` of `session`.
     pub(super) fn pending(&self, session: &str, seq: u64) -> Option<&Pending> {
-        self.memory
-            .outbox
-            .get(session)
-            .and_then(|q| q.iter().find(|p| p.seq == seq))
+        self.memory.outbox.pending(session, seq)
     }
 
     /// A write failed: back off, say why once per streak. Returns when to
@@ -460,7 +497,7 @@ impl Ledger {
             .lanes
             .failed(now, session, seq, step, &why.reason, config);
         if new {
-            let pending = self.memory.outbox.get(session).map_or(0, |q| q.len());
+            let pending = self.memory.outbox.len_of(session);
             fx.push(Effect::Log(
                 Log::new(
                     Level::Warn,
@@ -492,13 +529,8 @@ impl Ledger {
         let (session, p) = self.lanes.next(
             now,
             timers,
-            |s| memory.outbox.get(s).and_then(|q| q.front()),
-            |s| {
-                memory
-                    .children
-                    .get(s)
-                    .is_some_and(|c| c.state == ChildState::Planned)
-            },
+            |s| memory.outbox.front(s),
+            |s| memory.children.is_planned(s),
             observed,
         )?;
         Some(Delivery {
@@ -506,7 +538,7 @@ impl Ledger {
             text: p.text.clone(),
             plan: p.plan.clone(),
             step: p.step.clone(),
-            parent: memory.children.get(&session).map(|c| c.parent.clone()),
+            parent: memory.children.parent_of(&session).map(str::to_string),
             session,
         })
     }
@@ -520,7 +552,7 @@ impl Ledger {
         // cap it ran once per prompt delivered (10,000 prompts behind a cap
         // of 1,000 drained at ~40 a second) and logged "outbox full" each
         // time it refilled.
-        let queued = self.memory.outbox.get(session).map_or(0, |q| q.len());
+        let queued = self.memory.outbox.len_of(session);
         queued <= cap / 2 && self.capped.remove(session)
     }
 }

@@ -105,7 +105,7 @@ impl Lane {
 /// Every session's lane, and which may be able to send.
 #[derive(Debug, Default)]
 pub(super) struct Lanes {
-    pub(super) lanes: BTreeMap<String, Lane>,
+    lanes: BTreeMap<String, Lane>,
     /// Sessions whose lane may be able to send.
     dirty: BTreeSet<String>,
 }
@@ -120,6 +120,39 @@ impl Lanes {
 
     pub(super) fn get(&self, session: &str) -> Option<&Lane> {
         self.lanes.get(session)
+    }
+
+    /// Whether prompt `seq` waits in `session`'s inbox.
+    pub(super) fn in_inbox(&self, session: &str, seq: u64) -> bool {
+        self.lanes
+            .get(session)
+            .is_some_and(|l| l.inbox == Some(seq))
+    }
+
+    /// Wake-ups refused at the outbox cap, per session.
+    pub(super) fn refused(&self) -> BTreeMap<String, u64> {
+        let refused = self.lanes.iter().filter(|(_, l)| l.refused > 0);
+        refused.map(|(s, l)| (s.clone(), l.refused)).collect()
+    }
+
+    /// How many sessions are currently failing.
+    pub(super) fn failing_count(&self) -> usize {
+        self.lanes.values().filter(|l| l.failing.is_some()).count()
+    }
+
+    /// Sessions currently failing, with the reason.
+    pub(super) fn failing(&self) -> BTreeMap<String, String> {
+        let failing = self.lanes.iter();
+        failing
+            .filter_map(|(s, l)| l.failing.clone().map(|r| (s.clone(), r)))
+            .collect()
+    }
+
+    /// What each session was last told and how it went.
+    pub(super) fn told(&self) -> BTreeMap<String, Told> {
+        let told = self.lanes.iter();
+        told.filter_map(|(s, l)| l.last.clone().map(|t| (s.clone(), t)))
+            .collect()
     }
 
     pub(super) fn lane(&mut self, session: &str) -> &mut Lane {

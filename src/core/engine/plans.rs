@@ -10,8 +10,9 @@ use super::config::{EngineConfig, Mode, Now};
 use super::context::Cx;
 use super::ledger::Wake;
 use super::recent::Recent;
-use super::reminders;
+use super::reminders::{self, Open};
 use super::timers::{Recheck, Timer};
+use super::PlanView;
 use crate::core::close::Close;
 use crate::core::effect::{Effect, Level, Log};
 use crate::core::input::{Change, FileRead};
@@ -20,7 +21,7 @@ use crate::core::lines::quoted;
 use crate::core::name::{dir_and_name, plan_key, FileState, PlanKey};
 use crate::core::plan::{parse_plan, Plan, PlanError, PlanFormat, Step, StepStatus};
 use crate::core::prompt;
-use crate::core::record::{Item, Record};
+use crate::core::record::{Item, Note, Record, Work};
 use crate::core::session::{check_name, check_session};
 use crate::core::source::Source;
 
@@ -166,10 +167,10 @@ pub(super) struct Plans {
     /// Fresh plan reads waiting for a complete re-read, counted.
     rechecks: BTreeMap<PathBuf, Recheck>,
     /// Whether a listing was asked for and not answered yet.
-    pub(super) listing: bool,
+    listing: bool,
     /// Plans with a current error (kept as a count: `STATUS=` asks for it
     /// on every loop turn).
-    pub(super) invalid: usize,
+    invalid: usize,
     /// The last parse of the few plans read last, for rewrites that only
     /// tick steps.
     recent: Recent,
@@ -254,6 +255,77 @@ impl Plans {
     /// The current file of every tracked plan.
     pub(super) fn paths(&self) -> impl Iterator<Item = &Path> {
         self.plans.values().map(|p| p.path.as_path())
+    }
+
+    /// The current file of plan `source`, if it is tracked.
+    pub(super) fn path_of(&self, source: &Source) -> Option<&Path> {
+        self.plans.get(source).map(|p| p.path.as_path())
+    }
+
+    /// How many plans are tracked.
+    pub(super) fn count(&self) -> usize {
+        self.plans.len()
+    }
+
+    /// Plans with a current error.
+    pub(super) fn invalid(&self) -> usize {
+        self.invalid
+    }
+
+    /// Whether a listing was asked for and not answered yet.
+    pub(super) fn listing(&self) -> bool {
+        self.listing
+    }
+
+    /// Ask for a listing (a plan's file vanished: did it move?).
+    pub(super) fn list(&mut self, fx: &mut Vec<Effect>) {
+        self.listing = true;
+        fx.push(Effect::List { read_all: false });
+    }
+
+    /// Step `key` of `source` as a reminder names it, while it is open in
+    /// a live plan; `None` once it is checked or the plan has ended.
+    pub(super) fn open_step(&self, source: &Source, key: &str) -> Option<Open> {
+        let plan = self.plans.get(source)?;
+        if !plan.lifecycle.is_live() {
+            return None;
+        }
+        let step = plan.summary.as_ref()?.open_step(key)?;
+        let (label, title) = (step.label.clone(), step.title.clone());
+        let call = closing(source, &title, &plan.path).to_string();
+        Some(Open {
+            label,
+            title,
+            path: plan.path.display().to_string(),
+            file: display_name(&plan.path),
+            call,
+            mount: None,
+        })
+    }
+
+    /// Every tracked plan, for `status`.
+    pub(super) fn views(&self, config: &EngineConfig) -> Vec<PlanView> {
+        let view = |(source, s): (&Source, &PlanState)| {
+            let summary = s.summary.as_ref();
+            PlanView {
+                source: source.clone(),
+                path: s.path.clone(),
+                lifecycle: s.lifecycle,
+                goal: summary.map(|p| p.goal.clone()).unwrap_or_default(),
+                session: summary.and_then(|p| p.session.clone()).or(match &s.origin {
+                    Origin::Session(id) => Some(id.clone()),
+                    _ => config.default_session.clone(),
+                }),
+                error: s.error.clone(),
+                steps: summary.map_or(0, |p| p.steps),
+                checked: summary.map_or(0, |p| p.checked),
+                ready: summary.map_or_else(Vec::new, |p| {
+                    let ready = p.ready.iter();
+                    ready.map(|s| (s.label.clone(), s.title.clone())).collect()
+                }),
+            }
+        };
+        self.plans.iter().map(view).collect()
     }
 
     /// A re-read came due: ask for it; its answer resets or re-arms it.
@@ -571,18 +643,7 @@ impl Plans {
                     ));
                 }
                 // The few announced steps of this plan, looked up once.
-                let announced: Vec<&str> = cx
-                    .ledger
-                    .memory
-                    .announced
-                    .get(&pp.source)
-                    .into_iter()
-                    .flat_map(|items| items.keys())
-                    .filter_map(|item| match item {
-                        Item::Step(key) => Some(key.as_str()),
-                        _ => None,
-                    })
-                    .collect();
+                let announced: Vec<&str> = cx.ledger.plans().step_keys(&pp.source).collect();
                 let announced = |key: &str| announced.contains(&key);
                 match &mut state.summary {
                     // The same steps as the last parse, some ticked or
@@ -660,12 +721,9 @@ impl Plans {
         // Persisted announcements of plans that no longer exist at all
         // (deleted while the daemon was down).
         if read_all {
-            let stale: Vec<Source> = cx
-                .ledger
-                .memory
-                .announced
-                .keys()
-                .filter(|s| s.is_plan() && !present.contains_key(*s))
+            let plans = cx.ledger.plans().sources();
+            let stale: Vec<Source> = plans
+                .filter(|s| !present.contains_key(*s))
                 .cloned()
                 .collect();
             for source in stale {
@@ -713,7 +771,7 @@ impl Plans {
         cx.ledger
             .withdraw_source(source, "its plan was deleted", cx.fx);
         children::plan_ended(cx, source, "its plan was deleted");
-        if cx.ledger.memory.announced.contains_key(source) {
+        if cx.ledger.plans().has(source) {
             cx.ledger.record(
                 Record::DropSource {
                     source: source.clone(),
@@ -800,14 +858,14 @@ impl Plans {
             .into_iter()
             .filter(|&i| {
                 !cx.ledger
-                    .memory
-                    .is_announced(source, &Item::Step(plan.steps[i].key.clone()))
+                    .plans()
+                    .is_step_announced(source, &plan.steps[i].key)
             })
             .collect();
         let nudge = all_checked
             && cx.config.nudge_done
             && nudge_kind
-            && !cx.ledger.memory.is_announced(source, &Item::AllDone);
+            && !cx.ledger.plans().told_all_done(source);
         if new.is_empty() && !nudge {
             return kept_missing;
         }
@@ -841,13 +899,7 @@ impl Plans {
         // looked up step by step; more, in one sorted table of the steps
         // (keys are unique).
         let is_open = |s: &Step| s.status != StepStatus::Checked;
-        let few = cx
-            .ledger
-            .memory
-            .announced
-            .get(source)
-            .map_or(0, crate::core::record::Items::len)
-            <= 4;
+        let few = cx.ledger.plans().len_of(source) <= 4;
         let mut steps: Vec<(&str, bool)> = Vec::new();
         if !few {
             steps = plan
@@ -866,22 +918,18 @@ impl Plans {
         };
         let open = |k: &str| find(k) == Some(true);
         let existing = |k: &str| find(k).is_some();
-        let kept_missing = !complete
-            && cx.ledger.memory.announced.get(source).is_some_and(|items| {
-                items
-                    .keys()
-                    .any(|i| matches!(i, Item::Step(k) if !existing(k)))
-            });
-        let leaving = cx.ledger.memory.announced_where(source, |item| match item {
-            Item::Step(k) => !open(k) && (complete || existing(k)),
-            Item::AllDone => !all_checked,
+        let kept_missing = !complete && cx.ledger.plans().step_keys(source).any(|k| !existing(k));
+        let leaving = cx.ledger.plans().items_where(source, |item| match item {
+            Item::Work(Work::Step(k)) => !open(k) && (complete || existing(k)),
+            Item::Note(Note::AllDone) => !all_checked,
             // A child's completion told: forgotten once the step is open
             // again, so its next completion is told too.
-            Item::ChildDone(k) => open(k),
+            Item::Note(Note::ChildDone(k)) => open(k),
             _ => false,
         });
         for item in leaving {
-            let holder = cx.ledger.memory.announced[source][&item].session.clone();
+            let entry = cx.ledger.plans().entry(source, &item);
+            let holder = entry.and_then(|a| a.session.clone());
             cx.ledger
                 .unannounce(source, item.clone(), "its step was checked", cx.fx);
             // A step checked is progress: its session's reminder counts
@@ -889,7 +937,7 @@ impl Plans {
             if let Some(session) = &holder {
                 reminders::progress(cx.ledger, source, session, cx.fx);
             }
-            if let Item::Step(key) = &item {
+            if let Some(key) = item.step_key() {
                 let checked = existing(key);
                 children::step_left(cx, source, plan, key, checked, holder.as_deref());
             }
@@ -916,20 +964,15 @@ impl Plans {
     /// ready again.
     fn withdraw_stale(&mut self, source: &Source, plan: &Plan, ready: &[usize], cx: &mut Cx) {
         // Nothing of this plan waiting (the common case): nothing stale.
-        let outbox = &cx.ledger.memory.outbox;
-        if !outbox.values().flatten().any(|p| p.source == *source) {
+        let outbox = cx.ledger.outbox();
+        if !outbox.holds_source(source) {
             return;
         }
         let ready: BTreeSet<&str> = ready.iter().map(|&i| plan.steps[i].key.as_str()).collect();
-        let stale: BTreeSet<Item> = cx
-            .ledger
-            .memory
-            .outbox
-            .values()
-            .flatten()
-            .filter(|p| p.source == *source)
-            .filter(|p| matches!(&p.item, Item::Step(k) if !ready.contains(k.as_str())))
-            .map(|p| p.item.clone())
+        let stale: BTreeSet<Item> = outbox
+            .of_source(source)
+            .filter(|(_, p)| p.item.step_key().is_some_and(|k| !ready.contains(k)))
+            .map(|(_, p)| p.item.clone())
             .collect();
         for item in stale {
             cx.ledger
@@ -946,8 +989,9 @@ impl Plans {
         nudge: bool,
         cx: &mut Cx,
     ) {
-        let items = new.iter().map(|&i| Item::Step(plan.steps[i].key.clone()));
-        let items: Vec<Item> = items.chain(nudge.then_some(Item::AllDone)).collect();
+        let items = new.iter().map(|&i| Item::step(&plan.steps[i].key));
+        let all_done = nudge.then_some(Note::AllDone.into());
+        let items: Vec<Item> = items.chain(all_done).collect();
         for item in items {
             cx.ledger.mark(source, item, None, cx.fx);
         }
@@ -966,14 +1010,13 @@ impl Plans {
     ) -> bool {
         let file = display_name(path);
         // Queue mode puts the goal on the first prompt of the plan's dump.
-        let first_dump =
-            cx.config.mode == Mode::Queue && !cx.ledger.memory.announced.contains_key(source);
+        let first_dump = cx.config.mode == Mode::Queue && !cx.ledger.plans().has(source);
         // Fan-out: once the parent holds one ready step of this plan, each
         // further one may go to a child.
         let mut parent_busy = children::parent_busy(cx, source, session);
         for (n, &i) in new.iter().enumerate() {
             let step = &plan.steps[i];
-            let item = Item::Step(step.key.clone());
+            let item = Item::step(&step.key);
             let child = match cx.config.mode {
                 Mode::Reactive if parent_busy => {
                     let at = children::StepRef {
@@ -1043,7 +1086,7 @@ impl Plans {
             ],
         );
         let wake = Wake {
-            item: Item::AllDone,
+            item: Note::AllDone.into(),
             session,
             label: "all-done".into(),
             plan: file,

@@ -19,10 +19,7 @@ fn plan(steps: usize) -> String {
 fn rig(session: &str, state: Option<AgentState>, reached: Reached) -> Rig {
     let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
     config.default_session = Some(session.into());
-    let memory = Memory {
-        baselined: true,
-        ..Memory::default()
-    };
+    let memory = Memory::started();
     let mut rig = Rig::new(config, Some(memory));
     rig.world.readers.insert(session.into(), true);
     rig.world.reaches.insert(session.into(), reached);
@@ -79,7 +76,7 @@ fn a_prompt_in_an_inbox_is_delivered_when_its_turn_starts_and_only_then_the_next
     assert!(said(&rig, "s1 waits in the inbox of claude:x"));
     assert_eq!(rig.engine.memory().pending_total(), 2);
     // Its step checked meanwhile: it is in the agent's hands, not withdrawn.
-    let seq = rig.engine.memory().outbox["claude:x"][0].seq;
+    let seq = rig.engine.memory().outbox.get("claude:x").unwrap()[0].seq;
     rig.feed(Input::TurnStarted {
         session: "claude:x".into(),
         seq,
