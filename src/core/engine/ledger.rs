@@ -169,7 +169,7 @@ impl Ledger {
             self.full_said.remove(session);
         }
         if queued >= cap {
-            self.lanes.lane(session).refused += 1;
+            self.lanes.refuse(session);
             if self.capped.insert(session.to_string()) && self.full_said.insert(session.to_string())
             {
                 fx.push(Effect::Log(
@@ -305,11 +305,10 @@ impl Ledger {
     ) -> (bool, bool) {
         let Some(p) = self.pending(session, seq).cloned() else {
             // Withdrawn or recorded already (a repeated outcome).
-            self.lanes.lane(session).writing.take_if(|s| *s == seq);
-            self.lanes.wake(session);
+            self.lanes.write_ended(session, seq);
             return (false, false);
         };
-        if self.lanes.lane(session).failing.take().is_some() {
+        if self.lanes.recovered(session) {
             let log = Log::new(Level::Info, format!("session {session} is reachable again"))
                 .session(session);
             fx.push(Effect::Log(log));

@@ -80,18 +80,18 @@ pub(super) struct Confirming {
 #[derive(Debug, Clone, Default)]
 pub(super) struct Lane {
     /// The prompt being written: its outcome has not come back yet.
-    pub(super) writing: Option<u64>,
+    writing: Option<u64>,
     /// A prompt in the agent's inbox, not yet seen reaching the model.
-    pub(super) inbox: Option<u64>,
+    inbox: Option<u64>,
     /// The turn start awaited for the journal.
-    pub(super) confirming: Option<Confirming>,
-    pub(super) backoff: Duration,
+    confirming: Option<Confirming>,
+    backoff: Duration,
     /// The reason of the current failure streak, logged once.
-    pub(super) failing: Option<String>,
+    failing: Option<String>,
     /// Wake-ups refused because the outbox was full (shown in status).
-    pub(super) refused: u64,
+    refused: u64,
     /// What the session was told last.
-    pub(super) last: Option<Told>,
+    last: Option<Told>,
 }
 
 impl Lane {
@@ -155,8 +155,26 @@ impl Lanes {
             .collect()
     }
 
-    pub(super) fn lane(&mut self, session: &str) -> &mut Lane {
+    fn lane(&mut self, session: &str) -> &mut Lane {
         self.lanes.entry(session.to_string()).or_default()
+    }
+
+    /// A wake-up for `session` was refused at the outbox cap.
+    pub(super) fn refuse(&mut self, session: &str) {
+        self.lane(session).refused += 1;
+    }
+
+    /// The outcome of prompt `seq` came back after it left the outbox
+    /// (withdrawn, or an outcome repeated): its write is over all the same.
+    pub(super) fn write_ended(&mut self, session: &str, seq: u64) {
+        self.lane(session).writing.take_if(|s| *s == seq);
+        self.wake(session);
+    }
+
+    /// A write to `session` went through: whether that ends a failure
+    /// streak (to be said).
+    pub(super) fn recovered(&mut self, session: &str) -> bool {
+        self.lane(session).failing.take().is_some()
     }
 
     /// `session`'s lane may be able to send (a prompt was queued, a write

@@ -45,12 +45,13 @@ pub(super) struct Tasks {
     /// Mount ready files read fresh and waiting for a settled re-read (a
     /// FUSE file may always look fresh: counted).
     mount_rechecks: BTreeMap<String, Recheck>,
-    /// Tracker task titles by source and id, for claim/completed prompts.
+    /// Tracker task titles by source and id, for claim/completed prompts
+    /// (read by the engine tests too: they bound it).
     pub(super) task_titles: BTreeMap<(Source, String), String>,
     /// The assignee of each ready task that has one, as its source last
     /// listed it: a task claimed by someone else's assignee is not open
     /// work of the session it was announced to (no reminder).
-    pub(super) task_assignees: BTreeMap<(Source, String), String>,
+    task_assignees: BTreeMap<(Source, String), String>,
     /// Per mount, beads claimed by a current-shape `claimed` event (which
     /// names no assignee) whose claimer is still to be read from the
     /// mount's `list` file.
