@@ -51,15 +51,19 @@ pub struct PlanView {
 
 /// The engine: a coordinator over parts that own their state and rules.
 ///
-/// - `Ledger` (`engine/ledger.rs`): the durable memory — announced sets,
-///   outboxes — and the delivery lanes; the only place records are applied.
+/// - `Ledger` (`engine/ledger.rs`): the durable memory (`core/memory.rs`,
+///   in parts that each apply their share of the records) and the
+///   delivery lanes (`engine/outbox.rs`: when a prompt goes out); the only
+///   place records are applied.
 /// - `Plans` (`engine/plans.rs`): the plan table, settle/vanish/recheck
 ///   bookkeeping, lifecycle, parse → reconcile (the wake rule).
 /// - `Tasks` (`engine/tasks.rs`): tracker mounts and events, the beads
 ///   file, task titles, mounts known only by their events.
 /// - `Sessions` (`engine/sessions.rs`): what is known of each session.
-/// - children (`engine/children.rs`): fan-out's rules over the child
-///   sessions recorded in the ledger's memory.
+/// - `Reminders` (`engine/reminders.rs`): when prompts were heard, and the
+///   reminder rule.
+/// - children (`engine/children.rs`): fan-out's rules over the children's
+///   share of the memory.
 /// - `Timers` (`engine/timers.rs`): every deadline, in one table.
 ///
 /// Each part gets what it needs of the others through a `Cx`, so borrows

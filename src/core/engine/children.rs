@@ -70,6 +70,7 @@ fn safe(c: char) -> bool {
 /// Whether the parent already holds an open step of `source`: then further
 /// ready steps are parallel work for children.
 pub(super) fn parent_busy(cx: &Cx, source: &Source, parent: &str) -> bool {
+    // The plans' share knows which steps are announced to whom.
     cx.ledger.plans().holds_step(source, parent)
 }
 

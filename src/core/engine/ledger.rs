@@ -1,9 +1,12 @@
-//! The ledger: the durable memory (announced sets, outboxes) and the
-//! delivery lanes over it (`outbox.rs` decides when each session's next
-//! prompt goes out). It is the only place records are applied. Announcing
-//! records a wake-up and queues its prompt; withdrawing takes back one that
-//! went stale before it could be written; a delivery's outcome is recorded
-//! and said here.
+//! The ledger: the durable memory (`core/memory.rs`: plans', tasks',
+//! outboxes', children's and the position's shares) and the delivery lanes
+//! over it (`outbox.rs` decides when each session's next prompt goes out).
+//! It is the only place records are applied (`Ledger::record`, to every
+//! share at once); the other parts read the memory through its owners'
+//! methods (`plans()`, `tasks()`, `outbox()`, `children()`, `position()`).
+//! Announcing records a wake-up and queues its prompt; withdrawing takes
+//! back one that went stale before it could be written; a delivery's
+//! outcome is recorded and said here.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -525,6 +528,8 @@ impl Ledger {
         observed: &BTreeMap<String, Observed>,
     ) -> Option<Delivery> {
         let memory = &self.memory;
+        // The one read of the children's share on the delivery path: a
+        // child not yet seen to exist gets no prompt yet.
         let (session, p) = self.lanes.next(
             now,
             timers,

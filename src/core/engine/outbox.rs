@@ -3,7 +3,8 @@
 //! in the agent's inbox, the backoff after a failed write, the turn start
 //! awaited for the journal — and the rule that picks the next prompt to
 //! write (`Lanes::next`). The prompts themselves are the durable outboxes
-//! in the ledger's memory; this part decides only *when*.
+//! (`core/memory/outboxes.rs`) in the ledger's memory; this part decides
+//! only *when*.
 //!
 //! The rule, for one session:
 //! - one prompt being written at a time, so prompts never interleave, and

@@ -123,6 +123,8 @@ impl Reminders {
     /// Forget what is kept for `session`'s items that left the announced
     /// set, so the maps hold only what is still announced.
     pub(super) fn prune(&mut self, ledger: &Ledger) {
+        // Reminders read the whole memory, not one share: the work reminded
+        // of is plans' steps and tasks alike.
         let memory = ledger.memory();
         let announced = |(session, source, work): &Key| {
             let items = memory.announced_of(source);
