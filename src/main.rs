@@ -88,7 +88,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print(&config::render_check(&loaded))?;
         }
         Command::Reload(flags) => return cli::reload::run(&flags),
-        Command::Status { flags, json } => show_status(&flags, json)?,
+        Command::Status { flags, json, watch } => show_status(&flags, json, watch)?,
         Command::Ready { file, flags, json } => cli::offline::ready(&file, &flags, json)?,
         Command::Why {
             file,
@@ -109,8 +109,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 /// `reveille status`: from the state directory, even when the
 /// configuration has gone bad since the daemon read it (the problems are
-/// said once, the state is shown with those keys at their defaults).
-fn show_status(flags: &ConfigFlags, json: bool) -> anyhow::Result<()> {
+/// said once, the state is shown with those keys at their defaults);
+/// `--watch` keeps showing it (`cli::live`).
+fn show_status(flags: &ConfigFlags, json: bool, watch: bool) -> anyhow::Result<()> {
     let (loaded, errors) = config::load_salvaged(&cli::project::options(flags));
     for e in &errors {
         warn(e);
@@ -142,6 +143,9 @@ fn show_status(flags: &ConfigFlags, json: bool) -> anyhow::Result<()> {
             },
             settings.state.dir.display()
         );
+    }
+    if watch {
+        return cli::live::run(settings, json);
     }
     let s = status::gather(settings).map_err(anyhow::Error::msg)?;
     if json {

@@ -573,3 +573,61 @@ fn a_child_thread_is_created_once_by_its_name_woken_and_archived_when_reaped() {
     });
     assert!(named(&mut c).is_empty(), "an archived thread is unloaded");
 }
+
+/// Codex hides a queued prompt from its queue and its history while it
+/// starts it (`dispatching`, ~30 ms at the end of the turn before). A
+/// reveille restarted in that moment — the one before it queued the prompt
+/// and died before its delivered mark — finds it in neither; it must not
+/// send it again (a second turn on the same step).
+#[test]
+fn a_prompt_codex_is_starting_unseen_when_reveille_restarts_runs_once() {
+    let model = model();
+    let Some(home) = home(&model) else { return };
+    let codex = Codex::start(home);
+    let session = format!("codex:{}", codex.thread);
+    let long = "reveille prompt one: a long turn delay=2";
+    let text = "reveille prompt two: queued behind it";
+    {
+        let mut first = Reveille::of(&codex);
+        first.deliver(&session, 1, long);
+        wait_until("the long turn's request", TURN, || {
+            model.turns_on(long).into_iter().next()
+        });
+        first.deliver(&session, 2, text);
+        first.wait("queued behind it", 0, delivered(&session, 2));
+    }
+    // The next reveille is up (connected) before that moment, and is
+    // asked for the prompt in it.
+    let mut again = Reveille::of(&codex);
+    let mut probe = codex.client().expect("the daemon serves");
+    let id = format!("reveille:{PROJECT}:2");
+    let left = left_the_queue(&mut probe, &codex.thread, &id);
+    let sent = again.deliver(&session, 2, text);
+    again.wait("delivered again", 0, delivered(&session, 2));
+    println!("delivered again {:?} after it left the queue", sent - left);
+    again.wait("its turn known as started", 0, started(&session, 2));
+    answered(&model, text);
+    codex.wait_status("idle", TURN);
+    assert_eq!(model.turns_on(text).len(), 1, "{:#?}", model.requests());
+    let ids: Vec<String> = codex.user_messages().into_iter().map(|(_, i)| i).collect();
+    assert_eq!(ids.iter().filter(|i| **i == id).count(), 1, "{ids:?}");
+}
+
+/// Wait, looking as fast as the server answers, for the moment `id` left
+/// the thread's queue: Codex is starting it, and for ~30 ms it is in
+/// neither the queue nor the history. When.
+fn left_the_queue(c: &mut AppServer, thread: &str, id: &str) -> Instant {
+    let deadline = Instant::now() + TURN;
+    loop {
+        let queue = c
+            .call(
+                "thread/queue/list",
+                serde_json::json!({ "threadId": thread }),
+            )
+            .expect("thread/queue/list");
+        if !queue.to_string().contains(id) {
+            return Instant::now();
+        }
+        assert!(Instant::now() < deadline, "{id} never left the queue");
+    }
+}

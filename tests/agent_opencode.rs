@@ -76,7 +76,8 @@ impl Rig {
             parent: None,
         };
         if let Some(now) = self.backend.as_mut().unwrap().deliver(&d) {
-            self.seen.push(reveille::shell::deliver::outcome(d.session, d.seq, now));
+            self.seen
+                .push(reveille::shell::deliver::outcome(d.session, d.seq, now));
             self.arrived.push(Instant::now());
         }
     }

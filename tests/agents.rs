@@ -6,9 +6,9 @@
 
 use std::time::Duration;
 
+use crate::doubles::fuse::fuse_unavailable;
+use crate::doubles::ollie::{Ollie, Options, Outcome, Turn};
 use crate::util::daemon::{task_complete, task_plan, Daemon, Project, Step};
-use crate::util::fuse::fuse_unavailable;
-use crate::util::ollie::{Ollie, Options, Outcome, Turn};
 use crate::util::{try_wait_until, wait_until};
 
 const T: Duration = Duration::from_secs(10);
@@ -297,7 +297,7 @@ fn status_shows_each_sessions_state() {
 #[test]
 fn an_idle_agent_of_an_older_ollie_9p_is_woken_too() {
     let Some((ollie, _cwd, project)) = world(Options {
-        flavour: crate::util::ollie::Flavour::Legacy,
+        flavour: crate::doubles::ollie::Flavour::Legacy,
         ..Options::default()
     }) else {
         return;

@@ -3,7 +3,7 @@
 //! not judged here — benchmarks are not timed assertions.
 
 // The harness brings its own copy of the ollie-9p double (the benchmark
-// binary has no tests/util); in this crate that double is also util::ollie.
+// binary has no tests/doubles); in this crate that double is also doubles::ollie.
 #[allow(clippy::duplicate_mod)]
 #[path = "../benches/wake/harness/mod.rs"]
 mod harness;

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::doubles::fuse::fuse_unavailable;
+use crate::doubles::ollie::{task_complete, Ollie, TurnScope};
 use crate::util::daemon::{task_plan, Daemon, Project, Step};
-use crate::util::fuse::fuse_unavailable;
-use crate::util::ollie::{task_complete, Ollie, TurnScope};
 use crate::util::wait_until;
 
 const T: Duration = Duration::from_secs(20);

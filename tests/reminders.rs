@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::doubles::fuse::fuse_unavailable;
+use crate::doubles::ollie::{task_complete, Ollie, Turn};
 use crate::util::daemon::{task_plan, Daemon, Project, Step};
-use crate::util::fuse::fuse_unavailable;
-use crate::util::ollie::{task_complete, Ollie, Turn};
 use crate::util::{try_wait_until, wait_until};
 
 const T: Duration = Duration::from_secs(15);

@@ -1,5 +1,5 @@
 //! The tracker half against 9beads as it really serves itself: the 9beads
-//! double (`util::beads`) on a real FUSE mount, the real daemon pointed at
+//! double (`doubles::beads`) on a real FUSE mount, the real daemon pointed at
 //! it, the double driven through its own write-only files with plain
 //! `std::fs` writes, and sessions as FIFOs with readers. The project is
 //! mounted the way 9beads-mcp mounts it (`echo <dir> > mount`, a random
@@ -9,9 +9,9 @@
 use std::cell::{Cell, RefCell};
 use std::time::Duration;
 
-use crate::util::beads::{Beads, Served};
+use crate::doubles::beads::{Beads, Served};
+use crate::doubles::fuse::fuse_unavailable;
 use crate::util::daemon::{barrier, Daemon, Project, Reader, WAIT};
-use crate::util::fuse::fuse_unavailable;
 use crate::util::{try_wait_until, wait_until};
 
 /// FUSE attributes are cached for a second (as 9pfuse's `attrtimeout`), so

@@ -14,6 +14,7 @@ Examples:
   reveille check --project myproj             every value and where it came from
   reveille reload --project myproj            re-read the configuration, say if refused
   reveille status --project myproj --json     plans, ready/announced steps, outboxes
+  reveille status --watch                     the same, live on the terminal (q quits)
   reveille ready pl/20261130T101500_a1b2c3d4--ship__todo.md
   reveille why pl/20261130T101500_a1b2c3d4--ship__todo.md s3
   reveille ready .beads/issues.jsonl          beads' ready rule, offline
@@ -21,7 +22,8 @@ Examples:
 Files:
   ~/.config/reveille/<project>.toml    the configuration ($XDG_CONFIG_HOME)
   ~/.local/state/reveille/<project>/   state: state.json, journal.jsonl, lock,
-                                       reload.json (the answer to the last reload)
+                                       reload.json (the answer to the last reload),
+                                       sessions.json, reminders.json (views for status)
                                        ($XDG_STATE_HOME; [state] dir)
   <plan_dir>/YYYYMMDDTHHMMSS_<uid>--<slug>__<todo|wip|done|abandoned>.md
                                        plan files; also *.plan.json
@@ -73,13 +75,22 @@ pub enum Command {
     /// Make the running daemon re-read its configuration (SIGHUP) and wait
     /// for its answer; a refused reload exits non-zero with the reason.
     Reload(ConfigFlags),
-    /// Show plans, ready and announced steps, pending prompts, event offset.
+    /// Show plans, ready and announced steps, pending prompts, sessions,
+    /// reminders; with --watch, keep showing them as they change.
     Status {
         #[command(flatten)]
         flags: ConfigFlags,
-        /// Print JSON instead of text.
+        /// Print JSON instead of text (with --watch: one object per line,
+        /// each time it changes).
         #[arg(long)]
         json: bool,
+        /// Keep watching: on a terminal, a full-screen view redrawn as
+        /// things change, cut to the terminal's width (q, Ctrl-C or SIGTERM
+        /// end it and restore the terminal); when stdout is not a terminal,
+        /// or with --json, a new snapshot each time it changes, until
+        /// SIGINT or SIGTERM.
+        #[arg(long)]
+        watch: bool,
     },
     /// Print the ready steps of a plan file (or ready issues of a beads
     /// issues.jsonl), computed offline.

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{anyhow, bail, Context};
 
-use reveille::config;
+use reveille::config::{self, Settings};
 use reveille::core::beads;
 use reveille::core::name::{classify, diagnose};
 use reveille::core::plan::{parse_plan, Plan, PlanFormat};
@@ -105,19 +105,18 @@ fn ready_issues(file: &Path) -> anyhow::Result<Vec<ReadyItem>> {
 /// What the daemon of the project watching `file` knows (the project as
 /// `project::for_file` finds it), if it has a state directory;
 /// configuration problems are said once and do not stop `why`.
-fn daemon_knowledge(file: &Path, flags: &ConfigFlags) -> Option<(status::Known, usize)> {
+fn daemon_knowledge(file: &Path, flags: &ConfigFlags) -> Option<(status::Known, Settings)> {
     let opts = project::for_file(flags, file).unwrap_or_else(|| project::options(flags));
     let (loaded, errors) = config::load_salvaged(&opts);
     for e in &errors {
         warn(e);
     }
     let settings = loaded?.settings;
-    let cap = usize::try_from(settings.project.max_plan_bytes).unwrap_or(OFFLINE_CAP);
     if !settings.state.dir.is_dir() {
         return None;
     }
     match status::known(&settings) {
-        Ok(k) => Some((k, cap)),
+        Ok(k) => Some((k, settings)),
         Err(e) => {
             warn(format!("cannot read the daemon's state: {e}"));
             None
@@ -135,7 +134,9 @@ pub fn why(file: &Path, step: Option<&str>, flags: &ConfigFlags, json: bool) -> 
         );
     }
     let known = daemon_knowledge(file, flags);
-    let cap = known.as_ref().map_or(OFFLINE_CAP, |(_, cap)| *cap);
+    let cap = known.as_ref().map_or(OFFLINE_CAP, |(_, s)| {
+        usize::try_from(s.project.max_plan_bytes).unwrap_or(OFFLINE_CAP)
+    });
     let plan = read_plan(file, cap)?;
     let only = match step {
         Some(s) => Some(
@@ -145,7 +146,12 @@ pub fn why(file: &Path, step: Option<&str>, flags: &ConfigFlags, json: bool) -> 
         ),
         None => None,
     };
-    let answer = why::answer(&plan, file, only, known.as_ref().map(|(k, _)| k));
+    let daemon = known.as_ref().map(|(known, settings)| why::Daemon {
+        known,
+        running: status::running_pid(&settings.state.dir),
+        outbox_cap: settings.sessions.outbox_cap,
+    });
+    let answer = why::answer(&plan, file, only, daemon.as_ref());
     if json {
         print_json(&answer)?;
     } else {

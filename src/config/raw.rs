@@ -161,7 +161,7 @@ impl RawConfig {
                 path: "~/mnt/beads/events".into(),
                 beads_root: "~/mnt/beads".into(),
                 mounts: Vec::new(),
-                poll_interval_ms: 250,
+                poll_interval_ms: 100,
                 notify_completed: false,
                 resync_ms: 0,
                 assignees: BTreeMap::new(),

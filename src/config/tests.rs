@@ -89,7 +89,7 @@ fn defaults_work_with_nothing_configured() {
     // parent of plan_dir.
     assert!(s.events.mounts.is_empty());
     assert_eq!(s.project.dir, PathBuf::from("/home/u/src/default"));
-    assert_eq!(s.events.poll_interval, Duration::from_millis(250));
+    assert_eq!(s.events.poll_interval, Duration::from_millis(100));
     assert!(!s.events.notify_completed);
     assert!(s.events.assignees.is_empty());
     assert_eq!(s.beads.issues_jsonl, None);

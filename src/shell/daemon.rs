@@ -167,9 +167,13 @@ impl Daemon {
             backends: &mut self.backends,
             background: &mut self.background,
             plan_files: &mut self.plan_files,
+            told: false,
         };
         drive(&mut self.engine, &mut world, now, input);
         world.flush();
+        if world.told {
+            self.views_changed();
+        }
     }
 
     /// The event loop, until SIGTERM or SIGINT.

@@ -395,11 +395,7 @@ impl Deliverer {
             // the kernel still resolves its old path for about a second —
             // a prompt written there is lost, or reaches the renamed
             // session unannounced. It waits in the outbox instead.
-            if !listed(&sessions_dir, &session).unwrap_or(true) {
-                return Err(undeliverable(
-                    "the session is no longer listed in idx (killed or renamed); its prompts wait in its outbox",
-                ));
-            }
+            still_listed(&sessions_dir, &session, flavour)?;
             // The state it is in as the prompt reaches it, told first: it
             // decides whether the prompt woke it or waits behind a turn
             // (the tree's last poll may be older than a person's Submit).
@@ -418,10 +414,13 @@ impl Deliverer {
             // lost: one that is no longer listed did not take it. One still
             // listed whose `prompt.prev` shows another text was written to
             // by someone else meanwhile; it took ours too.
-            if !took && !listed(&sessions_dir, &session).unwrap_or(true) {
-                return Err(undeliverable(
-                    "the session did not take the prompt: it is no longer listed in idx (killed?)",
-                ));
+            if !took {
+                still_listed(&sessions_dir, &session, flavour).map_err(|why| {
+                    undeliverable(format!(
+                        "the session did not take the prompt: {}",
+                        why.reason
+                    ))
+                })?;
             }
             // An idle agent's turn on it is about to start: seen for the
             // journal. A busy one runs it after its turn.
@@ -501,6 +500,24 @@ impl Backend for Deliverer {
 
     fn reap(&mut self, child: &str) {
         self.spawner.reap(child);
+    }
+}
+
+/// Whether `session` is still listed in the tree's `idx` — `Err` with the
+/// reason when it is not, or `idx` cannot be read (retried: a prompt is
+/// never written to a session that may be gone). An older ollie-9p has no
+/// `idx` to ask.
+fn still_listed(sessions_dir: &Path, session: &str, flavour: Flavour) -> Result<(), Undeliverable> {
+    match listed(sessions_dir, session) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(undeliverable(
+            "the session is no longer listed in idx (killed or renamed); its prompts wait in its outbox",
+        )),
+        Err(_) if flavour == Flavour::Legacy => Ok(()),
+        Err(e) => Err(undeliverable(format!(
+            "cannot read {}: {e}",
+            sessions_dir.join("idx").display()
+        ))),
     }
 }
 

@@ -138,7 +138,12 @@ fn parse_read(path: &Path, read: &FileRead, cap: usize) -> Option<Plan> {
 pub struct PendingView {
     pub seq: u64,
     pub step: String,
+    /// The plan file name (when it was announced) or tracker source.
     pub plan: String,
+    /// The source the prompt is about (`plan:<stamp>_<uid>`, `9beads:<dir>`,
+    /// …): what a plan's `source` is, so a pending step is found under its
+    /// plan after a rename.
+    pub source: String,
 }
 
 /// A step or task the daemon announced and that is still open.
@@ -446,6 +451,7 @@ pub fn gather(settings: &Settings) -> Result<Status, String> {
                     seq: p.seq,
                     step: p.step.clone(),
                     plan: p.plan.clone(),
+                    source: p.source.to_string(),
                 })
                 .collect();
             (session.clone(), items)

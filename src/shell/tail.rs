@@ -49,7 +49,12 @@ pub struct Tail {
     lines: LineSplitter,
     /// Whether "missing" was already reported.
     missing: bool,
+    /// The log as `read` last opened it, for `peek`.
+    held: Option<File>,
 }
+
+/// The most one `peek` reads: a poll's worth of events.
+const PEEK: usize = 256 << 10;
 
 /// A hash of the first `HEAD` bytes, or 0 (unknown) while the log is
 /// shorter than that — a growing prefix would change the hash.
@@ -89,6 +94,7 @@ impl Tail {
             cursor,
             lines: LineSplitter::default(),
             missing: false,
+            held: None,
         }
     }
 
@@ -169,6 +175,7 @@ impl Tail {
         let start = self.pos;
         if size <= start {
             out.cursor = self.cursor;
+            self.held = Some(file);
             return Ok(Some(out));
         }
         // Up to the length stat reported (a synthetic file serves whatever
@@ -185,6 +192,41 @@ impl Tail {
             self.cursor.last = last_hash(&file, self.cursor.offset)?;
         }
         out.cursor = self.cursor;
+        self.held = Some(file);
+        Ok(Some(out))
+    }
+
+    /// What the log gained since the last read, read from the file `read`
+    /// left open, at the read offset, with no `stat` first: on a FUSE mount
+    /// the kernel keeps a file's size for a second (9pfuse's attribute
+    /// timeout), so a synthetic log's growth is seen at once only by
+    /// reading it (its reads are never cached). A restart (the log
+    /// truncated, replaced, rewritten) is `read`'s business: the poller
+    /// calls it when the file's fingerprint changes. `None`: nothing is
+    /// held yet — call `read`.
+    pub fn peek(&mut self) -> io::Result<Option<TailRead>> {
+        use std::os::unix::fs::FileExt;
+        let Some(file) = self.held.take() else {
+            return Ok(None);
+        };
+        let mut buf = vec![0u8; PEEK];
+        // On an error the file is not held again: the next full read opens
+        // it afresh.
+        let n = file.read_at(&mut buf, self.pos)?;
+        let mut out = TailRead {
+            more: n == PEEK,
+            ..TailRead::default()
+        };
+        if n > 0 {
+            buf.truncate(n);
+            let (start, before) = (self.pos, self.cursor.offset);
+            self.split(start, &buf, &mut out.lines);
+            if self.cursor.offset != before {
+                self.cursor.last = last_hash(&file, self.cursor.offset)?;
+            }
+        }
+        out.cursor = self.cursor;
+        self.held = Some(file);
         Ok(Some(out))
     }
 
@@ -345,6 +387,31 @@ mod tests {
             .iter()
             .map(|(_, l)| String::from_utf8_lossy(l).into_owned())
             .collect()
+    }
+
+    /// `peek` reads what the log gained from the file `read` left open,
+    /// partial lines carried as by `read`, and keeps the cursor where a
+    /// restart must resume.
+    #[test]
+    fn peek_reads_what_the_log_gained_without_a_stat() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("events");
+        append(&log, "{\"a\":1}\n");
+        let mut tail = Tail::new(&log, Some(Cursor::default()));
+        assert!(tail.peek().unwrap().is_none(), "nothing held before a read");
+        let first = tail.read().unwrap().unwrap();
+        assert_eq!(first.lines.len(), 1);
+        append(&log, "{\"b\":2}\n{\"c\"");
+        let r = tail.peek().unwrap().unwrap();
+        assert_eq!(r.lines, vec![(8, b"{\"b\":2}".to_vec())]);
+        assert_eq!(
+            r.cursor.offset, 16,
+            "the partial line is read again after a restart"
+        );
+        append(&log, ":3}\n");
+        let r = tail.peek().unwrap().unwrap();
+        assert_eq!(r.lines, vec![(16, b"{\"c\":3}".to_vec())]);
+        assert!(tail.peek().unwrap().unwrap().lines.is_empty());
     }
 
     #[test]

@@ -304,6 +304,14 @@ impl Watch {
         })
     }
 
+    /// Whether the root at `path` is polled (on a FUSE/9P mount, or past
+    /// the watch limit).
+    pub fn is_polled(&self, path: &Path) -> bool {
+        self.roots
+            .iter()
+            .any(|r| r.path == path && matches!(r.mode, RootMode::Polled(_)))
+    }
+
     /// Whether the sessions root `dir` is polled (a FUSE/9P mount).
     pub fn sessions_polled(&self, dir: &Path) -> bool {
         self.roots.iter().any(|r| {
@@ -375,7 +383,7 @@ impl Watch {
 }
 
 /// The default poll interval when a configuration gives none.
-pub const DEFAULT_POLL: Duration = Duration::from_millis(250);
+pub const DEFAULT_POLL: Duration = Duration::from_millis(100);
 
 mod list;
 mod poll;

@@ -1,12 +1,14 @@
 //! `reveille why FILE [STEP]`: every unchecked step of one plan and what it
 //! still waits for, and — when the daemon knows the plan (its state
 //! directory, read as `status` reads it) — whether each step was
-//! announced, is pending in an outbox, or was delivered.
+//! announced, is pending in an outbox, or was delivered, and for a ready
+//! step that was not announced, why not (doc/TROUBLESHOOTING.md).
 
 use std::path::Path;
 
 use serde::Serialize;
 
+use crate::core::lifecycle::Lifecycle;
 use crate::core::plan::{Plan, StepStatus};
 use crate::core::ready_report::{explain, one_line, Standing, StepRef, StepWhy};
 use crate::core::record::Item;
@@ -17,8 +19,12 @@ use crate::shell::status::Known;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum Delivery {
-    /// Not in the announced set: not ready yet, or no session to route it to.
-    NotAnnounced,
+    /// Not in the announced set: not ready yet, or — for a ready step —
+    /// `reason`.
+    NotAnnounced {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
     /// Ready at the very first start: recorded, never prompted.
     Baseline,
     /// Announced; the prompt waits in the session's outbox.
@@ -43,6 +49,8 @@ pub struct Why {
     pub goal: String,
     /// Whether the daemon's state knows this plan.
     pub known_to_daemon: bool,
+    /// The pid of the project's running daemon (`None`: none runs).
+    pub running: Option<u32>,
     /// The unchecked steps (or the one asked about), in file order.
     pub steps: Vec<StepAnswer>,
     /// The step asked about, when it is already checked.
@@ -59,10 +67,47 @@ fn source_of<'a>(known: &'a Known, path: &Path) -> Option<&'a Source> {
         .map(|p| &p.source)
 }
 
-fn delivery(known: &Known, source: &Source, key: &str) -> Delivery {
-    let item = Item::step(key);
+/// The project's daemon as `why` sees it: its state, whether it runs, and
+/// the outbox cap it runs with.
+pub struct Daemon<'a> {
+    pub known: &'a Known,
+    pub running: Option<u32>,
+    pub outbox_cap: usize,
+}
+
+/// Why a ready step of the plan `source` is not announced, as far as the
+/// state tells.
+fn not_announced(d: &Daemon<'_>, source: &Source) -> String {
+    let Some(plan) = d.known.plans.iter().find(|p| &p.source == source) else {
+        return "the daemon does not track this plan".into();
+    };
+    if matches!(plan.lifecycle, Lifecycle::Done | Lifecycle::Abandoned) {
+        return format!(
+            "the plan is {:?}: an ended plan wakes nobody",
+            plan.lifecycle
+        );
+    }
+    let Some(session) = &plan.session else {
+        return "the plan has no session: add `<!-- session: <id> -->` to it, or set project.default_session".into();
+    };
+    let queued = d.known.memory.outbox.get(session).map_or(0, |q| q.len());
+    if queued >= d.outbox_cap {
+        return format!("the outbox of session {session} is full ({queued} prompts, outbox_cap = {}): announced once it drains", d.outbox_cap);
+    }
+    match d.running {
+        None => "no daemon runs: announced when it starts".into(),
+        Some(_) => {
+            "not yet: the daemon announces it once it has read this version of the file".into()
+        }
+    }
+}
+
+fn delivery(d: &Daemon<'_>, source: &Source, step: &StepWhy) -> Delivery {
+    let known = d.known;
+    let item = Item::step(&step.key);
     let Some(a) = known.memory.plans.entry(source, &item) else {
-        return Delivery::NotAnnounced;
+        let reason = (step.standing == Standing::Ready).then(|| not_announced(d, source));
+        return Delivery::NotAnnounced { reason };
     };
     if a.baseline {
         return Delivery::Baseline;
@@ -82,9 +127,9 @@ fn delivery(known: &Known, source: &Source, key: &str) -> Delivery {
 }
 
 /// Answers `why` for `plan`, read from `path`; `only` restricts it to one
-/// step (which may be checked). `known` is the daemon's state, if any.
-pub fn answer(plan: &Plan, path: &Path, only: Option<usize>, known: Option<&Known>) -> Why {
-    let source = known.and_then(|k| Some((k, source_of(k, path)?)));
+/// step (which may be checked). `daemon` is the daemon's, if it has state.
+pub fn answer(plan: &Plan, path: &Path, only: Option<usize>, daemon: Option<&Daemon<'_>>) -> Why {
+    let source = daemon.and_then(|d| Some((d, source_of(d.known, path)?)));
     let mut steps = explain(plan);
     if let Some(num) = only {
         steps.retain(|s| plan.steps.iter().any(|p| p.num == num && p.label == s.id));
@@ -92,7 +137,7 @@ pub fn answer(plan: &Plan, path: &Path, only: Option<usize>, known: Option<&Know
     let steps = steps
         .into_iter()
         .map(|step| StepAnswer {
-            daemon: source.map(|(k, src)| delivery(k, src, &step.key)),
+            daemon: source.map(|(d, src)| delivery(d, src, &step)),
             step,
         })
         .collect();
@@ -100,6 +145,7 @@ pub fn answer(plan: &Plan, path: &Path, only: Option<usize>, known: Option<&Know
         file: path.display().to_string(),
         goal: plan.goal.clone(),
         known_to_daemon: source.is_some(),
+        running: daemon.and_then(|d| d.running),
         steps,
         checked: only.and_then(|num| {
             plan.steps
@@ -115,7 +161,8 @@ pub fn answer(plan: &Plan, path: &Path, only: Option<usize>, known: Option<&Know
 
 fn delivery_text(d: &Delivery) -> String {
     match d {
-        Delivery::NotAnnounced => "not announced".into(),
+        Delivery::NotAnnounced { reason: None } => "not announced".into(),
+        Delivery::NotAnnounced { reason: Some(r) } => format!("not announced: {r}"),
         Delivery::Baseline => {
             "recorded as the baseline at the first start (never announced)".into()
         }
@@ -135,6 +182,8 @@ pub fn render(w: &Why) -> String {
     let mut out = format!("plan    {}: {}\n", w.file, w.goal);
     if !w.known_to_daemon {
         out.push_str("daemon  does not know this plan (not in its plan directory, or no state)\n");
+    } else if w.running.is_none() {
+        out.push_str("daemon  not running: nothing is announced or delivered until it starts\n");
     }
     if let Some(c) = &w.checked {
         out.push_str(&format!("{}\t{}\n  checked\n", c.id, one_line(&c.title)));

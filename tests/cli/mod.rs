@@ -1,7 +1,8 @@
 //! The command line as a user meets it: output that survives a closed
 //! pipe and a full disk, `status` and `check` that say what they looked
 //! at, configuration errors all at once, `why`, and plan files ignored for
-//! their names. Every test runs the real binary.
+//! their names, and the live view of `status --watch`. Every test runs the
+//! real binary.
 
 mod demo;
 mod manners;
@@ -9,6 +10,7 @@ mod names;
 mod project;
 mod quickstart;
 mod reload;
+mod watch;
 mod why;
 mod wording;
 

@@ -116,6 +116,67 @@ fn why_says_what_each_step_waits_for_and_what_the_daemon_did() {
     assert!(stderr(&out).contains("no step \"s9\""), "{}", stderr(&out));
 }
 
+/// The line under `id`'s title in `why`'s text answer that says what the
+/// daemon did.
+fn daemon_line(p: &Project, plan: &std::path::Path, id: &str) -> String {
+    let out = why(p, &[&plan.display().to_string(), id]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    text.lines()
+        .find(|l| l.starts_with("  not announced") || l.starts_with("  announced"))
+        .unwrap_or_else(|| panic!("no daemon line for {id}:\n{text}"))
+        .to_string()
+}
+
+#[test]
+fn why_says_why_a_ready_step_was_not_announced() {
+    let mut p = Project::new();
+    p.set("sessions", "outbox_cap", "1");
+    p.session("agent"); // a pipe nobody reads
+    let d = Daemon::start(&p);
+    let orphan = task_plan_with(&p.plan_dir, "Orphan", &[Step::new("Alone")], "");
+    d.wait_log("has no session", WAIT);
+    let crowded = task_plan_with(
+        &p.plan_dir,
+        "Crowded",
+        &[
+            Step::new("One").after("none"),
+            Step::new("Two").after("none"),
+        ],
+        "<!-- session: agent -->\n\n",
+    );
+    d.wait_log("outbox full", WAIT);
+    assert_eq!(
+        daemon_line(&p, &orphan, "s1"),
+        "  not announced: the plan has no session: add `<!-- session: <id> -->` to it, or set project.default_session"
+    );
+    assert!(daemon_line(&p, &crowded, "s1").starts_with("  announced; pending"));
+    assert_eq!(
+        daemon_line(&p, &crowded, "s2"),
+        "  not announced: the outbox of session agent is full (1 prompts, outbox_cap = 1): announced once it drains"
+    );
+
+    d.term();
+    let later = task_plan_with(
+        &p.plan_dir,
+        "Later",
+        &[Step::new("Soon")],
+        "<!-- session: other -->\n\n",
+    );
+    let out = why(&p, &["--json", &later.display().to_string()]);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(json["running"], serde_json::Value::Null, "{json:#}");
+    assert_eq!(
+        json["steps"][0]["daemon"],
+        serde_json::json!({"state": "not_announced", "reason": "no daemon runs: announced when it starts"})
+    );
+    let text = stdout(&why(&p, &[&later.display().to_string()]));
+    assert!(
+        text.contains("\ndaemon  not running: nothing is announced or delivered until it starts\n"),
+        "{text}"
+    );
+}
+
 #[test]
 fn why_on_a_plan_the_daemon_does_not_know_still_explains_it() {
     let p = Project::new();

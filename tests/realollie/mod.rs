@@ -28,8 +28,13 @@ use crate::util::realollie::{self, unix_now, Options, RealOllie};
 /// How long one condition may take on two shared cores.
 pub const T: Duration = Duration::from_secs(15);
 
-/// The wake latency the product promises an idle agent (SPEC §4).
-pub const WAKE: f64 = 0.250;
+/// The bound a test holds a wake-up to: far above the 250 ms the product
+/// promises an idle agent at p99 (that figure is the benchmark's, measured
+/// on a quiet machine: `cargo bench --bench wake -- --only real`, see
+/// doc/PERFORMANCE.md), and far below the seconds a held prompt used to
+/// wait — a test on two shared cores must not fail for the machine's load,
+/// and must fail for a hold.
+pub const WAKE: f64 = 1.0;
 
 /// The session every scenario's plans go to unless they say otherwise.
 pub const AGENT: &str = "agent";

@@ -1,5 +1,5 @@
 //! What the real server does that a waker must respect and the ollie-9p
-//! double (`util::ollie`) copies, checked on the real thing: if upstream
+//! double (`doubles::ollie`) copies, checked on the real thing: if upstream
 //! changes, these fail, and the double's self-tests (tests/doubles/ollie.rs)
 //! say where it must follow. No reveille here.
 

@@ -599,7 +599,8 @@ pub fn write_in_place(path: &Path, bytes: &[u8]) -> Instant {
 }
 
 /// Flip the first unchecked step whose title contains `substring` to `[x]`,
-/// in place, as the `task_complete` tool does. Panics if there is none.
+/// in place, as the `task_complete` tool did (`doubles::plan_edit`: case
+/// ignored, indentation kept). Panics if there is none.
 pub fn task_complete(path: &Path, substring: &str) {
     flip(path, substring, "- [ ] ", "- [x] ");
 }
@@ -616,28 +617,14 @@ pub fn task_uncheck(path: &Path, substring: &str) {
 }
 
 fn flip(path: &Path, substring: &str, from: &str, to: &str) -> Instant {
-    let text = fs::read_to_string(path).unwrap();
-    let mut done = false;
-    let mut out = String::with_capacity(text.len());
-    for line in text.split_inclusive('\n') {
-        if !done {
-            if let Some(title) = line.strip_prefix(from) {
-                if title.contains(substring) {
-                    out.push_str(to);
-                    out.push_str(title);
-                    done = true;
-                    continue;
-                }
-            }
-        }
-        out.push_str(line);
-    }
-    assert!(
-        done,
-        "no step {from:?} containing {substring:?} in {}",
-        path.display()
-    );
-    write_in_place(path, out.as_bytes())
+    let flipped = crate::doubles::plan_edit::flip(path, substring, from, to)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    flipped.unwrap_or_else(|| {
+        panic!(
+            "no step {from:?} containing {substring:?} in {}",
+            path.display()
+        )
+    })
 }
 
 /// `x__todo.md` → `x__<state>.md`, by `rename(2)`. Returns the new path.

@@ -5,13 +5,10 @@
 #![allow(dead_code)] // each test module uses a different part of the harness
 
 pub mod agents;
-pub mod beads;
 pub mod daemon;
 pub mod fakemodel;
-pub mod fuse;
 pub mod journald;
 pub mod launch;
-pub mod ollie;
 pub mod realollie;
 pub mod rig;
 pub mod systemd;

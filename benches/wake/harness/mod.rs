@@ -18,8 +18,15 @@ pub mod latency;
 pub mod launch;
 pub mod plans;
 pub mod process;
+pub mod real;
+/// The test suite's harness of the real ollie-9p server (`real` runs it).
+#[path = "../../../tests/util/realollie.rs"]
+pub mod realollie;
 pub mod scale;
 pub mod tracker;
+
+// What the shared test harness modules call as `super::…`.
+pub use doubles::{try_wait_until, wait_until};
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -67,6 +74,8 @@ pub struct Params {
     pub agent_wakes: usize,
     pub idle_sessions: Vec<usize>,
     pub idle_window: Duration,
+    /// Wake-ups per flow through the real ollie-9p server.
+    pub real_wakes: usize,
     /// issues.jsonl size and end-to-end trials.
     pub issues: usize,
     pub beads_trials: usize,
@@ -87,6 +96,7 @@ impl Params {
                 issues: 200,
                 beads_trials: 2,
                 agent_wakes: 3,
+                real_wakes: 5,
                 idle_sessions: vec![1, 5],
                 idle_window: Duration::from_secs(1),
             },
@@ -102,6 +112,7 @@ impl Params {
                 issues: 10_000,
                 beads_trials: 5,
                 agent_wakes: 20,
+                real_wakes: 20,
                 idle_sessions: vec![1, 20, 100],
                 idle_window: Duration::from_secs(5),
             },
@@ -117,6 +128,7 @@ impl Params {
                 issues: 10_000,
                 beads_trials: 10,
                 agent_wakes: 100,
+                real_wakes: 100,
                 idle_sessions: vec![1, 20, 100],
                 idle_window: Duration::from_secs(20),
             },
@@ -151,7 +163,7 @@ impl Env {
 }
 
 /// Which parts to run.
-pub const PARTS: [&str; 5] = ["latency", "scale", "events", "beads", "agents"];
+pub const PARTS: [&str; 6] = ["latency", "scale", "events", "beads", "agents", "real"];
 
 /// Nearest-rank percentile.
 pub fn percentile(v: &[Duration], p: f64) -> Duration {
@@ -613,6 +625,9 @@ pub fn run(env: &Env, size: Size, only: &[String]) -> Report {
     if want("agents") {
         agent_rows(env, &p, &mut r);
     }
+    if want("real") {
+        real_rows(env, &p, &mut r);
+    }
     r.elapsed = started.elapsed();
     r
 }
@@ -674,6 +689,54 @@ fn agent_rows(env: &Env, p: &Params, r: &mut Report) {
             "",
             None,
         );
+    }
+}
+
+/// Through the real ollie-9p server: an idle agent's wake latency in each
+/// flow beside a bare Submit in the same run.
+fn real_rows(env: &Env, p: &Params, r: &mut Report) {
+    if let Some(why) = real::unavailable() {
+        r.notes.push(format!(
+            "no real ollie-9p server ({why}): real-server rows skipped"
+        ));
+        return;
+    }
+    eprintln!(
+        "real: {} wake-ups per flow through the real ollie-9p server …",
+        p.real_wakes
+    );
+    let f = real::run(env, p.real_wakes);
+    let secs = |v: &[f64]| -> Vec<Duration> {
+        v.iter()
+            .map(|s| Duration::from_secs_f64(s.max(0.0)))
+            .collect()
+    };
+    let bare = secs(&f.bare);
+    let flows = [
+        ("new plan", secs(&f.new_plan)),
+        (
+            "a step ticked right after a chain of two turns",
+            secs(&f.after_chain),
+        ),
+        ("a claim in the 9beads events log (polled)", secs(&f.claim)),
+    ];
+    for (flow, v) in flows {
+        for (name, q) in [("p50", 50.0), ("p99", 99.0)] {
+            let (a, b) = (percentile(&v, q), percentile(&bare, q));
+            let (target, pass) = if q == 99.0 {
+                ("< 250 ms", Some(a < Duration::from_millis(250)))
+            } else {
+                ("", None)
+            };
+            r.row(
+                &format!("real ollie-9p: {flow} → idle agent's turn starts, {name}"),
+                ms(a),
+                &format!("{} (bare Submit)", ms(b)),
+                &format!("{:.1}×", ratio(a, b)),
+                target,
+                pass,
+            );
+        }
     }
 }
 

@@ -31,6 +31,7 @@ use crate::core::effect::{Effect, Level, Log, Spawn};
 use crate::core::plan::Plan;
 use crate::core::prompt;
 use crate::core::record::{Child, ChildState, Item, Note, Record};
+use crate::core::session::Kind;
 use crate::core::source::Source;
 
 /// The longest part of the parent's id a child's id repeats, so a child's
@@ -41,14 +42,17 @@ const PARENT_PREFIX_BYTES: usize = 48;
 /// fanned out by `parent`: the same every time, so a retried create is a
 /// no-op. It starts with the parent's id, so it is never one of ollie-9p's
 /// fixed names under `s/` (`new`, `idx`, …), and holds only characters that
-/// `s/new` (split on whitespace) and a path component take.
+/// `s/new` (split on whitespace) and a path component take. It is of the
+/// parent's kind (`codex:…` for a Codex parent): the backend that creates
+/// it is the one its prompts must reach.
 pub(super) fn child_id(parent: &str, source: &Source, key: &str, label: &str) -> String {
     let mut h = Fnv::default();
     for part in [parent, &source.to_string(), key] {
         h.write(part.as_bytes());
         h.write(&[0]);
     }
-    let mut head: String = parent
+    let (kind, bare) = Kind::of(parent);
+    let mut head: String = bare
         .chars()
         .map(|c| if safe(c) { c } else { '_' })
         .collect();
@@ -60,7 +64,10 @@ pub(super) fn child_id(parent: &str, source: &Source, key: &str, label: &str) ->
         head.truncate(end);
     }
     let label: String = label.chars().filter(|&c| safe(c)).take(16).collect();
-    format!("{head}.{label}-{:012x}", h.finish() & 0xffff_ffff_ffff)
+    kind.qualify(&format!(
+        "{head}.{label}-{:012x}",
+        h.finish() & 0xffff_ffff_ffff
+    ))
 }
 
 fn safe(c: char) -> bool {
@@ -449,5 +456,24 @@ mod tests {
         ] {
             assert_ne!(child_id(reserved, &plan, "k", "s1"), reserved);
         }
+    }
+
+    #[test]
+    fn a_child_is_of_its_parents_kind() {
+        let plan = Source::Plan("20261130T101500_a1b2c3d4".into());
+        let parent = "codex:019a2b3c-0000-7000-8000-00000000abcd";
+        let c = child_id(parent, &plan, "write the docs", "s2");
+        let (kind, bare) = Kind::of(&c);
+        assert_eq!(kind, Kind::Codex, "{c}");
+        assert!(
+            bare.starts_with("019a2b3c-0000-7000-8000-00000000abcd.s2-"),
+            "{c}"
+        );
+        assert!(bare.chars().all(safe), "{c}");
+        assert_ne!(
+            c,
+            child_id("opencode:019a2b3c", &plan, "write the docs", "s2")
+        );
+        assert_eq!(Kind::of(&child_id("agent", &plan, "k", "s1")).0, Kind::Dir);
     }
 }

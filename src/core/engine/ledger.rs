@@ -179,7 +179,7 @@ impl Ledger {
                     Log::new(
                         Level::Error,
                         format!(
-                            "outbox full ({queued} prompts, outbox_cap = {cap}): new wake-ups for this session wait, unannounced, until it drains",
+                            "outbox full for session {session} ({queued} prompts, outbox_cap = {cap}): its new wake-ups wait, unannounced, until it drains",
                         ),
                     )
                     .session(session),
@@ -249,7 +249,7 @@ impl Ledger {
             fx.push(Effect::Log(
                 Log::new(
                     Level::Info,
-                    format!("withdrew pending prompt for {step}: {why}"),
+                    format!("withdrew pending prompt for {step} to session {session}: {why}"),
                 )
                 .plan(source)
                 .step(&step)
@@ -396,16 +396,20 @@ impl Ledger {
         timers: &mut Timers,
         fx: &mut Vec<Effect>,
     ) -> (bool, bool) {
-        let (from_inbox, confirmed, step) = self.lanes.turn_started(now, session, seq, timers);
-        let source = self.pending(session, seq).map(|p| p.source.clone());
-        let said = match (confirmed, step) {
+        let (from_inbox, confirmed, told) = self.lanes.turn_started(now, session, seq, timers);
+        // Its plan: from the prompt still pending, else from what was told.
+        let source = self
+            .pending(session, seq)
+            .map(|p| p.source.clone())
+            .or_else(|| told.as_ref().and_then(|t| t.source.clone()));
+        let said = match (confirmed, told) {
             (Some(c), _) if c.was_idle => {
                 let message = format!("woke idle session {session} for {}", c.step);
                 Some((c.step, message))
             }
-            (_, Some(step)) => {
-                let message = format!("turn started on {step} in session {session}");
-                Some((step, message))
+            (_, Some(t)) => {
+                let message = format!("turn started on {} in session {session}", t.step);
+                Some((t.step, message))
             }
             _ => None,
         };
@@ -494,10 +498,12 @@ impl Ledger {
         config: &EngineConfig,
         fx: &mut Vec<Effect>,
     ) -> Now {
-        let step = self.pending(session, seq).map(|p| p.step.clone());
+        let about = self
+            .pending(session, seq)
+            .map(|p| (p.step.clone(), p.source.clone()));
         let (at, new) = self
             .lanes
-            .failed(now, session, seq, step, &why.reason, config);
+            .failed(now, session, seq, about, &why.reason, config);
         if new {
             let pending = self.memory.outbox.len_of(session);
             fx.push(Effect::Log(

@@ -35,6 +35,7 @@ use super::timers::{Timer, Timers};
 use crate::core::input::Reached;
 use crate::core::record::Pending;
 use crate::core::session::Kind;
+use crate::core::source::Source;
 
 /// What a session was last told, and how it went — for `status`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -43,6 +44,9 @@ pub struct Told {
     pub seq: u64,
     /// The step or task id the prompt was about.
     pub step: String,
+    /// Its plan or tracker source, for the journal's `PLAN=`.
+    #[serde(skip)]
+    pub source: Option<Source>,
     pub outcome: Outcome,
     /// When (engine time).
     #[serde(skip)]
@@ -261,6 +265,7 @@ impl Lanes {
         lane.last = Some(Told {
             seq: p.seq,
             step: p.step.clone(),
+            source: Some(p.source.clone()),
             outcome,
             at: now,
         });
@@ -288,15 +293,15 @@ impl Lanes {
     }
 
     /// The agent started a turn on `seq`. Returns whether it was in the
-    /// inbox (now delivered), the confirmation awaited of it, and the step
-    /// it was about when it is the session's last delivery.
+    /// inbox (now delivered), the confirmation awaited of it, and what was
+    /// told when it is the session's last delivery.
     pub(super) fn turn_started(
         &mut self,
         now: Now,
         session: &str,
         seq: u64,
         timers: &mut Timers,
-    ) -> (bool, Option<Confirming>, Option<String>) {
+    ) -> (bool, Option<Confirming>, Option<Told>) {
         let Some(lane) = self.lanes.get_mut(session) else {
             return (false, None, None);
         };
@@ -310,12 +315,12 @@ impl Lanes {
             timers.cancel(&Timer::Confirm(session.to_string()));
         }
         let told = lane.last.as_mut().filter(|t| t.seq == seq);
-        let step = told.map(|t| {
+        let told = told.map(|t| {
             t.outcome = Outcome::TurnStarted;
             t.at = now;
-            t.step.clone()
+            t.clone()
         });
-        (from_inbox, confirmed, step)
+        (from_inbox, confirmed, told)
     }
 
     /// The awaited turn start did not come in time.
@@ -351,7 +356,7 @@ impl Lanes {
         now: Now,
         session: &str,
         seq: u64,
-        step: Option<String>,
+        about: Option<(String, Source)>,
         reason: &str,
         config: &EngineConfig,
     ) -> (Now, bool) {
@@ -364,10 +369,11 @@ impl Lanes {
         } else {
             (lane.backoff * 2).min(config.retry_max)
         };
-        if let Some(step) = step {
+        if let Some((step, source)) = about {
             lane.last = Some(Told {
                 seq,
                 step,
+                source: Some(source),
                 outcome: Outcome::Refused(reason.to_string()),
                 at: now,
             });

@@ -77,6 +77,7 @@ impl Clock {
             for seen in d.watch.poll() {
                 d.on_seen(seen);
             }
+            d.peek_events();
         }
         if d.sync_at.is_some_and(|t| t <= now) {
             d.sync();

@@ -45,6 +45,43 @@ impl Daemon {
         }
     }
 
+    /// On a polled (FUSE/9P) event log, each poll reads what it gained from
+    /// the file held open (`Tail::peek`): its size as stat reports it may
+    /// be a second old, which would hold a claim back that long.
+    pub(super) fn peek_events(&mut self) {
+        let polled = self
+            .settings
+            .events
+            .path
+            .as_deref()
+            .is_some_and(|p| self.watch.is_polled(p));
+        if !polled {
+            return;
+        }
+        loop {
+            let Some(tail) = self.tail.as_mut() else {
+                return;
+            };
+            match tail.peek() {
+                Ok(Some(r)) => {
+                    let more = r.more;
+                    if !r.lines.is_empty() {
+                        self.feed(Input::TrackerLines {
+                            lines: r.lines,
+                            cursor: r.cursor,
+                        });
+                    }
+                    if !more {
+                        return;
+                    }
+                }
+                // Not opened yet, or the read failed: the fingerprint
+                // poll's full read (`read_events`) opens it and says why.
+                Ok(None) | Err(_) => return,
+            }
+        }
+    }
+
     /// Switch to stream mode if the event path is (now) a named pipe.
     pub(super) fn open_pipe(&mut self) {
         let Some(path) = self.settings.events.path.clone() else {

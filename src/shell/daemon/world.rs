@@ -112,6 +112,9 @@ pub(super) struct Carry<'a> {
     pub(super) backends: &'a mut Backends,
     pub(super) background: &'a mut usize,
     pub(super) plan_files: &'a mut PlanFiles,
+    /// Whether a prompt was written here and now (a pipe, a file): its
+    /// outcome never comes back as an input, yet `sessions.json` shows it.
+    pub(super) told: bool,
 }
 
 impl World for Carry<'_> {
@@ -160,8 +163,9 @@ impl World for Carry<'_> {
         // Every record so far is written before the prompt is.
         self.flush();
         let outcome = self.backends.deliver(d);
-        if outcome.is_none() {
-            *self.background += 1;
+        match outcome {
+            None => *self.background += 1,
+            Some(_) => self.told = true,
         }
         outcome
     }

@@ -52,22 +52,27 @@ pub struct Tmux {
 }
 
 impl Tmux {
-    /// Start `argv` in a new detached tmux session of `cols`×`rows`, in
-    /// `cwd`, with exactly `env` as its environment (plus `TERM`).
+    /// Start `argv` in a new detached tmux session of 200×50, in `cwd`,
+    /// with exactly `env` as its environment (plus `TERM`).
     pub fn start(socket: &Path, argv: &[String], env: &[(String, String)], cwd: &Path) -> Tmux {
+        Tmux::start_sized(socket, argv, env, cwd, (200, 50))
+    }
+
+    /// [`Tmux::start`] in a terminal of `(cols, rows)`.
+    pub fn start_sized(
+        socket: &Path,
+        argv: &[String],
+        env: &[(String, String)],
+        cwd: &Path,
+        (cols, rows): (u16, u16),
+    ) -> Tmux {
         let mut cmd = Command::new("tmux");
         cmd.arg("-S")
             .arg(socket)
-            .args([
-                "-f",
-                "/dev/null",
-                "new-session",
-                "-d",
-                "-x",
-                "200",
-                "-y",
-                "50",
-            ])
+            .args(["-f", "/dev/null", "new-session", "-d", "-x"])
+            .arg(cols.to_string())
+            .arg("-y")
+            .arg(rows.to_string())
             .arg("-c")
             .arg(cwd);
         cmd.env_clear();
@@ -126,6 +131,38 @@ impl Tmux {
             .output()
             .expect("run tmux");
         String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// What the terminal shows now, with each line the program let wrap
+    /// joined to its continuation (`capture-pane -J`): a row longer than
+    /// the terminal here is a line that wrapped.
+    pub fn screen_joined(&self) -> String {
+        let out = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["capture-pane", "-p", "-J", "-t", "0"])
+            .output()
+            .expect("run tmux");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A tmux format about the pane (`#{alternate_on}`, `#{cursor_flag}`).
+    pub fn format(&self, format: &str) -> String {
+        Tmux::query(&self.socket, format).trim().to_string()
+    }
+
+    /// Resize the terminal to `cols`×`rows`.
+    pub fn resize(&self, cols: u16, rows: u16) {
+        let out = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["resize-window", "-t", "0", "-x"])
+            .arg(cols.to_string())
+            .arg("-y")
+            .arg(rows.to_string())
+            .output()
+            .expect("run tmux");
+        assert!(out.status.success(), "tmux resize-window: {out:?}");
     }
 
     /// Whether the program in the pane is still running.

@@ -148,6 +148,15 @@ fn the_journal_says_whether_the_prompt_woke_the_agent_or_waits_behind_its_turn()
         seq,
     });
     assert!(said(&idle, "woke idle session a for s1"));
+    // Named with its plan, though the prompt left the outbox when the
+    // agent took it.
+    let woke = idle
+        .world
+        .logs
+        .iter()
+        .find(|l| l.message.contains("woke idle"))
+        .unwrap();
+    assert!(woke.plan.is_some(), "{woke:?}");
 
     let mut slow = rig("a", Some(AgentState::Idle), Reached::Accepted);
     slow.write(NAME, &plan(1));

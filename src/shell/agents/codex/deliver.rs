@@ -18,8 +18,9 @@ use crate::core::effect::Delivery;
 use crate::core::input::{Input, Reached, Undeliverable};
 
 impl Worker {
-    /// Deliver `d`; the outcome for the engine.
-    pub(super) fn deliver(&mut self, d: &Delivery) -> Input {
+    /// Deliver `d`; the outcome for the engine (`None`: parked, told
+    /// later — `settle`).
+    pub(super) fn deliver(&mut self, d: &Delivery) -> Option<Input> {
         let refuse = |reason: String| Input::Undeliverable {
             session: d.session.clone(),
             seq: d.seq,
@@ -34,39 +35,44 @@ impl Worker {
             self.sessions.know(&d.session);
             let gone = self.sessions.set_state(&d.session, None);
             self.report_all(gone);
-            return refuse(self.down.clone());
+            return Some(refuse(self.down.clone()));
         }
         let thread = match self.attach(&d.session) {
             Ok(thread) => thread,
-            Err(why) => return refuse(why),
+            Err(why) => return Some(refuse(why)),
         };
         let id = self.ids.id(d.seq);
         if let Some(input) = self.already_held(d, &id) {
-            return input;
+            return Some(input);
         }
-        match self.call(
-            "thread/queue/add",
-            protocol::queue_add(&thread, &d.text, &id),
-        ) {
-            Ok(_) => {
-                if let Some(s) = self.sessions.get(&d.session) {
-                    s.held.insert(
-                        id,
-                        Held {
-                            text: d.text.clone(),
-                            started: false,
-                            told: false,
-                        },
-                    );
+        if self.park(d) {
+            return None;
+        }
+        Some(
+            match self.call(
+                "thread/queue/add",
+                protocol::queue_add(&thread, &d.text, &id),
+            ) {
+                Ok(_) => {
+                    if let Some(s) = self.sessions.get(&d.session) {
+                        s.held.insert(
+                            id,
+                            Held {
+                                text: d.text.clone(),
+                                started: false,
+                                told: false,
+                            },
+                        );
+                    }
+                    delivered(d)
                 }
-                delivered(d)
-            }
-            Err(CallError::Lost(why)) => refuse(why),
-            Err(CallError::Refused(m)) => refuse(format!(
-                "codex refused the prompt for thread {thread} at {}: {m}",
-                self.endpoint
-            )),
-        }
+                Err(CallError::Lost(why)) => refuse(why),
+                Err(CallError::Refused(m)) => refuse(format!(
+                    "codex refused the prompt for thread {thread} at {}: {m}",
+                    self.endpoint
+                )),
+            },
+        )
     }
 
     /// The thread already holds this very prompt (a delivery repeated after

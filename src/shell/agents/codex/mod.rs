@@ -10,10 +10,11 @@
 //! - `prompt_id`: the id each prompt carries (`reveille:<project>:<seq>`);
 //! - `sessions`: what is known of each session;
 //! - `worker`: the thread that owns the connection, and its loop;
-//! - `attach`, `deliver`, `children`: what it does for a session.
+//! - `attach`, `deliver`, `children`: what it does for a session;
+//! - `settle`: a prompt that may be starting unseen, parked until idle.
 //!
-//! [`CodexBackend`] only hands commands to the worker: `deliver`, `spawn`
-//! and `reap` never block the caller, and every outcome comes back as an
+//! [`CodexBackend`] only hands commands to the worker: `deliver`, `spawn`,
+//! `reap` and `observe` never block the caller, and every outcome comes back as an
 //! engine input through the reports.
 
 mod attach;
@@ -24,6 +25,7 @@ pub mod prompt_id;
 pub mod protocol;
 pub mod rpc;
 mod sessions;
+mod settle;
 mod worker;
 
 use std::io::Write;
@@ -108,6 +110,14 @@ impl Backend for CodexBackend {
 
     fn reap(&mut self, child: &str) {
         self.send(Command::Reap(child.to_string()));
+    }
+
+    /// The worker follows a session only once it knows it: from its first
+    /// prompt on, or from now.
+    fn observe(&mut self, session: &str) {
+        if Kind::of(session).0 == Kind::Codex {
+            self.send(Command::Observe(session.to_string()));
+        }
     }
 }
 

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
+use crate::core::effect::Delivery;
 use crate::core::input::Input;
 use crate::core::session::AgentState;
 
@@ -41,6 +42,21 @@ pub struct Session {
     reported: Option<Option<AgentState>>,
     /// reveille's prompts in the thread, by client id.
     pub held: HashMap<String, Held>,
+    /// Attached once already in this worker's life: what a reveille before
+    /// this one queued was read then (or could not be hidden: see
+    /// `unsure`).
+    pub attached_before: bool,
+    /// A turn was running when reveille first attached to the thread (at
+    /// its start, after a restart perhaps). Codex hides a
+    /// queued turn from both its queue and its history while it starts it
+    /// (`dispatching`, ~30 ms at the end of the turn before it), so a
+    /// prompt of ours found in neither may be starting right then — one a
+    /// reveille killed a moment earlier queued (what this one queued is in
+    /// `held`, found whatever Codex shows). Until the thread is next
+    /// idle and its history read again, such a prompt is parked, not sent.
+    pub unsure: bool,
+    /// The deliveries parked while `unsure`, in order.
+    pub parked: Vec<Delivery>,
 }
 
 /// Every known session, by the qualified id the engine uses.
@@ -91,6 +107,37 @@ impl Sessions {
         })
     }
 
+    /// A turn started on prompt `client_id` (`seq`) of `name`: whether the engine
+    /// is still to hear of it. A subscription made as the turn began
+    /// (a thread's first turn) finds it in the history before its
+    /// `item/started` arrives; the engine hears it once.
+    /// A parked prompt's start is told when it is settled.
+    pub fn turn_started(&mut self, name: &str, client_id: &str, seq: u64) -> bool {
+        let Some(s) = self.get(name) else {
+            return true;
+        };
+        if s.parked.iter().any(|d| d.seq == seq) {
+            return false;
+        }
+        let Some(held) = s.held.get_mut(client_id) else {
+            return true;
+        };
+        held.started = true;
+        !std::mem::replace(&mut held.told, true)
+    }
+
+    /// Every parked delivery, taken (the connection is gone: none of them
+    /// can be settled on it).
+    pub fn unpark_all(&mut self) -> Vec<Delivery> {
+        self.map
+            .values_mut()
+            .flat_map(|s| {
+                s.unsure = false;
+                std::mem::take(&mut s.parked)
+            })
+            .collect()
+    }
+
     /// The connection is gone: nothing is attached, every session's
     /// program is not reachable.
     pub fn all_down(&mut self) -> Vec<Input> {
@@ -133,5 +180,58 @@ mod tests {
         assert_eq!(s.all_down(), vec![]);
         assert_eq!(s.of_thread("t"), vec!["codex:t".to_string()]);
         assert_eq!(s.set_state("codex:unknown", None), None);
+    }
+
+    #[test]
+    fn a_turn_start_is_told_once_however_it_was_seen() {
+        let mut s = Sessions::default();
+        let held = Held {
+            text: "p".into(),
+            started: false,
+            told: false,
+        };
+        s.know("codex:t").held.insert("reveille:p:1".into(), held);
+        assert!(s.turn_started("codex:t", "reveille:p:1", 1));
+        assert!(!s.turn_started("codex:t", "reveille:p:1", 1));
+        assert!(s.get("codex:t").unwrap().held["reveille:p:1"].started);
+        // Seen in the history first (told there), then its notification.
+        s.know("codex:t").held.insert(
+            "reveille:p:2".into(),
+            Held {
+                text: "q".into(),
+                started: true,
+                told: true,
+            },
+        );
+        assert!(!s.turn_started("codex:t", "reveille:p:2", 2));
+        // A prompt this run did not deliver: told.
+        assert!(s.turn_started("codex:t", "reveille:p:3", 3));
+        // A parked one: told once it is settled.
+        s.know("codex:t").parked.push(delivery(4));
+        assert!(!s.turn_started("codex:t", "reveille:p:4", 4));
+    }
+
+    fn delivery(seq: u64) -> Delivery {
+        Delivery {
+            session: "codex:t".into(),
+            seq,
+            text: "x".into(),
+            plan: "p.md".into(),
+            step: format!("s{seq}"),
+            parent: None,
+        }
+    }
+
+    #[test]
+    fn parked_deliveries_are_all_taken_when_the_connection_goes() {
+        let mut s = Sessions::default();
+        s.know("codex:a").parked.push(delivery(1));
+        s.know("codex:a").unsure = true;
+        s.know("codex:b").parked.push(delivery(2));
+        s.know("codex:c");
+        let seqs: Vec<u64> = s.unpark_all().iter().map(|d| d.seq).collect();
+        assert_eq!(seqs, vec![1, 2]);
+        assert!(!s.get("codex:a").unwrap().unsure);
+        assert!(s.unpark_all().is_empty());
     }
 }

@@ -23,6 +23,7 @@ use super::rpc::{wait_readable, CallError, Connection};
 use super::sessions::Sessions;
 use crate::core::effect::{Delivery, Spawn};
 use crate::core::input::Input;
+use crate::core::session::AgentState;
 use crate::shell::backend::Reports;
 
 /// How often a down app-server is tried again while a session waits.
@@ -34,6 +35,8 @@ pub enum Command {
     Deliver(Delivery),
     Spawn(Spawn),
     Reap(String),
+    /// Follow a session's state though nothing is delivered to it yet.
+    Observe(String),
 }
 
 /// The worker's state; its methods run on its thread only.
@@ -119,11 +122,30 @@ impl Worker {
 
     fn handle(&mut self, command: Command) {
         let input = match command {
-            Command::Deliver(d) => self.deliver(&d),
+            Command::Deliver(d) => match self.deliver(&d) {
+                Some(input) => input,
+                None => return,
+            },
             Command::Spawn(s) => self.spawn(&s),
             Command::Reap(child) => return self.reap(&child),
+            Command::Observe(name) => return self.observe(&name),
         };
         self.report(input);
+    }
+
+    /// Follow `name` from now on: attached at once if the server is up
+    /// (its state reported), and again each time it comes back. A session
+    /// that cannot be attached is said once, and stays followed.
+    fn observe(&mut self, name: &str) {
+        self.sessions.know(name);
+        if self.conn.is_none() {
+            self.connect();
+        }
+        if self.conn.is_some() {
+            if let Err(why) = self.attach(name) {
+                tracing::warn!(SESSION = %name, "codex session not reachable: {why}");
+            }
+        }
     }
 
     pub(super) fn report(&self, input: Input) {
@@ -165,6 +187,7 @@ impl Worker {
         self.down = format!("codex app-server at {} went away ({why})", self.endpoint);
         let gone = self.sessions.all_down();
         self.report_all(gone);
+        self.unpark_all();
     }
 
     /// Call `method` on the server; a broken connection is handled here
@@ -218,12 +241,19 @@ impl Worker {
                     let input = self.sessions.set_state(&name, state.clone());
                     self.report_all(input);
                     self.subscribe_late(&name, &thread);
+                    if state == Some(AgentState::Idle) {
+                        self.settle(&name);
+                    }
                 }
             }
             Event::UserMessage { thread, client_id } => self.on_turn_started(&thread, &client_id),
             Event::Gone { thread } => {
                 for name in self.sessions.of_thread(&thread) {
                     self.detach(&name);
+                    self.unpark(
+                        &name,
+                        &format!("codex thread {thread} is gone (archived or deleted)"),
+                    );
                     if let Some(s) = self.sessions.get(&name) {
                         s.thread = None;
                     }
@@ -273,18 +303,12 @@ impl Worker {
             return;
         };
         for name in self.sessions.of_thread(thread) {
-            let held = self
-                .sessions
-                .get(&name)
-                .and_then(|s| s.held.get_mut(client_id));
-            if let Some(held) = held {
-                held.started = true;
-                held.told = true;
+            if self.sessions.turn_started(&name, client_id, seq) {
+                self.report(Input::TurnStarted {
+                    session: name.clone(),
+                    seq,
+                });
             }
-            self.report(Input::TurnStarted {
-                session: name.clone(),
-                seq,
-            });
         }
     }
 }
