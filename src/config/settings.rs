@@ -1,20 +1,20 @@
 //! Stage two of the configuration: the validated [`Settings`] the daemon
 //! runs on — paths expanded, enums parsed, numbers range-checked, names
 //! validated — and the name check the daemon reuses for data.
+//!
+//! Here: the settings and how each section is derived from its raw form.
+//! Beside it: the configuration's enums and their spellings (`enums.rs`)
+//! and what each kind of value must be (`values.rs`).
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::time::Duration;
 
-use super::expand::{expand_path, EnvSnapshot};
+use super::expand::EnvSnapshot;
 use super::raw::{RawConfig, RawEvents, RawFanout, RawProject, RawSessions};
-
-pub use crate::core::engine::Mode;
 use crate::core::prompt;
+use crate::core::session::check_name;
 pub use crate::core::session::MAX_NAME_BYTES;
-use crate::core::session::{check_name, check_session};
 
 /// Checks a name that becomes one path component: a project name, a session
 /// id, a mount name, the enqueue file name. `kind` says what the name is, for
@@ -26,102 +26,6 @@ pub fn validate_name(kind: &str, s: &str) -> Result<(), String> {
         let shown: String = s.chars().take(64).collect();
         format!("{kind} {shown:?} {problem}")
     })
-}
-
-/// The spellings of a configuration enum in the config file: `NAMES`,
-/// `as_str`, `FromStr` and `Display` for an enum defined here or in the
-/// part of the program that owns it (each enum exists once).
-macro_rules! config_names {
-    ($name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
-        impl $name {
-            /// The accepted spellings, in order.
-            pub const NAMES: &'static [&'static str] = &[$($text),+];
-
-            /// How the value is written in the configuration.
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $text),+ }
-            }
-        }
-
-        impl FromStr for $name {
-            type Err = String;
-            fn from_str(s: &str) -> Result<Self, String> {
-                match s {
-                    $($text => Ok($name::$variant),)+
-                    _ => Err(format!("expected one of {}", Self::NAMES.join(", "))),
-                }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-}
-
-/// Defines a configuration enum with its spelling in the config file; the
-/// first spelling is the default.
-macro_rules! config_enum {
-    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $name { $($(#[$vdoc])* $variant),+ }
-
-        config_names!($name { $($variant = $text),+ });
-
-        impl Default for $name {
-            fn default() -> Self {
-                Self::NAMES[0].parse().expect("the first name parses")
-            }
-        }
-    };
-}
-
-// `project.mode`: the engine's own enum.
-config_names!(Mode {
-    Reactive = "reactive",
-    Queue = "queue",
-});
-
-config_enum! {
-    /// `sessions.framing`: how prompts are separated in the enqueue file.
-    Framing {
-        /// `message` for regular and FUSE/9P files, `nul` for named pipes.
-        Auto = "auto",
-        /// One open, one write, one close per prompt.
-        Message = "message",
-        /// The prompt followed by one NUL byte.
-        Nul = "nul",
-        /// One JSON object per line (`prompt`, `plan`, `step`, `session`).
-        Jsonl = "jsonl",
-    }
-}
-
-config_enum! {
-    /// `sessions.delivery`: how a prompt reaches a session.
-    Delivery {
-        /// Submit (`prompt`) to ollie-9p sessions, recognised by what their
-        /// directory holds, so an idle agent starts a turn; the enqueue
-        /// file for every other session.
-        Auto = "auto",
-        /// Always the enqueue file (for ollie-9p: queue only — an idle
-        /// agent does not start on it).
-        Enqueue = "enqueue",
-    }
-}
-
-config_enum! {
-    /// `log.target`: where logs go.
-    LogTarget {
-        /// journald when `JOURNAL_STREAM` matches stderr, else stderr.
-        Auto = "auto",
-        /// Always journald, with structured fields.
-        Journald = "journald",
-        /// Always human-readable on stderr.
-        Stderr = "stderr",
-    }
 }
 
 /// The validated configuration of one project. Compared on SIGHUP reload,
@@ -318,125 +222,6 @@ pub struct LogSettings {
     pub level: String,
 }
 
-/// A stage-two failure: the dotted key and what is wrong with its value.
-#[derive(Debug)]
-pub(crate) struct Invalid {
-    pub key: String,
-    pub value: String,
-    pub message: String,
-}
-
-fn invalid(key: &str, value: impl fmt::Display, message: impl Into<String>) -> Invalid {
-    Invalid {
-        key: key.to_string(),
-        value: value.to_string(),
-        message: message.into(),
-    }
-}
-
-/// Expands a path key.
-fn path(key: &str, raw: &str, env: &EnvSnapshot) -> Result<PathBuf, Invalid> {
-    expand_path(raw, env).map_err(|m| invalid(key, format!("{raw:?}"), m))
-}
-
-/// Expands a path key where `""` means disabled.
-fn optional_path(key: &str, raw: &str, env: &EnvSnapshot) -> Result<Option<PathBuf>, Invalid> {
-    if raw.is_empty() {
-        Ok(None)
-    } else {
-        path(key, raw, env).map(Some)
-    }
-}
-
-fn parse_enum<T: FromStr<Err = String>>(key: &str, raw: &str) -> Result<T, Invalid> {
-    raw.parse().map_err(|m| invalid(key, format!("{raw:?}"), m))
-}
-
-fn range(key: &str, v: u64, min: u64, max: u64) -> Result<u64, Invalid> {
-    if (min..=max).contains(&v) {
-        Ok(v)
-    } else {
-        Err(invalid(key, v, format!("must be between {min} and {max}")))
-    }
-}
-
-fn millis(key: &str, v: u64, min: u64, max: u64) -> Result<Duration, Invalid> {
-    range(key, v, min, max).map(Duration::from_millis)
-}
-
-/// A session id: a directory name, or one qualified by its kind
-/// (`codex:…`, `claude:…`, `opencode:…`), by the engine's own rule.
-fn session_id(key: &str, s: &str) -> Result<String, Invalid> {
-    check_session(s).map_err(|problem| {
-        let shown: String = s.chars().take(64).collect();
-        invalid(
-            key,
-            format!("{s:?}"),
-            format!("session id {shown:?} {problem}"),
-        )
-    })?;
-    Ok(s.to_string())
-}
-
-fn name(key: &str, kind: &str, s: &str) -> Result<String, Invalid> {
-    validate_name(kind, s).map_err(|m| invalid(key, format!("{s:?}"), m))?;
-    Ok(s.to_string())
-}
-
-/// A prompt template; `""` is the built-in one. Its placeholders are
-/// checked here, once, so rendering never fails at wake time.
-fn template(key: &str, raw: &str, vars: &[&str]) -> Result<Option<String>, Invalid> {
-    if raw.is_empty() {
-        return Ok(None);
-    }
-    let shown: String = raw.chars().take(40).collect();
-    prompt::check(raw, vars).map_err(|e| invalid(key, format!("{shown:?}"), e.to_string()))?;
-    Ok(Some(raw.to_string()))
-}
-
-/// The spellings `log.level` accepts besides `EnvFilter` directives.
-const LEVELS: &[&str] = &["off", "error", "warn", "info", "debug", "trace"];
-
-fn log_level(raw: &str) -> Result<String, Invalid> {
-    let key = "log.level";
-    let lower = raw.trim().to_ascii_lowercase();
-    if LEVELS.contains(&lower.as_str()) {
-        return Ok(lower);
-    }
-    // A bare word would be read by EnvFilter as a target name, silently
-    // filtering everything else out: only accept directive syntax.
-    if raw.contains('=') || raw.contains(',') {
-        if let Err(e) = tracing_subscriber::EnvFilter::try_new(raw) {
-            return Err(invalid(key, format!("{raw:?}"), e.to_string()));
-        }
-        return Ok(raw.to_string());
-    }
-    Err(invalid(
-        key,
-        format!("{raw:?}"),
-        format!(
-            "expected one of {} or tracing directives like \"reveille=debug,info\"",
-            LEVELS.join(", ")
-        ),
-    ))
-}
-
-/// Collects stage-two failures instead of stopping at the first, so a
-/// configuration with three bad values reports all three at once.
-#[derive(Default)]
-struct Problems(Vec<Invalid>);
-
-impl Problems {
-    /// The value of `r`, or a placeholder (never used: any problem makes
-    /// the whole stage fail) after recording the failure.
-    fn keep<T: Default>(&mut self, r: Result<T, Invalid>) -> T {
-        r.unwrap_or_else(|i| {
-            self.0.push(i);
-            T::default()
-        })
-    }
-}
-
 impl Settings {
     /// Stage two: validates `raw` and derives the settings, resolving
     /// paths against `env`. Every invalid value is reported, not only the
@@ -525,49 +310,6 @@ impl Settings {
             opencode,
         })
     }
-}
-
-/// `codex.endpoint`: `""`, `ws://…` or `unix://…`.
-fn endpoint(raw: &str) -> Result<Option<String>, Invalid> {
-    if raw.is_empty() {
-        return Ok(None);
-    }
-    if raw.starts_with("ws://") || raw.starts_with("unix://") {
-        return Ok(Some(raw.to_string()));
-    }
-    Err(invalid(
-        "codex.endpoint",
-        format!("{raw:?}"),
-        "must be a ws://host:port or unix://PATH address (codex app-server --listen), or empty",
-    ))
-}
-
-/// An `http://host:port` URL, without a trailing `/`.
-fn http_url(key: &str, raw: &str) -> Result<String, Invalid> {
-    let rest = raw.strip_prefix("http://").unwrap_or("");
-    if rest.is_empty() || rest.contains(char::is_whitespace) {
-        return Err(invalid(
-            key,
-            format!("{raw:?}"),
-            "must be an http://host:port URL",
-        ));
-    }
-    Ok(raw.trim_end_matches('/').to_string())
-}
-
-/// A `s/new` value: one word (the create line is split on whitespace).
-fn word(key: &str, raw: &str) -> Result<Option<String>, Invalid> {
-    if raw.is_empty() {
-        return Ok(None);
-    }
-    if raw.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(invalid(
-            key,
-            format!("{raw:?}"),
-            "must be one word (no spaces)",
-        ));
-    }
-    Ok(Some(raw.to_string()))
 }
 
 fn fanout(f: &RawFanout, bad: &mut Problems) -> FanoutSettings {
@@ -686,39 +428,14 @@ fn events(e: &RawEvents, env: &EnvSnapshot, bad: &mut Problems) -> EventSettings
     }
 }
 
+mod enums;
 #[cfg(test)]
-mod tests {
-    use super::*;
+mod tests;
+mod values;
 
-    #[test]
-    fn names_are_checked() {
-        assert!(validate_name("session id", "1744276689123456789-2b986c").is_ok());
-        assert!(validate_name("session id", "a.b").is_ok());
-        // One path component named `a..b` climbs nowhere.
-        assert!(validate_name("session id", "a..b").is_ok());
-        for bad in ["", ".", "..", "a/b", "x\0y"] {
-            let err = validate_name("session id", bad).unwrap_err();
-            assert!(err.starts_with("session id "), "{bad:?}: {err}");
-        }
-        assert!(validate_name("mount", &"m".repeat(255)).is_ok());
-        assert!(validate_name("mount", &"m".repeat(256))
-            .unwrap_err()
-            .contains("255"));
-    }
-
-    #[test]
-    fn enums_parse_and_print() {
-        assert_eq!("queue".parse::<Mode>(), Ok(Mode::Queue));
-        assert_eq!("jsonl".parse::<Framing>(), Ok(Framing::Jsonl));
-        assert_eq!(LogTarget::Journald.to_string(), "journald");
-        let err = "loud".parse::<LogTarget>().unwrap_err();
-        assert_eq!(err, "expected one of auto, journald, stderr");
-    }
-
-    #[test]
-    fn log_level_rejects_bare_words() {
-        assert_eq!(log_level("INFO").unwrap(), "info");
-        assert!(log_level("reveille=debug,warn").is_ok());
-        assert!(log_level("verbose").is_err());
-    }
-}
+pub use enums::{Delivery, Framing, LogTarget, Mode};
+pub(crate) use values::Invalid;
+use values::{
+    endpoint, http_url, invalid, log_level, millis, name, optional_path, parse_enum, path, range,
+    session_id, template, word, Problems,
+};

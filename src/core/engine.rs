@@ -15,20 +15,19 @@
 //!   effect that depends on it.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use super::close::Close;
 use super::effect::{Delivery, Effect, Level, Log};
 use super::input::{Input, Reached};
 use super::lifecycle::Lifecycle;
-use super::record::{Item, Memory, Record};
+use super::record::{Memory, Record, Work};
 use super::session::{AgentState, Kind};
 use super::source::Source;
 pub use config::{EngineConfig, Fanout, Mode, Now, Templates};
 use context::{cx, Cx};
 use ledger::Ledger;
 pub use outbox::{Outcome, Told};
-use plans::{display_name, Origin, Plans, ReadKind};
+use plans::{Plans, ReadKind};
 pub use reminders::{human, ReminderView};
 use reminders::{Open, Reminders};
 use sessions::Sessions;
@@ -52,15 +51,19 @@ pub struct PlanView {
 
 /// The engine: a coordinator over parts that own their state and rules.
 ///
-/// - `Ledger` (`engine/ledger.rs`): the durable memory — announced sets,
-///   outboxes — and the delivery lanes; the only place records are applied.
+/// - `Ledger` (`engine/ledger.rs`): the durable memory (`core/memory.rs`,
+///   in parts that each apply their share of the records) and the
+///   delivery lanes (`engine/outbox.rs`: when a prompt goes out); the only
+///   place records are applied.
 /// - `Plans` (`engine/plans.rs`): the plan table, settle/vanish/recheck
 ///   bookkeeping, lifecycle, parse → reconcile (the wake rule).
 /// - `Tasks` (`engine/tasks.rs`): tracker mounts and events, the beads
 ///   file, task titles, mounts known only by their events.
 /// - `Sessions` (`engine/sessions.rs`): what is known of each session.
-/// - children (`engine/children.rs`): fan-out's rules over the child
-///   sessions recorded in the ledger's memory.
+/// - `Reminders` (`engine/reminders.rs`): when prompts were heard, and the
+///   reminder rule.
+/// - children (`engine/children.rs`): fan-out's rules over the children's
+///   share of the memory.
 /// - `Timers` (`engine/timers.rs`): every deadline, in one table.
 ///
 /// Each part gets what it needs of the others through a `Cx`, so borrows
@@ -86,7 +89,7 @@ impl Engine {
     /// the very first start, in which case what is ready at start-up becomes
     /// the baseline instead of being announced.
     pub fn new(config: EngineConfig, memory: Option<Memory>) -> Engine {
-        let baseline = memory.as_ref().is_none_or(|m| !m.baselined);
+        let baseline = memory.as_ref().is_none_or(|m| !m.baselined());
         let mut memory = memory.unwrap_or_default();
         memory.version = Memory::VERSION;
         Engine {
@@ -103,7 +106,7 @@ impl Engine {
 
     /// The durable memory, for snapshots and `status`.
     pub fn memory(&self) -> &Memory {
-        &self.ledger.memory
+        self.ledger.memory()
     }
 
     /// The configuration in force.
@@ -306,11 +309,7 @@ impl Engine {
         seq: u64,
         fx: &mut Vec<Effect>,
     ) -> bool {
-        let in_inbox = self
-            .ledger
-            .lanes
-            .get(&session)
-            .is_some_and(|l| l.inbox == Some(seq));
+        let in_inbox = self.ledger.lanes().in_inbox(&session, seq);
         self.heard(now, &session, seq, in_inbox);
         let (config, timers) = (&self.config, &mut self.timers);
         let (_, refill) = self
@@ -358,7 +357,7 @@ impl Engine {
 
     /// Sessions that checked a step restart their reminder clocks there.
     fn after_progress(&mut self, now: Now) {
-        let mut progressed = std::mem::take(&mut self.ledger.progressed);
+        let mut progressed = self.ledger.take_progressed();
         // Only an observed session can be reminded, and one seen only later
         // counts from when its state was first seen, after this progress:
         // what is kept is kept for observed sessions alone, and a plain pipe
@@ -401,7 +400,7 @@ impl Engine {
     /// Act on the timers due at `now`, each by the part it belongs to.
     fn run_timers(&mut self, now: Now, fx: &mut Vec<Effect>) {
         // Vanished plans wait while a listing is already out.
-        let listing = self.plans.listing;
+        let listing = self.plans.listing();
         let mut list = false;
         for timer in self
             .timers
@@ -418,10 +417,10 @@ impl Engine {
                 Timer::BeadsDue => fx.push(Effect::ReadBeads),
                 Timer::Vanished(_) => list = true,
                 Timer::Retry(session) => self.ledger.wake_lane(session),
-                Timer::Remind(session, source, item) => {
-                    let open = self.open_item(&session, &source, &item);
+                Timer::Remind(session, source, work) => {
+                    let open = self.open_item(&session, &source, &work);
                     let observed = self.sessions.observed().get(&session);
-                    let key = (session, source, item);
+                    let key = (session, source, work);
                     let mut cx = cx!(self, fx);
                     self.reminders.on_due(now, key, open, observed, &mut cx);
                 }
@@ -431,8 +430,7 @@ impl Engine {
             }
         }
         if list {
-            self.plans.listing = true;
-            fx.push(Effect::List { read_all: false });
+            self.plans.list(fx);
         }
     }
 
@@ -451,89 +449,19 @@ impl Engine {
 
     /// Every tracked plan, for `status`.
     pub fn plans(&self) -> Vec<PlanView> {
-        self.plans
-            .plans
-            .iter()
-            .map(|(source, s)| {
-                let summary = s.summary.as_ref();
-                PlanView {
-                    source: source.clone(),
-                    path: s.path.clone(),
-                    lifecycle: s.lifecycle,
-                    goal: summary.map(|p| p.goal.clone()).unwrap_or_default(),
-                    session: summary.and_then(|p| p.session.clone()).or(match &s.origin {
-                        Origin::Session(id) => Some(id.clone()),
-                        _ => self.config.default_session.clone(),
-                    }),
-                    error: s.error.clone(),
-                    steps: summary.map_or(0, |p| p.steps),
-                    checked: summary.map_or(0, |p| p.checked),
-                    ready: summary.map_or_else(Vec::new, |p| {
-                        p.ready
-                            .iter()
-                            .map(|s| (s.label.clone(), s.title.clone()))
-                            .collect()
-                    }),
-                }
-            })
-            .collect()
+        self.plans.views(&self.config)
     }
 
-    /// What a reminder to `session` names of an announced item that is
-    /// still open work in a live source; `None` for a checked step, an
-    /// ended plan, a task claimed by another session's assignee, a note.
-    fn open_item(&self, session: &str, source: &Source, item: &Item) -> Option<Open> {
-        match item {
-            Item::Step(key) => {
-                let plan = self.plans.plans.get(source)?;
-                if !plan.lifecycle.is_live() {
-                    return None;
-                }
-                let step = plan.summary.as_ref()?.open_step(key)?;
-                let (label, title) = (step.label.clone(), step.title.clone());
-                let file = display_name(&plan.path);
-                let call = plans::closing(source, &title, &plan.path).to_string();
-                Some(Open {
-                    label,
-                    title,
-                    path: plan.path.display().to_string(),
-                    file,
-                    call,
-                    mount: None,
-                })
+    /// What a reminder to `session` names of announced work that is still
+    /// open in a live source, from the part that owns it; `None` for a
+    /// checked step, an ended plan, a task claimed by another session's
+    /// assignee.
+    fn open_item(&self, session: &str, source: &Source, work: &Work) -> Option<Open> {
+        match work {
+            Work::Step(key) => self.plans.open_step(source, key),
+            Work::Task(_) | Work::Claimed(_) => {
+                self.tasks.open_task(&self.config, session, source, work)
             }
-            Item::Task(id) | Item::Claimed(id) => {
-                // Ready but claimed by another session's assignee: not this
-                // one's work. (`Claimed` is this session's by construction.)
-                let key = (source.clone(), id.clone());
-                if let (Item::Task(_), Some(who)) = (item, self.tasks.task_assignees.get(&key)) {
-                    if self.config.assignees.get(who).map(String::as_str) != Some(session) {
-                        return None;
-                    }
-                }
-                let title = self.tasks.task_titles.get(&(source.clone(), id.clone()));
-                // A 9beads task is closed at its mount as it is named now;
-                // one whose mount is away cannot be closed: not reminded of.
-                let mount = match source.is_tracker_mount() {
-                    true => Some(self.tasks.mount_of(source)?.to_string()),
-                    false => None,
-                };
-                let root = Path::new(&self.config.beads_root);
-                let call = match &mount {
-                    Some(mount) => Close::NineBeads { id, root, mount },
-                    None => Close::Beads { id },
-                }
-                .to_string();
-                Some(Open {
-                    label: id.clone(),
-                    title: title.cloned().unwrap_or_else(|| id.clone()),
-                    file: source.to_string(),
-                    path: source.to_string(),
-                    call,
-                    mount,
-                })
-            }
-            _ => None,
         }
     }
 
@@ -554,44 +482,27 @@ impl Engine {
 
     /// Wake-ups refused at the outbox cap, per session.
     pub fn refused(&self) -> BTreeMap<String, u64> {
-        self.ledger
-            .lanes
-            .lanes
-            .iter()
-            .filter(|(_, l)| l.refused > 0)
-            .map(|(s, l)| (s.clone(), l.refused))
-            .collect()
+        self.ledger.lanes().refused()
     }
 
     /// How many sessions are currently failing.
     pub fn failing_count(&self) -> usize {
-        self.ledger
-            .lanes
-            .lanes
-            .values()
-            .filter(|l| l.failing.is_some())
-            .count()
+        self.ledger.lanes().failing_count()
     }
 
     /// Sessions currently failing, with the reason.
     pub fn failing(&self) -> BTreeMap<String, String> {
-        self.ledger
-            .lanes
-            .lanes
-            .iter()
-            .filter_map(|(s, l)| l.failing.clone().map(|r| (s.clone(), r)))
-            .collect()
+        self.ledger.lanes().failing()
     }
 
     /// Every session with work announced and open, or a prompt pending, or
     /// a child of reveille's: the sessions whose state matters (walks the
     /// announced sets: for the start, not the wake path).
     pub fn sessions_with_work(&self) -> std::collections::BTreeSet<String> {
-        let memory = &self.ledger.memory;
+        let memory = self.ledger.memory();
         let announced = memory
-            .announced
-            .values()
-            .flat_map(|items| items.iter())
+            .announced()
+            .flat_map(|(_, items)| items.iter())
             .filter(|(_, a)| !a.baseline)
             .filter_map(|(_, a)| a.session.clone());
         let pending = memory.outbox.keys().cloned();
@@ -601,34 +512,23 @@ impl Engine {
 
     /// What each session was last told and how it went, for `status`.
     pub fn told(&self) -> BTreeMap<String, Told> {
-        self.ledger
-            .lanes
-            .lanes
-            .iter()
-            .filter_map(|(s, l)| l.last.clone().map(|t| (s.clone(), t)))
-            .collect()
+        self.ledger.lanes().told()
     }
 
     /// Plans with a current error.
     pub fn invalid_plans(&self) -> usize {
-        self.plans.invalid
+        self.plans.invalid()
     }
 
     /// Number of tracked plans.
     pub fn plan_count(&self) -> usize {
-        self.plans.plans.len()
+        self.plans.count()
     }
 }
 
 /// The first-start baseline is complete: say how much it holds.
 fn baseline_taken(cx: &mut Cx) {
-    let n: usize = cx
-        .ledger
-        .memory
-        .announced
-        .values()
-        .map(crate::core::record::Items::len)
-        .sum();
+    let n = cx.ledger.memory().announced_count();
     cx.ledger.record(Record::Baselined, cx.fx);
     let what = if n == 1 {
         "step or task"
@@ -644,14 +544,11 @@ fn baseline_taken(cx: &mut Cx) {
 /// A step handed back by a child is announced again (to the parent) by its
 /// plan's next read.
 fn read_again(plans: &Plans, source: Option<Source>, fx: &mut Vec<Effect>) {
-    let Some(path) = source
-        .and_then(|s| plans.plans.get(&s))
-        .map(|p| p.path.clone())
-    else {
+    let Some(path) = source.as_ref().and_then(|s| plans.path_of(s)) else {
         return;
     };
     fx.push(Effect::Read {
-        path,
+        path: path.to_path_buf(),
         complete: true,
     });
 }

@@ -7,7 +7,10 @@
 //! - `plan` (with `plan::markdown`, `plan::json`, `plan::graph`): the
 //!   plan model, its two parsers and the ready set;
 //! - `lifecycle`: Todo → Wip → Done | Abandoned;
-//! - `record`: the durable memory and the journal records that change it;
+//! - `memory`: the durable memory, in parts that each apply their share of
+//!   the records (`plans`, `tasks`, `outbox`, `children`, `position`);
+//! - `record`: the journal records that change it, and the items announced
+//!   (work and notes);
 //! - `engine`, `input`, `effect`: the engine and its interface; the engine
 //!   is a coordinator over parts that own their state — `engine::ledger`
 //!   (durable memory, delivery lanes), `engine::plans`, `engine::tasks`,
@@ -31,6 +34,7 @@ pub mod fnv;
 pub mod input;
 pub mod lifecycle;
 pub mod lines;
+pub mod memory;
 pub mod name;
 pub mod plan;
 pub mod prompt;

@@ -17,7 +17,7 @@ use crate::core::lifecycle::Lifecycle;
 use crate::core::name::{classify, diagnose};
 use crate::core::plan::{parse_plan, Plan, PlanFormat};
 use crate::core::ready_report::{one_line, StepRef};
-use crate::core::record::{Announced, Cursor, Item, Memory, Record};
+use crate::core::record::{Announced, Cursor, Item, Memory, Note, Record, Work};
 use crate::core::session::Kind;
 use crate::shell::read::read_capped;
 use crate::shell::reload_report;
@@ -45,15 +45,12 @@ pub struct Known {
 /// written anywhere).
 pub fn known(settings: &Settings) -> Result<Known, String> {
     let (memory, _) = read_memory(&settings.state.dir).map_err(|e| e.to_string())?;
-    let started_before = memory.as_ref().is_some_and(|m| m.baselined);
+    let started_before = memory.as_ref().is_some_and(|m| m.baselined());
     let memory = memory.unwrap_or_default();
-    let mut engine = Engine::new(
-        engine_config(settings, Level::Error),
-        Some(Memory {
-            baselined: true,
-            ..memory.clone()
-        }),
-    );
+    // Its throw-away engine announces nothing as a baseline.
+    let mut started = memory.clone();
+    started.apply(&Record::Baselined);
+    let mut engine = Engine::new(engine_config(settings, Level::Error), Some(started));
     let mut look = Look {
         settings,
         parsed: BTreeMap::new(),
@@ -305,7 +302,7 @@ fn sessions_view(dir: &Path, memory: &Memory, k: &Known) -> Vec<SessionView> {
         view(&mut views, &observed, session).pending =
             queue.iter().map(|p| p.step.clone()).collect();
     }
-    for (source, items) in &memory.announced {
+    for (source, items) in memory.announced() {
         let plan = k
             .plans
             .iter()
@@ -319,7 +316,7 @@ fn sessions_view(dir: &Path, memory: &Memory, k: &Known) -> Vec<SessionView> {
                 .outbox
                 .get(session)
                 .is_some_and(|q| q.iter().any(|p| &p.source == source && &p.item == item));
-            if !pending && matches!(item, Item::Step(_) | Item::Task(_) | Item::Claimed(_)) {
+            if !pending && item.work().is_some() {
                 let id = announced_view(item, a, plan).id;
                 view(&mut views, &observed, session).open.push(id);
             }
@@ -363,16 +360,16 @@ pub fn running_pid(dir: &Path) -> Option<u32> {
 /// An announced item, named by the plan's step when `plan` has it.
 fn announced_view(item: &Item, a: &Announced, plan: Option<&Plan>) -> AnnouncedView {
     let step = match item {
-        Item::Step(key) => plan.and_then(|p| p.steps.iter().find(|s| &s.key == key)),
+        Item::Work(Work::Step(key)) => plan.and_then(|p| p.steps.iter().find(|s| &s.key == key)),
         _ => None,
     };
     let mut id = step.map_or_else(|| item.label().to_string(), |s| s.label.clone());
     // Tracker notes share their task's id: say which note it is.
     match item {
-        Item::Claim(_, who) => id.push_str(&format!(" (claim by {who} told)")),
-        Item::Completed(_) => id.push_str(" (completion told)"),
-        Item::Claimed(_) => id.push_str(" (claimed, open)"),
-        Item::Held(..) => id.push_str(&format!(
+        Item::Note(Note::Claim(_, who)) => id.push_str(&format!(" (claim by {who} told)")),
+        Item::Note(Note::Completed(_)) => id.push_str(" (completion told)"),
+        Item::Work(Work::Claimed(_)) => id.push_str(" (claimed, open)"),
+        Item::Note(Note::Held(..)) => id.push_str(&format!(
             " (left the ready set; held by {})",
             a.session.as_deref().unwrap_or("-")
         )),
@@ -410,8 +407,7 @@ fn plan_status(plan: PlanView, k: &Known) -> PlanStatus {
     let parsed = k.parsed.get(&plan.path);
     let announced = k
         .memory
-        .announced
-        .get(&plan.source)
+        .announced_of(&plan.source)
         .map(|items| {
             items
                 .iter()
@@ -462,9 +458,8 @@ pub fn gather(settings: &Settings) -> Result<Status, String> {
         })
         .collect();
     let tasks = memory
-        .announced
+        .tasks
         .iter()
-        .filter(|(source, _)| !source.is_plan())
         .map(|(source, items)| {
             let views = items
                 .iter()
@@ -496,7 +491,7 @@ pub fn gather(settings: &Settings) -> Result<Status, String> {
         ignored: ignored_names(&settings.project.plan_dir),
         outbox,
         tasks,
-        events: memory.cursor,
+        events: memory.cursor(),
         // Only a running daemon's view is current.
         reminders: match running_pid(dir) {
             Some(_) => reminders::read(dir),

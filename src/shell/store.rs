@@ -356,7 +356,7 @@ mod tests {
     fn forget(n: usize) -> Record {
         Record::Forget {
             source: "plan:x".parse().unwrap(),
-            item: Item::Step(format!("{n}")),
+            item: Item::step(format!("{n}")),
         }
     }
 
@@ -399,7 +399,7 @@ mod tests {
             .unwrap();
         j.write_all(b"{\"r\":\"forg").unwrap();
         let (store, memory, report) = Store::open(tmp.path()).unwrap();
-        assert!(memory.unwrap().baselined);
+        assert!(memory.unwrap().baselined());
         assert_eq!(report.replayed, 2);
         assert!(report.torn_tail);
         // Loading compacted the journal into the snapshot.

@@ -104,13 +104,8 @@ fn not_announced(d: &Daemon<'_>, source: &Source) -> String {
 
 fn delivery(d: &Daemon<'_>, source: &Source, step: &StepWhy) -> Delivery {
     let known = d.known;
-    let item = Item::Step(step.key.to_string());
-    let Some(a) = known
-        .memory
-        .announced
-        .get(source)
-        .and_then(|m| m.get(&item))
-    else {
+    let item = Item::step(&step.key);
+    let Some(a) = known.memory.plans.entry(source, &item) else {
         let reason = (step.standing == Standing::Ready).then(|| not_announced(d, source));
         return Delivery::NotAnnounced { reason };
     };

@@ -70,7 +70,7 @@ pub fn events(env: &Env, n: usize) -> EventsRun {
     let done = loop {
         let offset = read_memory(&setup.state_dir)
             .ok()
-            .and_then(|(m, _)| m?.cursor)
+            .and_then(|(m, _)| m?.cursor())
             .map_or(0, |c| c.offset);
         if offset == end {
             break Instant::now();

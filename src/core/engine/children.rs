@@ -15,8 +15,9 @@
 //! → the step is handed back to the parent (`hand_back`) and stays with the
 //! parent if it is announced again.
 //!
-//! The state lives in the ledger's memory (it must survive restarts and
-//! change only through records), so this part is its rules over a `Cx`.
+//! The state is the children's share of the durable memory
+//! (`core/memory/children.rs`: it must survive restarts and change only
+//! through records), so this part is its rules over a `Cx`.
 
 use crate::core::fnv::Fnv;
 use std::collections::BTreeMap;
@@ -29,7 +30,7 @@ use crate::core::close::Close;
 use crate::core::effect::{Effect, Level, Log, Spawn};
 use crate::core::plan::Plan;
 use crate::core::prompt;
-use crate::core::record::{Child, ChildState, Item, Record};
+use crate::core::record::{Child, ChildState, Item, Note, Record};
 use crate::core::session::Kind;
 use crate::core::source::Source;
 
@@ -73,19 +74,11 @@ fn safe(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')
 }
 
-/// Whether a child still works on its step (and so counts against the caps).
-fn working(c: &Child) -> bool {
-    matches!(c.state, ChildState::Planned | ChildState::Working)
-}
-
 /// Whether the parent already holds an open step of `source`: then further
 /// ready steps are parallel work for children.
 pub(super) fn parent_busy(cx: &Cx, source: &Source, parent: &str) -> bool {
-    cx.ledger.memory.announced.get(source).is_some_and(|items| {
-        items
-            .iter()
-            .any(|(i, a)| matches!(i, Item::Step(_)) && a.session.as_deref() == Some(parent))
-    })
+    // The plans' share knows which steps are announced to whom.
+    cx.ledger.plans().holds_step(source, parent)
 }
 
 /// The step a new child is for.
@@ -107,18 +100,18 @@ pub(super) fn assign(cx: &mut Cx, source: &Source, step: StepRef, parent: &str) 
     if fan.max_children == 0 || cx.baseline || !matches!(source, Source::Plan(_)) {
         return None;
     }
-    let children = &cx.ledger.memory.children;
+    let children = cx.ledger.children();
     let handed_back = children
-        .values()
-        .any(|c| c.source == *source && c.item == *step.item && c.state == ChildState::HandedBack);
+        .of_step(source, step.item)
+        .any(|(_, c)| c.state == ChildState::HandedBack);
     if handed_back {
         return None;
     }
     let of_plan = children
-        .values()
-        .filter(|c| c.source == *source && working(c))
+        .of_plan(source)
+        .filter(|(_, c)| c.working())
         .count();
-    let total = children.values().filter(|c| working(c)).count();
+    let total = children.working();
     if of_plan >= fan.max_children || total >= fan.max_total {
         cx.fx.push(Effect::Log(
             Log::new(
@@ -173,7 +166,7 @@ pub(super) fn assign(cx: &mut Cx, source: &Source, step: StepRef, parent: &str) 
 /// the record and the confirmation) are asked for again — the same id, so
 /// one that was in fact created is only confirmed.
 pub(super) fn respawn_planned(cx: &mut Cx) {
-    for (id, c) in &cx.ledger.memory.children {
+    for (id, c) in cx.ledger.children().iter() {
         if c.state == ChildState::Planned {
             cx.fx.push(Effect::Spawn(Spawn {
                 child: id.clone(),
@@ -186,7 +179,7 @@ pub(super) fn respawn_planned(cx: &mut Cx) {
 /// The shell's answer to a `Spawn`. Returns the plan to read again when the
 /// step was handed back to the parent.
 pub(super) fn on_spawned(cx: &mut Cx, id: &str, outcome: Result<u64, String>) -> Option<Source> {
-    let child = cx.ledger.memory.children.get(id)?.clone();
+    let child = cx.ledger.children().get(id)?.clone();
     match outcome {
         Ok(at) if child.state == ChildState::Planned => {
             let log = Log::new(
@@ -223,7 +216,7 @@ pub(super) fn on_spawned(cx: &mut Cx, id: &str, outcome: Result<u64, String>) ->
 /// A session's observed state changed (`None`: no longer listed). Returns
 /// the plan to read again when a step was handed back.
 pub(super) fn on_state(cx: &mut Cx, id: &str, listed: bool) -> Option<Source> {
-    let child = cx.ledger.memory.children.get(id)?;
+    let child = cx.ledger.children().get(id)?;
     if listed {
         return None;
     }
@@ -244,8 +237,8 @@ pub(super) fn on_state(cx: &mut Cx, id: &str, listed: bool) -> Option<Source> {
 /// Its prompt is withdrawn and the step un-announced, so the plan's next
 /// read announces it again — to the parent, since the record now says so.
 fn hand_back(cx: &mut Cx, id: &str, why: &str) -> Option<Source> {
-    let child = cx.ledger.memory.children.get(id)?.clone();
-    if !working(&child) {
+    let child = cx.ledger.children().get(id)?.clone();
+    if !child.working() {
         return None;
     }
     cx.ledger.unannounce(
@@ -289,13 +282,11 @@ pub(super) fn step_left(
     checked: bool,
     holder: Option<&str>,
 ) {
-    let item = Item::Step(key.to_string());
+    let item = Item::step(key);
     let handed: Vec<String> = cx
         .ledger
-        .memory
-        .children
-        .iter()
-        .filter(|(_, c)| c.source == *source && c.item == item)
+        .children()
+        .of_step(source, &item)
         .filter(|(_, c)| c.state == ChildState::HandedBack)
         .map(|(id, _)| id.clone())
         .collect();
@@ -303,10 +294,10 @@ pub(super) fn step_left(
         cx.ledger.record(Record::ChildEnded { id }, cx.fx);
     }
     let Some(id) = holder else { return };
-    let Some(child) = cx.ledger.memory.children.get(id).cloned() else {
+    let Some(child) = cx.ledger.children().get(id).cloned() else {
         return;
     };
-    if child.item != item || !working(&child) {
+    if child.item != item || !child.working() {
         return;
     }
     let parent = child.parent.clone();
@@ -323,10 +314,10 @@ pub(super) fn step_left(
         },
         cx.fx,
     );
-    let done = Item::ChildDone(key.to_string());
-    if !checked || cx.ledger.memory.is_announced(source, &done) {
+    if !checked || cx.ledger.plans().told_child_done(source, key) {
         return;
     }
+    let done = Note::ChildDone(key.to_string()).into();
     let wake = Wake {
         item: done,
         session: &parent,
@@ -344,10 +335,8 @@ pub(super) fn step_left(
 pub(super) fn plan_ended(cx: &mut Cx, source: &Source, why: &str) {
     let of_plan: Vec<(String, Child)> = cx
         .ledger
-        .memory
-        .children
-        .iter()
-        .filter(|(_, c)| c.source == *source)
+        .children()
+        .of_plan(source)
         .map(|(id, c)| (id.clone(), c.clone()))
         .collect();
     for (id, child) in of_plan {
@@ -380,8 +369,7 @@ pub(super) fn reap_idle(cx: &mut Cx, observed: &BTreeMap<String, Observed>) {
     }
     let due: Vec<(String, Child)> = cx
         .ledger
-        .memory
-        .children
+        .children()
         .iter()
         .filter(|(id, c)| {
             c.state == ChildState::Done && observed.get(*id).is_some_and(|o| o.state.is_idle())

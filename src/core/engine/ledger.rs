@@ -1,9 +1,12 @@
-//! The ledger: the durable memory (announced sets, outboxes) and the
-//! delivery lanes over it (`outbox.rs` decides when each session's next
-//! prompt goes out). It is the only place records are applied. Announcing
-//! records a wake-up and queues its prompt; withdrawing takes back one that
-//! went stale before it could be written; a delivery's outcome is recorded
-//! and said here.
+//! The ledger: the durable memory (`core/memory.rs`: plans', tasks',
+//! outboxes', children's and the position's shares) and the delivery lanes
+//! over it (`outbox.rs` decides when each session's next prompt goes out).
+//! It is the only place records are applied (`Ledger::record`, to every
+//! share at once); the other parts read the memory through its owners'
+//! methods (`plans()`, `tasks()`, `outbox()`, `children()`, `position()`).
+//! Announcing records a wake-up and queues its prompt; withdrawing takes
+//! back one that went stale before it could be written; a delivery's
+//! outcome is recorded and said here.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -13,7 +16,8 @@ use super::sessions::Observed;
 use super::timers::Timers;
 use crate::core::effect::{Delivery, Effect, Level, Log};
 use crate::core::input::{Reached, Undeliverable};
-use crate::core::record::{ChildState, Item, Memory, Pending, Record};
+use crate::core::memory::{Children, Memory, Outboxes, PlanMemory, Position, TaskMemory};
+use crate::core::record::{Item, Pending, Record};
 use crate::core::source::Source;
 
 /// One wake-up to announce: what, to whom, and its prompt.
@@ -30,10 +34,11 @@ pub(super) struct Wake<'a> {
 /// The durable memory and the delivery lanes.
 #[derive(Debug, Default)]
 pub(super) struct Ledger {
-    /// The durable part, changed only through `Record`s.
-    pub(super) memory: Memory,
+    /// The durable part, changed only through `Record`s (`record`); the
+    /// parts read it through its owners' methods (`plans()`, `tasks()`, …).
+    memory: Memory,
     /// Each session's delivery lane: when its next prompt goes out.
-    pub(super) lanes: Lanes,
+    lanes: Lanes,
     /// Sessions whose outbox hit the cap since the last drain: when they
     /// drain, every source is diffed again.
     capped: BTreeSet<String>,
@@ -42,7 +47,7 @@ pub(super) struct Ledger {
     full_said: BTreeSet<String>,
     /// (session, source) pairs where the session checked a step since the
     /// coordinator last looked: their reminder clocks start again.
-    pub(super) progressed: Vec<(String, Source)>,
+    progressed: Vec<(String, Source)>,
 }
 
 impl Ledger {
@@ -60,6 +65,41 @@ impl Ledger {
     pub(super) fn record(&mut self, record: Record, fx: &mut Vec<Effect>) {
         self.memory.apply(&record);
         fx.push(Effect::Record(record));
+    }
+
+    /// The delivery lanes, for what `status` shows of them.
+    pub(super) fn lanes(&self) -> &Lanes {
+        &self.lanes
+    }
+
+    /// The whole durable memory, for snapshots and `status`.
+    pub(super) fn memory(&self) -> &Memory {
+        &self.memory
+    }
+
+    /// The plans' share of the memory: announced steps and plan notes.
+    pub(super) fn plans(&self) -> &PlanMemory {
+        &self.memory.plans
+    }
+
+    /// The tasks' share of the memory: announced tasks and their notes.
+    pub(super) fn tasks(&self) -> &TaskMemory {
+        &self.memory.tasks
+    }
+
+    /// The pending prompts, per session.
+    pub(super) fn outbox(&self) -> &Outboxes {
+        &self.memory.outbox
+    }
+
+    /// The child sessions reveille made.
+    pub(super) fn children(&self) -> &Children {
+        &self.memory.children
+    }
+
+    /// The sequence, the event log cursor, the baseline mark.
+    pub(super) fn position(&self) -> &Position {
+        &self.memory.position
     }
 
     /// Put `item` in the announced set with no prompt: a first-start
@@ -84,11 +124,22 @@ impl Ledger {
         );
     }
 
+    /// `session` checked a step of `source`: its reminder clock there
+    /// starts again once the input is handled (`take_progressed`).
+    pub(super) fn progressed(&mut self, session: &str, source: &Source) {
+        self.progressed.push((session.to_string(), source.clone()));
+    }
+
+    /// The (session, source) pairs that made progress since the last call.
+    pub(super) fn take_progressed(&mut self) -> Vec<(String, Source)> {
+        std::mem::take(&mut self.progressed)
+    }
+
     /// A journal entry about `session` names its parent too when it is a
     /// child reveille made (`PARENT=`).
     fn with_parent(&self, log: Log, session: &str) -> Log {
-        match self.memory.children.get(session) {
-            Some(child) => log.parent(&child.parent),
+        match self.memory.children.parent_of(session) {
+            Some(parent) => log.parent(parent),
             None => log,
         }
     }
@@ -115,13 +166,13 @@ impl Ledger {
             plan,
             text,
         } = wake;
-        let queued = self.memory.outbox.get(session).map_or(0, |q| q.len());
+        let queued = self.memory.outbox.len_of(session);
         // Said once per streak: a streak ends when the outbox is empty.
         if queued == 0 {
             self.full_said.remove(session);
         }
         if queued >= cap {
-            self.lanes.lane(session).refused += 1;
+            self.lanes.refuse(session);
             if self.capped.insert(session.to_string()) && self.full_said.insert(session.to_string())
             {
                 fx.push(Effect::Log(
@@ -136,7 +187,7 @@ impl Ledger {
             }
             return false;
         }
-        let seq = self.memory.next_seq;
+        let seq = self.memory.position.next_seq();
         let pending = Pending {
             seq,
             source: source.clone(),
@@ -178,14 +229,12 @@ impl Ledger {
         fx: &mut Vec<Effect>,
     ) -> usize {
         let mut found = Vec::new();
-        for (session, queue) in &self.memory.outbox {
+        for (session, p) in self.memory.outbox.of_source(source) {
             let lane = self.lanes.get(session);
-            for p in queue {
-                // A prompt being written, or already in the agent's inbox,
-                // cannot be taken back.
-                if p.source == *source && &p.item == item && !lane.is_some_and(|l| l.taken(p.seq)) {
-                    found.push((session.clone(), p.seq, p.step.clone()));
-                }
+            // A prompt being written, or already in the agent's inbox,
+            // cannot be taken back.
+            if &p.item == item && !lane.is_some_and(|l| l.taken(p.seq)) {
+                found.push((session.to_string(), p.seq, p.step.clone()));
             }
         }
         let n = found.len();
@@ -211,14 +260,8 @@ impl Ledger {
     }
 
     pub(super) fn withdraw_source(&mut self, source: &Source, why: &str, fx: &mut Vec<Effect>) {
-        let items: BTreeSet<Item> = self
-            .memory
-            .outbox
-            .values()
-            .flatten()
-            .filter(|p| p.source == *source)
-            .map(|p| p.item.clone())
-            .collect();
+        let outbox = self.memory.outbox.of_source(source);
+        let items: BTreeSet<Item> = outbox.map(|(_, p)| p.item.clone()).collect();
         // A withdrawn prompt was never heard: un-announce it, so a plan
         // that is reopened announces it again rather than losing it.
         for item in items {
@@ -265,11 +308,10 @@ impl Ledger {
     ) -> (bool, bool) {
         let Some(p) = self.pending(session, seq).cloned() else {
             // Withdrawn or recorded already (a repeated outcome).
-            self.lanes.lane(session).writing.take_if(|s| *s == seq);
-            self.lanes.wake(session);
+            self.lanes.write_ended(session, seq);
             return (false, false);
         };
-        if self.lanes.lane(session).failing.take().is_some() {
+        if self.lanes.recovered(session) {
             let log = Log::new(Level::Info, format!("session {session} is reachable again"))
                 .session(session);
             fx.push(Effect::Log(log));
@@ -452,10 +494,7 @@ impl Ledger {
 
     /// The pending prompt `seq` of `session`.
     pub(super) fn pending(&self, session: &str, seq: u64) -> Option<&Pending> {
-        self.memory
-            .outbox
-            .get(session)
-            .and_then(|q| q.iter().find(|p| p.seq == seq))
+        self.memory.outbox.pending(session, seq)
     }
 
     /// A write failed: back off, say why once per streak. Returns when to
@@ -476,7 +515,7 @@ impl Ledger {
             .lanes
             .failed(now, session, seq, about, &why.reason, config);
         if new {
-            let pending = self.memory.outbox.get(session).map_or(0, |q| q.len());
+            let pending = self.memory.outbox.len_of(session);
             fx.push(Effect::Log(
                 Log::new(
                     Level::Warn,
@@ -505,16 +544,13 @@ impl Ledger {
         observed: &BTreeMap<String, Observed>,
     ) -> Option<Delivery> {
         let memory = &self.memory;
+        // The one read of the children's share on the delivery path: a
+        // child not yet seen to exist gets no prompt yet.
         let (session, p) = self.lanes.next(
             now,
             timers,
-            |s| memory.outbox.get(s).and_then(|q| q.front()),
-            |s| {
-                memory
-                    .children
-                    .get(s)
-                    .is_some_and(|c| c.state == ChildState::Planned)
-            },
+            |s| memory.outbox.front(s),
+            |s| memory.children.is_planned(s),
             observed,
         )?;
         Some(Delivery {
@@ -522,7 +558,7 @@ impl Ledger {
             text: p.text.clone(),
             plan: p.plan.clone(),
             step: p.step.clone(),
-            parent: memory.children.get(&session).map(|c| c.parent.clone()),
+            parent: memory.children.parent_of(&session).map(str::to_string),
             session,
         })
     }
@@ -536,7 +572,7 @@ impl Ledger {
         // cap it ran once per prompt delivered (10,000 prompts behind a cap
         // of 1,000 drained at ~40 a second) and logged "outbox full" each
         // time it refilled.
-        let queued = self.memory.outbox.get(session).map_or(0, |q| q.len());
+        let queued = self.memory.outbox.len_of(session);
         queued <= cap / 2 && self.capped.remove(session)
     }
 }

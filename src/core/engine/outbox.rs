@@ -3,7 +3,8 @@
 //! in the agent's inbox, the backoff after a failed write, the turn start
 //! awaited for the journal — and the rule that picks the next prompt to
 //! write (`Lanes::next`). The prompts themselves are the durable outboxes
-//! in the ledger's memory; this part decides only *when*.
+//! (`core/memory/outboxes.rs`) in the ledger's memory; this part decides
+//! only *when*.
 //!
 //! The rule, for one session:
 //! - one prompt being written at a time, so prompts never interleave, and
@@ -84,24 +85,24 @@ pub(super) struct Confirming {
 #[derive(Debug, Clone, Default)]
 pub(super) struct Lane {
     /// The prompt being written: its outcome has not come back yet.
-    pub(super) writing: Option<u64>,
+    writing: Option<u64>,
     /// The session's observed state when that prompt was handed over: what
     /// the journal judges a delivery into an inbox by (woke an idle agent,
     /// or waits behind a running turn). Its outcome comes much later —
     /// Claude's inbox is confirmed by the transcript, by when an idle agent
     /// has long gone busy on the very prompt.
-    pub(super) writing_seen: Option<Observed>,
+    writing_seen: Option<Observed>,
     /// A prompt in the agent's inbox, not yet seen reaching the model.
-    pub(super) inbox: Option<u64>,
+    inbox: Option<u64>,
     /// The turn start awaited for the journal.
-    pub(super) confirming: Option<Confirming>,
-    pub(super) backoff: Duration,
+    confirming: Option<Confirming>,
+    backoff: Duration,
     /// The reason of the current failure streak, logged once.
-    pub(super) failing: Option<String>,
+    failing: Option<String>,
     /// Wake-ups refused because the outbox was full (shown in status).
-    pub(super) refused: u64,
+    refused: u64,
     /// What the session was told last.
-    pub(super) last: Option<Told>,
+    last: Option<Told>,
 }
 
 impl Lane {
@@ -115,7 +116,7 @@ impl Lane {
 /// Every session's lane, and which may be able to send.
 #[derive(Debug, Default)]
 pub(super) struct Lanes {
-    pub(super) lanes: BTreeMap<String, Lane>,
+    lanes: BTreeMap<String, Lane>,
     /// Sessions whose lane may be able to send.
     dirty: BTreeSet<String>,
 }
@@ -132,8 +133,59 @@ impl Lanes {
         self.lanes.get(session)
     }
 
-    pub(super) fn lane(&mut self, session: &str) -> &mut Lane {
+    /// Whether prompt `seq` waits in `session`'s inbox.
+    pub(super) fn in_inbox(&self, session: &str, seq: u64) -> bool {
+        self.lanes
+            .get(session)
+            .is_some_and(|l| l.inbox == Some(seq))
+    }
+
+    /// Wake-ups refused at the outbox cap, per session.
+    pub(super) fn refused(&self) -> BTreeMap<String, u64> {
+        let refused = self.lanes.iter().filter(|(_, l)| l.refused > 0);
+        refused.map(|(s, l)| (s.clone(), l.refused)).collect()
+    }
+
+    /// How many sessions are currently failing.
+    pub(super) fn failing_count(&self) -> usize {
+        self.lanes.values().filter(|l| l.failing.is_some()).count()
+    }
+
+    /// Sessions currently failing, with the reason.
+    pub(super) fn failing(&self) -> BTreeMap<String, String> {
+        let failing = self.lanes.iter();
+        failing
+            .filter_map(|(s, l)| l.failing.clone().map(|r| (s.clone(), r)))
+            .collect()
+    }
+
+    /// What each session was last told and how it went.
+    pub(super) fn told(&self) -> BTreeMap<String, Told> {
+        let told = self.lanes.iter();
+        told.filter_map(|(s, l)| l.last.clone().map(|t| (s.clone(), t)))
+            .collect()
+    }
+
+    fn lane(&mut self, session: &str) -> &mut Lane {
         self.lanes.entry(session.to_string()).or_default()
+    }
+
+    /// A wake-up for `session` was refused at the outbox cap.
+    pub(super) fn refuse(&mut self, session: &str) {
+        self.lane(session).refused += 1;
+    }
+
+    /// The outcome of prompt `seq` came back after it left the outbox
+    /// (withdrawn, or an outcome repeated): its write is over all the same.
+    pub(super) fn write_ended(&mut self, session: &str, seq: u64) {
+        self.lane(session).writing.take_if(|s| *s == seq);
+        self.wake(session);
+    }
+
+    /// A write to `session` went through: whether that ends a failure
+    /// streak (to be said).
+    pub(super) fn recovered(&mut self, session: &str) -> bool {
+        self.lane(session).failing.take().is_some()
     }
 
     /// `session`'s lane may be able to send (a prompt was queued, a write

@@ -19,7 +19,7 @@ use super::sessions::Observed;
 use super::timers::{Timer, Timers};
 use crate::core::effect::{Effect, Level, Log};
 use crate::core::prompt;
-use crate::core::record::{Item, Pending, Record};
+use crate::core::record::{Item, Note, Pending, Record, Work};
 use crate::core::source::Source;
 
 /// What a reminder names of an open item, from the part that owns it.
@@ -59,7 +59,8 @@ pub struct ReminderView {
     pub next_at: Option<Now>,
 }
 
-type Key = (String, Source, Item);
+/// A reminder's subject: (session, source, work).
+type Key = (String, Source, Work);
 
 /// How long a mount read asked for before a reminder vouches for it.
 const VERIFY_WINDOW: Duration = Duration::from_secs(1);
@@ -96,27 +97,22 @@ pub(super) fn due_at(after: Duration, max: u32, sent: u32, base: Now) -> Option<
     Some(base + after.saturating_mul(factor))
 }
 
-/// Whether an item is work a session can be reminded of: a step, a task
-/// still ready, or a task claimed by the session's own assignee
-/// (`Claimed`). Claims and completions told, who holds a task, and the
-/// all-done nudge are notes.
-fn is_work(item: &Item) -> bool {
-    matches!(item, Item::Step(_) | Item::Task(_) | Item::Claimed(_))
-}
-
 impl Reminders {
-    /// A prompt for `item` reached `session`.
+    /// A prompt for `item` reached `session`: for work, its clock starts.
+    /// Only work is reminded of; a note's prompt starts no clock, but one:
+    /// a claimed task has no prompt of its own — the claim's note told it,
+    /// and its clock starts there, not when the session last went idle,
+    /// which for an agent idle long before an outside claim would send a
+    /// reminder right behind the claim itself.
     pub(super) fn heard(&mut self, now: Now, session: &str, source: &Source, item: &Item) {
-        let key = (session.to_string(), source.clone(), item.clone());
+        let work = match item {
+            Item::Work(work) => work.clone(),
+            Item::Note(Note::Claim(id, _)) => Work::Claimed(id.clone()),
+            Item::Note(_) => return,
+        };
+        let key = (session.to_string(), source.clone(), work);
         self.first.entry(key.clone()).or_insert(now);
         self.heard.insert(key, now);
-        // A claimed task has no prompt of its own: the claim's note told
-        // it, and its clock starts there — not when the session last went
-        // idle, which for an agent idle long before an outside claim would
-        // send a reminder right behind the claim itself.
-        if let Item::Claim(id, _) = item {
-            self.heard(now, session, source, &Item::Claimed(id.clone()));
-        }
     }
 
     /// `session` checked a step of `source`.
@@ -127,51 +123,47 @@ impl Reminders {
     /// Forget what is kept for `session`'s items that left the announced
     /// set, so the maps hold only what is still announced.
     pub(super) fn prune(&mut self, ledger: &Ledger) {
-        let announced = |(session, source, item): &Key| {
-            ledger
-                .memory
-                .announced
-                .get(source)
-                .and_then(|items| items.get(item))
-                .is_some_and(|a| a.session.as_ref() == Some(session))
+        // Reminders read the whole memory, not one share: the work reminded
+        // of is plans' steps and tasks alike.
+        let memory = ledger.memory();
+        let announced = |(session, source, work): &Key| {
+            let items = memory.announced_of(source);
+            let entry = items.and_then(|items| items.get(&Item::Work(work.clone())));
+            entry.is_some_and(|a| a.session.as_ref() == Some(session))
         };
         self.heard.retain(|k, _| announced(k));
         self.first.retain(|k, _| announced(k));
         self.verifying.retain(|k, _| announced(k));
         self.progress
-            .retain(|(_, source), _| ledger.memory.announced.contains_key(source));
+            .retain(|(_, source), _| memory.announced_of(source).is_some());
     }
 
-    /// The items announced to `session`, open and not waiting in its
-    /// outbox, with their reminder counts.
+    /// The work announced to `session`, open and not waiting in its
+    /// outbox, with its reminder counts.
     fn open_items<'a>(
         ledger: &'a Ledger,
         session: &'a str,
-    ) -> impl Iterator<Item = (&'a Source, &'a Item, u32)> + 'a {
+    ) -> impl Iterator<Item = (&'a Source, &'a Work, u32)> + 'a {
         // Once, not per item: an outbox may hold a thousand prompts. A
         // claim's note is the prompt of the claimed task: until it is
         // heard, the task is not the session's to be reminded of.
-        let queue = ledger.memory.outbox.get(session).into_iter().flatten();
-        let pending: BTreeSet<(&Source, &Item)> =
-            queue.clone().map(|p| (&p.source, &p.item)).collect();
+        let queue = ledger.outbox().get(session).into_iter().flatten();
+        let pending: BTreeSet<(&Source, &Work)> = queue
+            .clone()
+            .filter_map(|p| Some((&p.source, p.item.work()?)))
+            .collect();
         let claims: BTreeSet<(&Source, &str)> = queue
             .filter_map(|p| match &p.item {
-                Item::Claim(id, _) => Some((&p.source, id.as_str())),
+                Item::Note(Note::Claim(id, _)) => Some((&p.source, id.as_str())),
                 _ => None,
             })
             .collect();
-        let waiting = move |s: &Source, i: &Item| {
-            pending.contains(&(s, i))
-                || matches!(i, Item::Claimed(id) if claims.contains(&(s, id.as_str())))
+        let waiting = move |s: &Source, w: &Work| {
+            pending.contains(&(s, w))
+                || matches!(w, Work::Claimed(id) if claims.contains(&(s, id.as_str())))
         };
-        ledger
-            .memory
-            .announced
-            .iter()
-            .flat_map(|(s, items)| items.iter().map(move |(i, a)| (s, i, a)))
-            .filter(move |(_, i, a)| a.session.as_deref() == Some(session) && is_work(i))
-            .filter(move |(s, i, _)| !waiting(s, i))
-            .map(|(s, i, a)| (s, i, a.reminded))
+        let work = ledger.memory().work_of(session);
+        work.filter(move |(s, w, _)| !waiting(s, w))
     }
 
     /// When the next reminder of one item is due, as things stand.
@@ -241,7 +233,7 @@ impl Reminders {
         let (session, source, item) = &key;
         let Some(open) = open else { return };
         let Some((_, _, sent)) =
-            Self::open_items(ledger, session).find(|(s, i, _)| *s == source && *i == item)
+            Self::open_items(ledger, session).find(|(s, w, _)| *s == source && *w == item)
         else {
             return;
         };
@@ -255,7 +247,7 @@ impl Reminders {
             );
             return;
         }
-        if ledger.memory.outbox.get(session).map_or(0, |q| q.len()) >= config.outbox_cap {
+        if ledger.outbox().len_of(session) >= config.outbox_cap {
             return;
         }
         if let (Some(mount), false) = (&open.mount, verified) {
@@ -275,9 +267,9 @@ impl Reminders {
         let since = self.first.get(&key).copied().unwrap_or(at);
         let text = render(config, &open, session, n, now.saturating_sub(since));
         let pending = Pending {
-            seq: ledger.memory.next_seq,
+            seq: ledger.position().next_seq(),
             source: source.clone(),
-            item: item.clone(),
+            item: item.clone().into(),
             step: open.label.clone(),
             plan: open.file.clone(),
             text,
@@ -285,7 +277,7 @@ impl Reminders {
         ledger.record(
             Record::Remind {
                 source: source.clone(),
-                item: item.clone(),
+                item: item.clone().into(),
                 session: session.clone(),
                 n,
                 pending,
@@ -315,12 +307,12 @@ impl Reminders {
         config: &EngineConfig,
         ledger: &Ledger,
         observed: &BTreeMap<String, Observed>,
-        open: impl Fn(&str, &Source, &Item) -> Option<Open>,
+        open: impl Fn(&str, &Source, &Work) -> Option<Open>,
     ) -> Vec<ReminderView> {
-        let sessions = ledger.memory.announced.values().flat_map(|items| {
+        let sessions = ledger.memory().announced().flat_map(|(_, items)| {
             items
                 .iter()
-                .filter(|(i, _)| is_work(i))
+                .filter(|(i, _)| i.work().is_some())
                 .filter_map(|(_, a)| a.session.clone())
         });
         let sessions: BTreeSet<String> = sessions.collect();
@@ -350,15 +342,9 @@ impl Reminders {
 /// Progress: `session` checked a step of `source`, so its reminder counts
 /// there start again (recorded only when there is a count to reset).
 pub(super) fn progress(ledger: &mut Ledger, source: &Source, session: &str, fx: &mut Vec<Effect>) {
-    ledger
-        .progressed
-        .push((session.to_string(), source.clone()));
-    let counted = ledger.memory.announced.get(source).is_some_and(|items| {
-        items
-            .values()
-            .any(|a| a.session.as_deref() == Some(session) && a.reminded > 0)
-    });
-    if counted {
+    ledger.progressed(session, source);
+    // Progress is a plan's step checked: the count is in the plans' share.
+    if ledger.plans().reminded_in(source, session) {
         ledger.record(
             Record::RemindReset {
                 source: source.clone(),

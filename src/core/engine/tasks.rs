@@ -8,7 +8,8 @@
 //! which mounts are the project's (`mounts.rs`), a mount's ready list
 //! (`ready.rs`), pending prompts following a mount's new name
 //! (`retell.rs`), the prompts' texts (`text.rs`), a task's notes
-//! (`notes.rs`) and the beads file (`beads_file.rs`).
+//! (`notes.rs`), what a reminder names of an open task (`open.rs`) and the
+//! beads file (`beads_file.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -19,11 +20,12 @@ use crate::core::effect::{Effect, Level, Log};
 use crate::core::input::FileRead;
 use crate::core::lines::quoted;
 use crate::core::lines::LineError;
-use crate::core::record::{Cursor, Item, Memory, Record};
+use crate::core::memory::TaskMemory;
+use crate::core::record::{Cursor, Item, Note, Record};
 use crate::core::source::Source;
 use crate::core::tracker::{parse_event, parse_ready, EventError, TrackerEvent};
 use mounts::{by_directory, Mounts};
-use notes::{forget_held, forget_notes, hold, holder, mark_claimed, prune_notes, unmark_claimed};
+use notes::{forget_held, forget_notes, hold, mark_claimed, prune_notes, unmark_claimed};
 use text::Facts;
 
 /// The tracker part: 9beads mounts and events, and the beads file.
@@ -43,12 +45,13 @@ pub(super) struct Tasks {
     /// Mount ready files read fresh and waiting for a settled re-read (a
     /// FUSE file may always look fresh: counted).
     mount_rechecks: BTreeMap<String, Recheck>,
-    /// Tracker task titles by source and id, for claim/completed prompts.
+    /// Tracker task titles by source and id, for claim/completed prompts
+    /// (read by the engine tests too: they bound it).
     pub(super) task_titles: BTreeMap<(Source, String), String>,
     /// The assignee of each ready task that has one, as its source last
     /// listed it: a task claimed by someone else's assignee is not open
     /// work of the session it was announced to (no reminder).
-    pub(super) task_assignees: BTreeMap<(Source, String), String>,
+    task_assignees: BTreeMap<(Source, String), String>,
     /// Per mount, beads claimed by a current-shape `claimed` event (which
     /// names no assignee) whose claimer is still to be read from the
     /// mount's `list` file.
@@ -285,8 +288,8 @@ impl Tasks {
         title: Option<&str>,
         cx: &mut Cx,
     ) {
-        let item = Item::Claim(id.to_string(), assignee.to_string());
-        if cx.ledger.memory.is_announced(source, &item) {
+        let item = Note::Claim(id.to_string(), assignee.to_string()).into();
+        if cx.ledger.tasks().contains(source, &item) {
             return;
         }
         let Some(session) = cx.config.assignees.get(assignee).cloned() else {
@@ -391,7 +394,7 @@ impl Tasks {
     fn on_closed(&mut self, source: &Source, mount: &str, id: String, why: &str, cx: &mut Cx) {
         forget_held(source, &id, cx);
         unmark_claimed(source, &id, cx);
-        cx.ledger.unannounce(source, Item::Task(id), why, cx.fx);
+        cx.ledger.unannounce(source, Item::task(id), why, cx.fx);
         self.dirty_mounts.insert(mount.to_string());
     }
 
@@ -409,19 +412,9 @@ impl Tasks {
     /// (claim and completion prompts name them); `announce_tasks` adds the
     /// ready ones back. Without this the map held every task ever seen (a
     /// slow, unbounded growth found by the soak test in tests/reliability).
-    fn prune_titles(&mut self, source: &Source, memory: &Memory) {
-        let announced: BTreeSet<&str> = memory
-            .announced
-            .get(source)
-            .map(|items| {
-                items
-                    .keys()
-                    // A held task carries its own title.
-                    .filter(|i| !matches!(i, Item::Held(..)))
-                    .map(Item::label)
-                    .collect()
-            })
-            .unwrap_or_default();
+    fn prune_titles(&mut self, source: &Source, memory: &TaskMemory) {
+        // A held task carries its own title.
+        let announced: BTreeSet<&str> = memory.ids(source).collect();
         self.task_titles
             .retain(|(s, id), _| s != source || announced.contains(id.as_str()));
         self.task_assignees
@@ -443,21 +436,15 @@ impl Tasks {
         }
         // The session that had the task: it is still announced there, or
         // it left the ready set (claimed, blocked) and is held there.
-        let announced = cx
-            .ledger
-            .memory
-            .announced
-            .get(source)
-            .and_then(|items| items.get(&Item::Task(id.to_string())))
-            .filter(|a| !a.baseline)
-            .and_then(|a| a.session.clone())
-            .map(|s| (s, self.title_of(source, id)));
-        let Some((session, title)) = announced.or_else(|| holder(&cx.ledger.memory, source, id))
-        else {
+        let tasks = cx.ledger.tasks();
+        let announced = tasks
+            .task_announced_to(source, id)
+            .map(|s| (s.to_string(), self.title_of(source, id)));
+        let Some((session, title)) = announced.or_else(|| tasks.holder(source, id)) else {
             return;
         };
-        let item = Item::Completed(id.to_string());
-        if cx.ledger.memory.is_announced(source, &item) {
+        let item = Note::Completed(id.to_string()).into();
+        if tasks.contains(source, &item) {
             return;
         }
         let name = source.to_string();
@@ -486,6 +473,7 @@ impl Tasks {
 mod beads_file;
 mod mounts;
 mod notes;
+mod open;
 mod ready;
 mod retell;
 mod text;

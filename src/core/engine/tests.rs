@@ -13,7 +13,7 @@ use crate::core::driver::{drive, World};
 use crate::core::effect::{Delivery, Log, Spawn};
 use crate::core::input::{Change, FileRead, MountTable, ProjectMount, Reached, Undeliverable};
 use crate::core::record::Cursor;
-use crate::core::record::Item;
+use crate::core::record::{Item, Note, Work};
 
 const PLAN_DIR: &str = "/p";
 /// The project's directory, for 9beads mounts found by it.
@@ -155,12 +155,17 @@ struct Rig {
     engine: Engine,
     now: Duration,
     world: Sim,
+    /// The memory the engine started from, and the first of its records:
+    /// what a restart would load is that with the records replayed.
+    start: (Memory, usize),
 }
 
 impl Rig {
     fn new(config: EngineConfig, memory: Option<Memory>) -> Rig {
+        let engine = Engine::new(config, memory);
         Rig {
-            engine: Engine::new(config, memory),
+            start: (engine.memory().clone(), 0),
+            engine,
             now: Duration::ZERO,
             world: Sim {
                 now: Duration::ZERO,
@@ -182,17 +187,17 @@ impl Rig {
         }
     }
 
+    /// The engine restarted from `memory`, in the same world.
+    fn restart_from(&mut self, memory: Memory) {
+        self.engine = Engine::new(self.engine.config.clone(), Some(memory));
+        self.start = (self.engine.memory().clone(), self.world.records.len());
+    }
+
     /// A restarted daemon with nothing on disk yet and a session `s1` reading.
     fn started() -> Rig {
         let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
         config.default_session = Some("s1".into());
-        let mut rig = Rig::new(
-            config,
-            Some(Memory {
-                baselined: true,
-                ..Memory::default()
-            }),
-        );
+        let mut rig = Rig::new(config, Some(Memory::started()));
         rig.world.readers.insert("s1".into(), true);
         rig.startup();
         rig
@@ -288,6 +293,30 @@ impl Rig {
     }
 }
 
+/// Every engine test also checks what a restart relies on: the memory is
+/// exactly the one it started from with the records it emitted replayed
+/// over it (the journal over the snapshot), and reads back from its state
+/// file as it is.
+impl Drop for Rig {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let (mut replayed, from) = self.start.clone();
+        for record in &self.world.records[from..] {
+            replayed.apply(record);
+        }
+        let memory = self.engine.memory();
+        assert_eq!(
+            &replayed, memory,
+            "the live memory is not its records replayed"
+        );
+        let text = serde_json::to_string(memory).unwrap();
+        let read: Memory = serde_json::from_str(&text).unwrap();
+        assert_eq!(serde_json::to_string(&read).unwrap(), text, "{text}");
+    }
+}
+
 const NAME: &str = "20261130T101500_a1b2c3d4--ship-it__todo.md";
 const WIP: &str = "20261130T101500_a1b2c3d4--ship-it__wip.md";
 const DONE: &str = "20261130T101500_a1b2c3d4--ship-it__done.md";
@@ -310,7 +339,12 @@ fn a_new_plan_announces_only_its_first_step() {
     let mut rig = Rig::started();
     rig.write(NAME, &stock(&[false, false, false]));
     assert_eq!(rig.take_delivered(), vec!["s1"]);
-    let text = &rig.engine.memory().announced[&src("plan:20261130T101500_a1b2c3d4")];
+    let text = &rig
+        .engine
+        .memory()
+        .plans
+        .get(&src("plan:20261130T101500_a1b2c3d4"))
+        .unwrap();
     assert_eq!(text.len(), 1);
 }
 
@@ -440,7 +474,12 @@ fn checked_steps_withdraw_their_pending_prompt() {
     rig.write(NAME, &stock(&[false, false]));
     rig.write(NAME, &stock(&[true, false]));
     // s1 was withdrawn, s2 is pending.
-    let pending: Vec<String> = rig.engine.memory().outbox["s1"]
+    let pending: Vec<String> = rig
+        .engine
+        .memory()
+        .outbox
+        .get("s1")
+        .unwrap()
         .iter()
         .map(|p| p.step.clone())
         .collect();
@@ -495,7 +534,7 @@ fn one_stuck_session_does_not_delay_another() {
     );
     assert_eq!(rig.steps_delivered(), vec!["s1"]);
     assert_eq!(rig.world.delivered[0].0, "ok");
-    assert_eq!(rig.engine.memory().outbox["stuck"].len(), 1);
+    assert_eq!(rig.engine.memory().outbox.get("stuck").unwrap().len(), 1);
 }
 
 #[test]
@@ -510,8 +549,13 @@ fn first_start_takes_a_baseline_and_announces_what_comes_after() {
     );
     rig.startup();
     assert!(rig.world.delivered.is_empty(), "baseline is not announced");
-    assert!(rig.engine.memory().baselined);
-    let base = &rig.engine.memory().announced[&src("plan:20261130T101500_a1b2c3d4")];
+    assert!(rig.engine.memory().baselined());
+    let base = &rig
+        .engine
+        .memory()
+        .plans
+        .get(&src("plan:20261130T101500_a1b2c3d4"))
+        .unwrap();
     assert!(base.values().all(|a| a.baseline));
     rig.write(NAME, &stock(&[true, true, false]));
     assert_eq!(rig.take_delivered(), vec!["s3"]);
@@ -571,7 +615,7 @@ fn plans_deleted_while_down_are_dropped_on_restart() {
     again.world.readers.insert("s1".into(), true);
     again.startup();
     assert!(again.world.delivered.is_empty());
-    assert!(again.engine.memory().announced.is_empty());
+    assert!(again.engine.memory().announced().next().is_none());
     assert_eq!(again.engine.memory().pending_total(), 0);
 }
 
@@ -605,21 +649,15 @@ fn the_all_done_nudge_is_sent_once_for_wip_plans() {
     assert!(rig.world.delivered.is_empty());
     rig.write(WIP, &stock(&[true, true]));
     assert!(rig.take_delivered().is_empty(), "sent once");
-    let text = &rig.engine.memory().announced;
-    assert!(text.values().any(|m| m.contains_key(&Item::AllDone)));
+    let mut text = rig.engine.memory().announced();
+    assert!(text.any(|(_, m)| m.contains_key(&Note::AllDone.into())));
 }
 
 #[test]
 fn a_plan_without_a_session_is_tracked_warned_once_and_wakes_later() {
     let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
     config.default_session = None;
-    let mut rig = Rig::new(
-        config,
-        Some(Memory {
-            baselined: true,
-            ..Memory::default()
-        }),
-    );
+    let mut rig = Rig::new(config, Some(Memory::started()));
     rig.world.readers.insert("late".into(), true);
     rig.startup();
     rig.write(NAME, &stock(&[false]));
@@ -730,13 +768,7 @@ fn queue_mode_dumps_every_step_in_topological_order_with_the_goal_first() {
     let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
     config.default_session = Some("s1".into());
     config.mode = Mode::Queue;
-    let mut rig = Rig::new(
-        config,
-        Some(Memory {
-            baselined: true,
-            ..Memory::default()
-        }),
-    );
+    let mut rig = Rig::new(config, Some(Memory::started()));
     rig.world.readers.insert("s1".into(), true);
     rig.startup();
     rig.write(NAME, &stock(&[false, false, false]));
@@ -757,13 +789,7 @@ fn the_outbox_cap_refuses_loudly_and_loses_nothing() {
     let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
     config.default_session = Some("s1".into());
     config.outbox_cap = 2;
-    let mut rig = Rig::new(
-        config,
-        Some(Memory {
-            baselined: true,
-            ..Memory::default()
-        }),
-    );
+    let mut rig = Rig::new(config, Some(Memory::started()));
     rig.startup();
     let plan = "# G\n\n- [ ] A (after: none)\n- [ ] B (after: none)\n- [ ] C (after: none)\n";
     rig.write(NAME, plan);
@@ -792,13 +818,7 @@ fn draining_a_capped_outbox_refills_in_batches_and_says_full_once() {
     let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
     config.default_session = Some("s1".into());
     config.outbox_cap = 10;
-    let mut rig = Rig::new(
-        config,
-        Some(Memory {
-            baselined: true,
-            ..Memory::default()
-        }),
-    );
+    let mut rig = Rig::new(config, Some(Memory::started()));
     rig.startup();
     let mut plan = String::from("# G\n\n");
     for i in 1..=100 {
@@ -938,7 +958,7 @@ proptest! {
         let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
         config.default_session = Some("s1".into());
         config.nudge_done = false;
-        let mut rig = Rig::new(config.clone(), Some(Memory { baselined: true, ..Memory::default() }));
+        let mut rig = Rig::new(config.clone(), Some(Memory::started()));
         rig.world.readers.insert("s1".into(), true);
         // Reads as the daemon's: a file written within the settle time is
         // fresh.
@@ -1023,9 +1043,7 @@ proptest! {
                 let pending: std::collections::BTreeSet<String> = rig
                     .engine
                     .memory()
-                    .outbox
-                    .values()
-                    .flatten()
+                    .outbox.prompts()
                     .filter_map(|p| model.titles.iter().find(|t| p.text.contains(&format!("ready: {t}\n"))).cloned())
                     .collect();
                 for title in model.ready() {
@@ -1037,7 +1055,7 @@ proptest! {
             }
             // Pending prompts are delivered once the reader comes back; then
             // they count as outstanding like any other delivery.
-            for title in rig.engine.memory().outbox.values().flatten()
+            for title in rig.engine.memory().outbox.prompts()
                 .filter_map(|p| model.titles.iter().find(|t| p.text.contains(&format!("ready: {t}\n"))).cloned()) {
                 outstanding.remove(&title);
             }
@@ -1054,10 +1072,7 @@ fn tracker_rig(first_start: bool) -> Rig {
     config.assignees.insert("agent-1".into(), "a1".into());
     config.notify_completed = true;
     config.beads_file = Some("issues.jsonl".into());
-    let memory = (!first_start).then(|| Memory {
-        baselined: true,
-        ..Memory::default()
-    });
+    let memory = (!first_start).then(Memory::started);
     let mut rig = Rig::new(config, memory);
     rig.world.readers.insert("s1".into(), true);
     rig.world.readers.insert("a1".into(), true);
@@ -1216,7 +1231,7 @@ fn a_completion_elsewhere_is_told_to_the_session_it_was_announced_to() {
     assert!(!rig
         .engine
         .memory()
-        .is_announced(&src("mount:proj"), &Item::Task("bd-7".into())));
+        .is_announced(&src("mount:proj"), &Item::task("bd-7")));
 }
 
 /// 9beads' `claimed` names no assignee (p9/server.go `cmdClaim`); the
@@ -1497,10 +1512,9 @@ fn a_fresh_read_of_a_rewrite_in_progress_announces_nothing_the_finished_file_wou
     });
     assert!(rig.world.delivered.is_empty(), "{:?}", rig.world.delivered);
     assert!(
-        rig.engine.memory().is_announced(
-            &src("plan:20261130T101500_a1b2c3d4"),
-            &Item::Step("Step 2".into())
-        ),
+        rig.engine
+            .memory()
+            .is_announced(&src("plan:20261130T101500_a1b2c3d4"), &Item::step("Step 2")),
         "a step missing from a fresh read is not forgotten"
     );
     // The finished file settles: read again, complete; s3 is announced once.
@@ -1514,10 +1528,10 @@ fn a_fresh_read_of_a_rewrite_in_progress_announces_nothing_the_finished_file_wou
         complete: true,
         fresh: false,
     });
-    assert!(!rig.engine.memory().is_announced(
-        &src("plan:20261130T101500_a1b2c3d4"),
-        &Item::Step("Step 3".into())
-    ));
+    assert!(!rig
+        .engine
+        .memory()
+        .is_announced(&src("plan:20261130T101500_a1b2c3d4"), &Item::step("Step 3")));
 }
 
 #[test]
@@ -1539,14 +1553,14 @@ fn a_fresh_ready_file_missing_a_task_is_read_again_before_the_task_is_forgotten(
     assert!(rig
         .engine
         .memory()
-        .is_announced(&src("mount:proj"), &Item::Task("bd-1".into())));
+        .is_announced(&src("mount:proj"), &Item::task("bd-1")));
     // Once settled, the whole file still lists it: nothing is announced again.
     rig.settle();
     assert!(rig.take_delivered().is_empty());
     assert!(rig
         .engine
         .memory()
-        .is_announced(&src("mount:proj"), &Item::Task("bd-1".into())));
+        .is_announced(&src("mount:proj"), &Item::task("bd-1")));
     // A settled read without it does forget it.
     set_ready(&mut rig, &[]);
     rig.feed(Input::MountRead {
@@ -1557,7 +1571,7 @@ fn a_fresh_ready_file_missing_a_task_is_read_again_before_the_task_is_forgotten(
     assert!(!rig
         .engine
         .memory()
-        .is_announced(&src("mount:proj"), &Item::Task("bd-1".into())));
+        .is_announced(&src("mount:proj"), &Item::task("bd-1")));
 }
 
 mod lanes;
@@ -1588,10 +1602,7 @@ mod fanout {
         config.default_session = Some("p".into());
         config.fanout.max_children = max_children;
         config.fanout.max_total = max_total;
-        let memory = Memory {
-            baselined: true,
-            ..Memory::default()
-        };
+        let memory = Memory::started();
         let mut rig = Rig::new(config, Some(memory));
         rig.world.readers.insert("p".into(), true);
         rig.startup();
@@ -1727,7 +1738,12 @@ mod fanout {
             state: None,
         });
         assert_eq!(rig.take_delivered(), vec!["s2"]);
-        let to_parent = rig.engine.memory().announced[&src(PLAN)]
+        let to_parent = rig
+            .engine
+            .memory()
+            .plans
+            .get(&src(PLAN))
+            .unwrap()
             .values()
             .filter(|a| a.session.as_deref() == Some("p"))
             .count();

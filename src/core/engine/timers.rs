@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::config::Now;
-use crate::core::record::Item;
+use crate::core::record::Work;
 use crate::core::source::Source;
 
 /// What a deadline is for. The order of the variants is the order in which
@@ -28,9 +28,9 @@ pub(super) enum Timer {
     Vanished(Source),
     /// A session's lane backs off after a failed write.
     Retry(String),
-    /// An item announced to an idle session may be due a reminder:
-    /// (session, source, item).
-    Remind(String, Source, Item),
+    /// Work announced to an idle session may be due a reminder:
+    /// (session, source, work).
+    Remind(String, Source, Work),
     /// A prompt reached an agent whose state is known: by now its turn
     /// should have been seen starting (for the journal only).
     Confirm(String),

@@ -90,7 +90,7 @@ impl Daemon {
             .events
             .path
             .as_ref()
-            .map(|p| Tail::new(p, engine.memory().cursor));
+            .map(|p| Tail::new(p, engine.memory().cursor()));
         let d = Daemon {
             settings,
             engine,

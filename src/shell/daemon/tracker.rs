@@ -21,7 +21,7 @@ impl Daemon {
                         self.feed(Input::TrackerRestarted { why });
                     }
                     let more = r.more;
-                    if !r.lines.is_empty() || Some(r.cursor) != self.engine.memory().cursor {
+                    if !r.lines.is_empty() || Some(r.cursor) != self.engine.memory().cursor() {
                         self.feed(Input::TrackerLines {
                             lines: r.lines,
                             cursor: r.cursor,
@@ -110,7 +110,7 @@ impl Daemon {
         };
         match pipe.read() {
             Ok(lines) if !lines.is_empty() => {
-                let cursor = self.engine.memory().cursor.unwrap_or_default();
+                let cursor = self.engine.memory().cursor().unwrap_or_default();
                 self.feed(Input::TrackerLines { lines, cursor });
             }
             Ok(_) => {}

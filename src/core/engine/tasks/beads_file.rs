@@ -12,7 +12,7 @@ use crate::core::engine::config::Now;
 use crate::core::engine::context::Cx;
 use crate::core::engine::timers::Timer;
 use crate::core::input::FileRead;
-use crate::core::record::Item;
+use crate::core::record::{Item, Work};
 use crate::core::source::Source;
 
 impl Tasks {
@@ -60,8 +60,8 @@ impl Tasks {
             issues.iter().map(|i| (i.id.as_str(), i)).collect();
         // Leave: closed or gone (SPEC §3); an issue that is only blocked
         // again stays announced, so it does not wake anyone twice.
-        let leaving = cx.ledger.memory.announced_where(&Source::Beads, |i| {
-            matches!(i, Item::Task(id) if by_id
+        let leaving = cx.ledger.tasks().items_where(&Source::Beads, |i| {
+            matches!(i, Item::Work(Work::Task(id)) if by_id
                 .get(id.as_str())
                 .is_none_or(|i| i.status.is_gone()))
         });
@@ -89,7 +89,7 @@ impl Tasks {
                 assignee: issues[i].assignee.clone(),
             })
             .collect();
-        self.prune_titles(&Source::Beads, &cx.ledger.memory);
+        self.prune_titles(&Source::Beads, cx.ledger.tasks());
         self.announce_tasks(&Source::Beads, tasks, None, cx);
     }
 }

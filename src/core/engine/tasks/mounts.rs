@@ -217,15 +217,13 @@ impl Tasks {
     /// announced is not announced again. A directory-following run makes
     /// no such sources: any in memory are from before.
     fn adopt_named(&mut self, to: &Source, cx: &mut Cx) {
-        let memory = &cx.ledger.memory;
-        let mut named: BTreeSet<Source> = memory
-            .announced
-            .keys()
+        let announced = cx.ledger.tasks().sources();
+        let pending = cx.ledger.outbox().prompts().map(|p| &p.source);
+        let named: BTreeSet<Source> = announced
+            .chain(pending)
             .filter(|s| matches!(s, Source::Mount(_)))
             .cloned()
             .collect();
-        let pending = memory.outbox.values().flatten().map(|p| &p.source);
-        named.extend(pending.filter(|s| matches!(s, Source::Mount(_))).cloned());
         for from in named {
             cx.fx.push(Effect::Log(Log::new(
                 Level::Info,

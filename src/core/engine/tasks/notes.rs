@@ -1,10 +1,11 @@
 //! A tracker task's notes in the announced set: the claims and completions
 //! told about it (kept so a truncated log read again tells nothing twice)
-//! and who holds it (`Item::Held`), so a `completed` event, which names no
-//! one, reaches the session that had the task.
+//! and who holds it (`Note::Held`), so a `completed` event, which names no
+//! one, reaches the session that had the task. The notes are the tasks'
+//! share of the memory (`core/memory/tasks.rs`); here, their rules.
 
 use crate::core::engine::context::Cx;
-use crate::core::record::{Announced, Item, Memory, Record};
+use crate::core::record::{Item, Note, Record, Work};
 use crate::core::source::Source;
 
 /// Claim, completion and held notes kept per source; beyond this the
@@ -22,42 +23,20 @@ pub(super) fn hold(source: &Source, id: &str, title: &str, session: &str, cx: &m
     while !title.is_char_boundary(cut) {
         cut -= 1;
     }
-    let item = Item::Held(id.to_string(), title[..cut].to_string());
+    let item = Note::Held(id.to_string(), title[..cut].to_string()).into();
     cx.ledger.mark(source, item, Some(session), cx.fx);
-}
-
-/// The `Held` note of task `id`, if any: found by a range lookup (the
-/// notes of one id sort together), not a scan of every announced item.
-fn held_item<'m>(
-    memory: &'m Memory,
-    source: &Source,
-    id: &str,
-) -> Option<(&'m Item, &'m Announced)> {
-    let items = memory.announced.get(source)?;
-    let from = Item::Held(id.to_string(), String::new());
-    items
-        .first_from(&from)
-        .filter(|(item, _)| matches!(item, Item::Held(c, _) if c == id))
-}
-
-/// Who holds task `id`: (session, title), if anyone.
-pub(super) fn holder(memory: &Memory, source: &Source, id: &str) -> Option<(String, String)> {
-    match held_item(memory, source, id)? {
-        (Item::Held(_, title), a) => Some((a.session.clone()?, title.clone())),
-        _ => None,
-    }
 }
 
 /// Mark task `id` as claimed by `session`'s own assignee: its open work.
 pub(super) fn mark_claimed(source: &Source, id: &str, session: &str, cx: &mut Cx) {
-    let item = Item::Claimed(id.to_string());
+    let item = Work::Claimed(id.to_string()).into();
     cx.ledger.mark(source, item, Some(session), cx.fx);
 }
 
 /// Task `id` is no longer claimed work (closed).
 pub(super) fn unmark_claimed(source: &Source, id: &str, cx: &mut Cx) {
-    let item = Item::Claimed(id.to_string());
-    if cx.ledger.memory.is_announced(source, &item) {
+    let item = Work::Claimed(id.to_string()).into();
+    if cx.ledger.tasks().contains(source, &item) {
         cx.ledger.record(
             Record::Forget {
                 source: source.clone(),
@@ -70,7 +49,7 @@ pub(super) fn unmark_claimed(source: &Source, id: &str, cx: &mut Cx) {
 
 /// Forget who holds task `id` (it was closed, or is held anew).
 pub(super) fn forget_held(source: &Source, id: &str, cx: &mut Cx) {
-    if let Some((item, _)) = held_item(&cx.ledger.memory, source, id) {
+    if let Some(item) = cx.ledger.tasks().held(source, id) {
         let item = item.clone();
         cx.ledger.record(
             Record::Forget {
@@ -84,21 +63,13 @@ pub(super) fn forget_held(source: &Source, id: &str, cx: &mut Cx) {
 
 /// Forget every note of a task.
 pub(super) fn forget_notes(source: &Source, id: &str, cx: &mut Cx) {
-    let notes = cx.ledger.memory.announced_where(source, |i| match i {
-        Item::Claim(c, _) | Item::Completed(c) | Item::Held(c, _) | Item::Claimed(c) => c == id,
-        _ => false,
-    });
+    let notes = cx.ledger.tasks().notes_of(source, id);
     forget(source, notes, cx);
 }
 
 /// Keep the notes of one source bounded.
 pub(super) fn prune_notes(source: &Source, cx: &mut Cx) {
-    let notes = cx.ledger.memory.announced_where(source, |i| {
-        matches!(
-            i,
-            Item::Claim(..) | Item::Completed(_) | Item::Held(..) | Item::Claimed(_)
-        )
-    });
+    let notes = cx.ledger.tasks().notes(source);
     if notes.len() < MAX_NOTES {
         return;
     }

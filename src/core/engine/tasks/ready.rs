@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 
 use super::mounts::by_directory;
-use super::notes::{forget_notes, hold, holder, prune_notes};
+use super::notes::{forget_notes, hold, prune_notes};
 use super::text::{self, Facts};
 use super::{ReadyTask, Tasks};
 use crate::core::effect::{Effect, Level, Log};
@@ -17,7 +17,7 @@ use crate::core::engine::ledger::Wake;
 use crate::core::engine::plans::MAX_RECHECKS;
 use crate::core::engine::timers::{Recheck, Timer};
 use crate::core::input::FileRead;
-use crate::core::record::Item;
+use crate::core::record::{Item, Work};
 use crate::core::source::Source;
 use crate::core::tracker::{parse_ready, ReadyRow};
 
@@ -50,14 +50,14 @@ impl Tasks {
         };
         let (rows, errors) = parse_ready(&text);
         self.report_row_errors(mount, "ready", errors, cx);
-        self.prune_titles(&source, &cx.ledger.memory);
+        self.prune_titles(&source, cx.ledger.tasks());
         let tasks = self.ready_tasks(&source, rows);
         // Leave: announced tasks no longer in the ready set (claimed,
         // blocked again, closed): they are announced again if they return.
         let present: BTreeSet<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
-        let leaving = cx.ledger.memory.announced_where(
+        let leaving = cx.ledger.tasks().items_where(
             &source,
-            |i| matches!(i, Item::Task(id) if !present.contains(id.as_str())),
+            |i| matches!(i, Item::Work(Work::Task(id)) if !present.contains(id.as_str())),
         );
         if fresh && rechecked < MAX_RECHECKS && !leaving.is_empty() {
             // Perhaps only half written (a local file rewritten in place):
@@ -173,10 +173,10 @@ impl Tasks {
                 Some(who) => self.task_assignees.insert(key, who.clone()),
                 None => self.task_assignees.remove(&key),
             };
-            let item = Item::Task(task.id.clone());
-            if cx.ledger.memory.is_announced(source, &item) {
+            if cx.ledger.tasks().is_task_announced(source, &task.id) {
                 continue;
             }
+            let item = Item::task(&task.id);
             if cx.baseline {
                 cx.ledger.mark(source, item, None, cx.fx);
                 continue;
@@ -219,20 +219,14 @@ impl Tasks {
     /// names no one) reaches the session that had the task. Only kept while
     /// `notify_completed` is on: nothing else reads it.
     fn hold_leaving(&self, source: &Source, item: &Item, cx: &mut Cx) {
-        let Item::Task(id) = item else {
+        let Item::Work(Work::Task(id)) = item else {
             return;
         };
-        if !cx.config.notify_completed || holder(&cx.ledger.memory, source, id).is_some() {
+        let tasks = cx.ledger.tasks();
+        if !cx.config.notify_completed || tasks.holder(source, id).is_some() {
             return;
         }
-        let session = cx
-            .ledger
-            .memory
-            .announced
-            .get(source)
-            .and_then(|items| items.get(item))
-            .filter(|a| !a.baseline)
-            .and_then(|a| a.session.clone());
+        let session = tasks.task_announced_to(source, id).map(str::to_string);
         if let Some(session) = session {
             let title = self.title_of(source, id);
             hold(source, id, &title, &session, cx);

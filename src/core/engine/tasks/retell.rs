@@ -14,7 +14,7 @@ use super::text::{self, Facts};
 use super::{ReadyTask, Tasks};
 use crate::core::engine::context::Cx;
 use crate::core::engine::ledger::Wake;
-use crate::core::record::{Item, Pending};
+use crate::core::record::{Item, Note, Pending, Work};
 use crate::core::source::Source;
 
 impl Tasks {
@@ -31,12 +31,9 @@ impl Tasks {
     ) {
         let pending: Vec<(String, Pending)> = cx
             .ledger
-            .memory
-            .outbox
-            .iter()
-            .flat_map(|(s, q)| q.iter().map(move |p| (s, p)))
-            .filter(|(_, p)| p.source == *source)
-            .map(|(s, p)| (s.clone(), p.clone()))
+            .outbox()
+            .of_source(source)
+            .map(|(s, p)| (s.to_string(), p.clone()))
             .collect();
         // Withdrawing takes every pending prompt of an item: once each.
         let mut done: BTreeSet<Item> = BTreeSet::new();
@@ -65,12 +62,12 @@ impl Tasks {
     ) -> Option<String> {
         let template = text::template(cx.config, item)?;
         let (id, assignee, title) = match item {
-            Item::Task(id) => {
+            Item::Work(Work::Task(id)) => {
                 let task = ready.iter().find(|t| t.id == *id)?;
                 (id, task.assignee.as_deref(), task.title.clone())
             }
-            Item::Claim(id, who) => (id, Some(who.as_str()), self.title_of(source, id)),
-            Item::Completed(id) => (id, None, self.title_of(source, id)),
+            Item::Note(Note::Claim(id, who)) => (id, Some(who.as_str()), self.title_of(source, id)),
+            Item::Note(Note::Completed(id)) => (id, None, self.title_of(source, id)),
             _ => return None,
         };
         let name = source.to_string();

@@ -9,7 +9,7 @@ use std::path::Path;
 use crate::core::close::Close;
 use crate::core::engine::config::EngineConfig;
 use crate::core::prompt;
-use crate::core::record::Item;
+use crate::core::record::{Item, Note, Work};
 
 /// What a tracker prompt may say about its task.
 pub(super) struct Facts<'a> {
@@ -28,9 +28,9 @@ pub(super) struct Facts<'a> {
 pub(super) fn template<'c>(config: &'c EngineConfig, item: &Item) -> Option<&'c str> {
     let t = &config.templates;
     match item {
-        Item::Task(_) => Some(&t.task),
-        Item::Claim(..) => Some(&t.claim),
-        Item::Completed(_) => Some(&t.completed),
+        Item::Work(Work::Task(_)) => Some(&t.task),
+        Item::Note(Note::Claim(..)) => Some(&t.claim),
+        Item::Note(Note::Completed(_)) => Some(&t.completed),
         _ => None,
     }
 }

@@ -19,10 +19,7 @@ fn plan(steps: usize) -> String {
 fn rig(session: &str, state: Option<AgentState>, reached: Reached) -> Rig {
     let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
     config.default_session = Some(session.into());
-    let memory = Memory {
-        baselined: true,
-        ..Memory::default()
-    };
+    let memory = Memory::started();
     let mut rig = Rig::new(config, Some(memory));
     rig.world.readers.insert(session.into(), true);
     rig.world.reaches.insert(session.into(), reached);
@@ -79,7 +76,7 @@ fn a_prompt_in_an_inbox_is_delivered_when_its_turn_starts_and_only_then_the_next
     assert!(said(&rig, "s1 waits in the inbox of claude:x"));
     assert_eq!(rig.engine.memory().pending_total(), 2);
     // Its step checked meanwhile: it is in the agent's hands, not withdrawn.
-    let seq = rig.engine.memory().outbox["claude:x"][0].seq;
+    let seq = rig.engine.memory().outbox.get("claude:x").unwrap()[0].seq;
     rig.feed(Input::TurnStarted {
         session: "claude:x".into(),
         seq,
@@ -192,7 +189,7 @@ fn the_journal_judges_a_delivery_by_the_state_seen_when_it_was_written() {
     woke.world.later.insert("claude:x".into());
     woke.write(NAME, &plan(1));
     assert_eq!(woke.take_delivered(), ["s1"]);
-    let seq = woke.engine.memory().outbox["claude:x"][0].seq;
+    let seq = woke.engine.memory().outbox.get("claude:x").unwrap()[0].seq;
     for input in [
         Input::SessionState {
             session: "claude:x".into(),
@@ -216,7 +213,7 @@ fn the_journal_judges_a_delivery_by_the_state_seen_when_it_was_written() {
     let mut behind = rig("claude:x", busy(), Reached::Inbox);
     behind.world.later.insert("claude:x".into());
     behind.write(NAME, &plan(1));
-    let seq = behind.engine.memory().outbox["claude:x"][0].seq;
+    let seq = behind.engine.memory().outbox.get("claude:x").unwrap()[0].seq;
     for input in [
         Input::SessionState {
             session: "claude:x".into(),
@@ -249,7 +246,7 @@ fn a_write_finishing_later_is_judged_by_the_state_when_it_finished() {
     let mut rig = rig("a", Some(AgentState::Idle), Reached::Accepted);
     rig.world.later.insert("a".into());
     rig.write(NAME, &plan(1));
-    let seq = rig.engine.memory().outbox["a"][0].seq;
+    let seq = rig.engine.memory().outbox.get("a").unwrap()[0].seq;
     rig.feed(Input::SessionState {
         session: "a".into(),
         state: busy(),

@@ -21,10 +21,7 @@ fn rig() -> Rig {
     config.assignees.insert("agent-1".into(), "a1".into());
     config.notify_completed = true;
     config.templates.task = TASK.into();
-    let memory = Memory {
-        baselined: true,
-        ..Memory::default()
-    };
+    let memory = Memory::started();
     let mut rig = Rig::new(config, Some(memory));
     rig.world.readers.insert("s1".into(), true);
     rig.world.readers.insert("a1".into(), true);
@@ -108,13 +105,13 @@ fn a_project_found_by_its_directory_follows_its_mount_through_a_tracker_restart(
     rig.mount_files(OTHER, &[("bd-9", "open", "-", "Not ours")]);
     rig.scan();
     assert_eq!(rig.heard(), [pair("s1", "bd-1")]);
-    let text = &rig.engine.memory().outbox.values().flatten().count();
+    let text = &rig.engine.memory().outbox.prompts().count();
     assert_eq!(*text, 0, "delivered, nothing pending");
     let source = src(&format!("9beads:{PROJECT_DIR}"));
     assert!(rig
         .engine
         .memory()
-        .is_announced(&source, &Item::Task("bd-1".into())));
+        .is_announced(&source, &Item::task("bd-1")));
     // Events of the other project's mount wake no one.
     rig.lines(&[ev("created", "bd-9", OTHER)]);
     assert!(rig.heard().is_empty());
@@ -183,7 +180,7 @@ fn a_pending_prompt_is_written_again_for_the_mounts_new_name() {
     rig.scan();
     let pending = |rig: &Rig| -> Vec<String> {
         let outbox = &rig.engine.memory().outbox;
-        outbox.values().flatten().map(|p| p.text.clone()).collect()
+        outbox.prompts().map(|p| p.text.clone()).collect()
     };
     assert_eq!(pending(&rig).len(), 1);
     assert!(pending(&rig)[0].contains(&format!("/beads/{OLD}/complete")));
@@ -244,7 +241,7 @@ fn events_of_a_mount_not_known_yet_wait_for_the_mount_table() {
         .iter()
         .position(|r| matches!(r, Record::Cursor { .. }));
     let claim = after.iter().position(
-        |r| matches!(r, Record::Announce { item: Item::Claim(id, _), .. } if id == "bd-4"),
+        |r| matches!(r, Record::Announce { item: Item::Note(Note::Claim(id, _)), .. } if id == "bd-4"),
     );
     assert!(cursor.unwrap() > claim.unwrap(), "{after:?}");
 }
@@ -266,10 +263,10 @@ fn mounts_of_other_directories_and_unmounts_are_followed_by_the_table() {
     rig.mtab(&[(OTHER, "/src/other")]);
     rig.unmount_files(OLD);
     rig.lines(&[format!(r#"{{"name":"{OLD}","type":"umount"}}"#)]);
-    assert!(rig.engine.memory().is_announced(
-        &src(&format!("9beads:{PROJECT_DIR}")),
-        &Item::Task("bd-1".into())
-    ));
+    assert!(rig
+        .engine
+        .memory()
+        .is_announced(&src(&format!("9beads:{PROJECT_DIR}")), &Item::task("bd-1")));
     assert!(rig.engine.tasks.mount_names(&rig.engine.config).is_empty());
     rig.mtab(&[(OTHER, "/src/other"), (NEW, PROJECT_DIR)]);
     rig.mount_files(
@@ -301,10 +298,10 @@ fn a_mount_whose_files_vanish_is_looked_up_again() {
         said.iter().any(|m| m.contains("no 9beads mount table")),
         "{said:?}"
     );
-    assert!(rig.engine.memory().is_announced(
-        &src(&format!("9beads:{PROJECT_DIR}")),
-        &Item::Task("bd-1".into())
-    ));
+    assert!(rig
+        .engine
+        .memory()
+        .is_announced(&src(&format!("9beads:{PROJECT_DIR}")), &Item::task("bd-1")));
 }
 
 /// State from a run that followed the mount by name (version 1's default
@@ -316,17 +313,16 @@ fn what_a_name_following_run_remembered_is_adopted() {
     let named = src("mount:proj");
     let mut memory = Memory {
         version: 1,
-        baselined: true,
-        ..Memory::default()
+        ..Memory::started()
     };
     memory.apply(&Record::Announce {
         source: named.clone(),
-        item: Item::Task("bd-1".into()),
+        item: Item::task("bd-1"),
         session: Some("s1".into()),
         baseline: false,
         pending: None,
     });
-    rig.engine = Engine::new(rig.engine.config.clone(), Some(memory));
+    rig.restart_from(memory);
     rig.mtab(&[(OLD, PROJECT_DIR)]);
     rig.mount_files(
         OLD,
@@ -339,7 +335,7 @@ fn what_a_name_following_run_remembered_is_adopted() {
     assert_eq!(rig.heard(), [pair("s1", "bd-2")]);
     let memory = rig.engine.memory();
     assert_eq!(memory.version, Memory::VERSION);
-    assert!(!memory.announced.contains_key(&named));
+    assert!(memory.announced_of(&named).is_none());
     let adopted = rig.world.records.iter().any(|r| {
         matches!(r, Record::Adopt { from, to } if *from == named && *to == src(&format!("9beads:{PROJECT_DIR}")))
     });

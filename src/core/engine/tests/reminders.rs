@@ -13,10 +13,7 @@ fn reminding(max: u32) -> Rig {
     config.default_session = Some("s1".into());
     config.remind_after = Some(AFTER);
     config.remind_max = max;
-    let memory = Memory {
-        baselined: true,
-        ..Memory::default()
-    };
+    let memory = Memory::started();
     let mut rig = Rig::new(config, Some(memory));
     rig.world.readers.insert("s1".into(), true);
     rig.startup();
@@ -208,7 +205,7 @@ fn a_reminder_not_yet_written_is_withdrawn_when_its_step_is_checked() {
     rig.world.readers.insert("s1".into(), false);
     rig.run_until(rig.now + AFTER);
     rig.write(NAME, &stock(&[true, false]));
-    let outbox = &rig.engine.memory().outbox["s1"];
+    let outbox = &rig.engine.memory().outbox.get("s1").unwrap();
     assert!(outbox.iter().all(|p| p.step != "s1"), "{outbox:?}");
 }
 
@@ -478,17 +475,29 @@ fn a_claimed_bead_is_reminded_to_its_claimer_until_it_is_completed() {
     // claim, and the claimed task is a1's open work; the claim note and
     // who holds it are notes, never reminded of.
     claim_by_agent_1(&mut rig, "bd-1");
-    let notes = rig.engine.memory().announced[&src("mount:proj")].clone();
+    let notes = rig
+        .engine
+        .memory()
+        .tasks
+        .get(&src("mount:proj"))
+        .unwrap()
+        .clone();
     assert!(
-        notes.keys().all(|i| !matches!(i, Item::Task(_))),
+        notes
+            .keys()
+            .all(|i| !matches!(i, Item::Work(Work::Task(_)))),
         "{notes:?}"
     );
     assert!(
-        notes.keys().any(|i| matches!(i, Item::Claim(..))),
+        notes
+            .keys()
+            .any(|i| matches!(i, Item::Note(Note::Claim(..)))),
         "{notes:?}"
     );
     assert_eq!(
-        notes[&Item::Claimed("bd-1".into())].session.as_deref(),
+        notes[&Work::Claimed("bd-1".into()).into()]
+            .session
+            .as_deref(),
         Some("a1"),
         "{notes:?}"
     );
@@ -505,7 +514,7 @@ fn a_claimed_bead_is_reminded_to_its_claimer_until_it_is_completed() {
     assert!(!rig
         .engine
         .memory()
-        .is_announced(&src("mount:proj"), &Item::Claimed("bd-1".into())));
+        .is_announced(&src("mount:proj"), &Work::Claimed("bd-1".into()).into()));
     rig.run_until(rig.now + 100 * AFTER);
     assert_eq!(rig.reminders(), vec![("bd-1".to_string(), 1)]);
 }
@@ -562,7 +571,7 @@ fn a_silently_unclaimed_bead_is_not_reminded_of() {
     assert!(!rig
         .engine
         .memory()
-        .is_announced(&src("mount:proj"), &Item::Claimed("bd-1".into())));
+        .is_announced(&src("mount:proj"), &Work::Claimed("bd-1".into()).into()));
     assert_eq!(heard_by_s1(&rig), 2, "{:?}", rig.world.delivered);
     // From now on it is s1's open work (reminded of as such), never a1's.
     rig.run_until(rig.now + 100 * AFTER);

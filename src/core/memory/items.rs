@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{Announced, Item};
+use super::Announced;
+use crate::core::record::Item;
 
 /// Up to this many entries are kept in a sorted list.
 const FEW: usize = 16;
@@ -226,7 +227,7 @@ mod tests {
             let mut items = Items::default();
             let mut model = BTreeMap::new();
             for (insert, k) in ops {
-                let key = Item::Step(format!("step {k}"));
+                let key = Item::step(format!("step {k}"));
                 if insert {
                     prop_assert_eq!(items.insert(key.clone(), announced(k)), model.insert(key, announced(k)));
                 } else {
@@ -236,7 +237,7 @@ mod tests {
                 let got: Vec<_> = items.iter().collect();
                 let want: Vec<_> = model.iter().collect();
                 prop_assert_eq!(got, want);
-                let from = Item::Step(format!("step {}", k / 2));
+                let from = Item::step(format!("step {}", k / 2));
                 prop_assert_eq!(items.first_from(&from), model.range(&from..).next());
             }
             let json = serde_json::to_string(&items).unwrap();
