@@ -41,15 +41,17 @@ fn fan_out(mut rig: Rig) {
     let daemon = Daemon::start(&rig.project);
     let plan = plan_path(&rig.plans, "fan out");
     parallel_plan(&plan);
+    // Distinct ids: a read of `idx` while it changes can come back with a
+    // row twice (upstream: reading to end of file is not atomic).
     let children = wait_until("two child sessions in s/idx", T, || {
-        let ids: Vec<String> = rig
+        let ids: std::collections::BTreeSet<String> = rig
             .ollie
             .idx()
             .into_iter()
             .map(|r| r.id)
             .filter(|id| id != AGENT)
             .collect();
-        (ids.len() == 2).then_some(ids)
+        (ids.len() == 2).then(|| ids.into_iter().collect::<Vec<_>>())
     });
     wait_until("every step ticked and both completions told", T, || {
         let done = ["Alpha", "Beta", "Gamma", "Join"]
