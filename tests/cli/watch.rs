@@ -138,7 +138,11 @@ fn the_live_view_follows_a_real_daemon_in_a_real_terminal() {
 
     // `q`: the program ends, status 0, and the terminal is as it was.
     t.send(&["q"], true);
-    let screen = shows(&t, "the exit", &["watch exited 0"]);
+    let screen = shows(
+        &t,
+        "the exit and the terminal modes",
+        &["watch exited 0", "icanon"],
+    );
     let modes: Vec<&str> = screen.split_whitespace().collect();
     for (on, off) in [("icanon", "-icanon"), ("echo", "-echo"), ("isig", "-isig")] {
         assert!(
@@ -173,7 +177,11 @@ fn ctrl_c_ends_the_view_and_gives_the_terminal_back() {
         &["NOT RUNNING", "never started"],
     );
     t.send(&["C-c"], false);
-    let screen = shows(&t, "the exit", &["watch exited 0"]);
+    let screen = shows(
+        &t,
+        "the exit and the terminal modes",
+        &["watch exited 0", "icanon"],
+    );
     let modes: Vec<&str> = screen.split_whitespace().collect();
     assert!(
         modes.contains(&"icanon") && modes.contains(&"echo"),
@@ -236,7 +244,11 @@ fn ctrl_z_gives_the_terminal_back_until_continued_and_sigterm_ends_it() {
     });
 
     kill(Pid::from_raw(pid as i32), Signal::SIGTERM).unwrap();
-    let screen = shows(&t, "the exit", &["watch exited 0"]);
+    let screen = shows(
+        &t,
+        "the exit and the terminal modes",
+        &["watch exited 0", "icanon"],
+    );
     let modes: Vec<&str> = screen.split_whitespace().collect();
     assert!(
         modes.contains(&"icanon") && modes.contains(&"echo"),
