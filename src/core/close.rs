@@ -11,7 +11,8 @@ use std::path::Path;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Close<'a> {
     /// A step of a plan file: the checkbox edit, in the file itself (any
-    /// agent that writes files can make it).
+    /// agent that writes files can make it). `title` is the line's text
+    /// as written, annotation and all, so an exact edit finds it.
     PlanFile { title: &'a str, path: &'a Path },
     /// A step of an ollie-9p session's own checklist: its `task_check`
     /// tool.

@@ -408,7 +408,7 @@ pub(super) fn child_prompt(plan: &Plan, i: usize, path: &Path, parent: &str) -> 
         out.push('\n');
     }
     let close = Close::PlanFile {
-        title: &step.title,
+        title: step.as_written(),
         path,
     };
     out.push_str(&format!(

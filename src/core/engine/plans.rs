@@ -153,7 +153,8 @@ impl Plans {
         }
         let step = plan.summary.as_ref()?.open_step(key)?;
         let (label, title) = (step.label.clone(), step.title.clone());
-        let call = closing(source, &title, &plan.path).to_string();
+        let line = step.written.as_deref().unwrap_or(&title);
+        let call = closing(source, line, &plan.path).to_string();
         Some(Open {
             label,
             title,

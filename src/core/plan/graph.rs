@@ -224,6 +224,7 @@ mod tests {
             key: format!("step {num}"),
             label: format!("s{num}"),
             title: format!("step {num}"),
+            written: None,
             description: String::new(),
             status,
             deps: deps.to_vec(),

@@ -103,6 +103,7 @@ pub fn parse(text: &str) -> Result<Plan, PlanError> {
                 key,
                 label: format!("t{num}"),
                 title,
+                written: None,
                 description: task.note.unwrap_or_default().trim_end().to_string(),
                 status,
                 deps: (0..earlier).collect(),

@@ -109,6 +109,9 @@ struct Draft {
     line: usize,
     status: StepStatus,
     title: String,
+    /// The text after the checkbox as written, when it differs from the
+    /// title (`Step::written`).
+    written: Option<String>,
     /// Description lines joined with `\n`.
     description: String,
     /// Blank lines seen since the last description line: kept only if more
@@ -138,11 +141,14 @@ impl Draft {
             }
             None => (rest, None),
         };
+        let title = collapse_whitespace(title);
+        let as_written = rest.trim();
         Ok(Draft {
             num,
             line,
             status,
-            title: collapse_whitespace(title),
+            written: (as_written != title).then(|| as_written.to_string()),
+            title,
             description: String::new(),
             blank_run: 0,
             desc_indent: None,
@@ -195,6 +201,7 @@ fn resolve(drafts: Vec<Draft>) -> Result<Vec<Step>, PlanError> {
             key,
             label: numbered('s', d.num),
             title: d.title,
+            written: d.written,
             description: d.description,
             status: d.status,
             deps: Vec::new(),

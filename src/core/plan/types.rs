@@ -27,6 +27,11 @@ pub struct Step {
     pub label: String,
     /// The title, trimmed, with any `(after: …)` annotation removed.
     pub title: String,
+    /// The text after the checkbox exactly as the file has it, when it
+    /// differs from `title` (an inline `(after: …)`, runs of spaces): what
+    /// an agent's edit of the line must match. `None` otherwise — the
+    /// common case costs nothing.
+    pub written: Option<String>,
     /// Description lines (indentation removed), joined with `\n`.
     pub description: String,
     /// Checked, doing or open.
@@ -36,6 +41,13 @@ pub struct Step {
     /// 1-based line of the step in its file (0 for plan.json, which has no
     /// meaningful lines per task).
     pub line: usize,
+}
+
+impl Step {
+    /// The step's text as its line has it (what a tick must match).
+    pub fn as_written(&self) -> &str {
+        self.written.as_deref().unwrap_or(&self.title)
+    }
 }
 
 /// A parsed, validated plan: every dependency exists and the graph is acyclic.

@@ -29,6 +29,8 @@ pub(super) struct OpenStep {
     pub(super) key: String,
     pub(super) label: String,
     pub(super) title: String,
+    /// `Step::written`: its line's text, when it differs from the title.
+    pub(super) written: Option<String>,
 }
 
 impl OpenStep {
@@ -37,6 +39,7 @@ impl OpenStep {
             key: step.key.clone(),
             label: step.label.clone(),
             title: step.title.clone(),
+            written: step.written.clone(),
         }
     }
 }

@@ -51,7 +51,7 @@ pub(super) fn render_step(
     } else {
         deps.join(", ")
     };
-    let close = closing(source, &step.title, path).to_string();
+    let close = closing(source, step.as_written(), path).to_string();
     prompt::render(
         template,
         &[

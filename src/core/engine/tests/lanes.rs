@@ -261,3 +261,29 @@ fn a_write_finishing_later_is_judged_by_the_state_when_it_finished() {
         "queued s1 behind the running turn of a (thinking)"
     ));
 }
+
+/// The close instruction quotes the step's line as the file has it — an
+/// inline `(after: …)` too — so an agent's exact edit finds the line.
+#[test]
+fn the_close_instruction_quotes_the_line_as_written() {
+    let mut rig = rig("a", None, Reached::Written);
+    rig.write(NAME, "# G\n\n- [ ] Alpha  one (after: none)\n- [ ] Beta\n");
+    let texts: Vec<&str> = rig
+        .world
+        .delivered
+        .iter()
+        .map(|(_, _, t)| t.as_str())
+        .collect();
+    assert!(
+        texts[0].contains(
+            "change `- [ ] Alpha  one (after: none)` to `- [x] Alpha  one (after: none)`"
+        ),
+        "{}",
+        texts[0]
+    );
+    assert!(
+        texts[0].contains("ready: Alpha one\n"),
+        "the title is normalised: {}",
+        texts[0]
+    );
+}
