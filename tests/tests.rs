@@ -11,6 +11,7 @@ mod config_example;
 mod core_purity;
 mod daemon;
 mod doubles;
+mod e2e_opencode;
 mod fanout;
 mod hostile;
 mod install;

@@ -268,6 +268,35 @@ impl Engine {
             self.refill(fx);
         }
         self.run_timers(now, fx);
+        self.say_held(fx);
+    }
+
+    /// Prompts that wait for their session to be idle (it would fold them
+    /// into its running turn), said once each: the journal tells why a
+    /// prompt is not going out.
+    fn say_held(&mut self, fx: &mut Vec<Effect>) {
+        if !self.config.logs(Level::Info) {
+            return;
+        }
+        let memory = &self.ledger.memory;
+        let front = |s: &str| memory.outbox.get(s).and_then(|q| q.front());
+        let held = self
+            .ledger
+            .lanes
+            .newly_held(front, self.sessions.observed());
+        for (session, p, state) in held {
+            let log = Log::new(
+                Level::Info,
+                format!(
+                    "{} waits for session {session} to be idle: a prompt given during its turn would be folded into that turn ({state})",
+                    p.step
+                ),
+            )
+            .plan(&p.source)
+            .step(&p.step)
+            .session(&session);
+            fx.push(Effect::Log(log));
+        }
     }
 
     /// A prompt reached its session: recorded (a prompt in an agent's

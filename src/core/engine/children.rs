@@ -30,6 +30,7 @@ use crate::core::effect::{Effect, Level, Log, Spawn};
 use crate::core::plan::Plan;
 use crate::core::prompt;
 use crate::core::record::{Child, ChildState, Item, Record};
+use crate::core::session::Kind;
 use crate::core::source::Source;
 
 /// The longest part of the parent's id a child's id repeats, so a child's
@@ -40,14 +41,17 @@ const PARENT_PREFIX_BYTES: usize = 48;
 /// fanned out by `parent`: the same every time, so a retried create is a
 /// no-op. It starts with the parent's id, so it is never one of ollie-9p's
 /// fixed names under `s/` (`new`, `idx`, …), and holds only characters that
-/// `s/new` (split on whitespace) and a path component take.
+/// `s/new` (split on whitespace) and a path component take. It is of the
+/// parent's kind (`opencode:ses_x` → `opencode:ses_x.s2-…`): the child is
+/// created, reached and reaped through the parent's backend.
 pub(super) fn child_id(parent: &str, source: &Source, key: &str, label: &str) -> String {
     let mut h = Fnv::default();
     for part in [parent, &source.to_string(), key] {
         h.write(part.as_bytes());
         h.write(&[0]);
     }
-    let mut head: String = parent
+    let (kind, bare) = Kind::of(parent);
+    let mut head: String = bare
         .chars()
         .map(|c| if safe(c) { c } else { '_' })
         .collect();
@@ -59,7 +63,10 @@ pub(super) fn child_id(parent: &str, source: &Source, key: &str, label: &str) ->
         head.truncate(end);
     }
     let label: String = label.chars().filter(|&c| safe(c)).take(16).collect();
-    format!("{head}.{label}-{:012x}", h.finish() & 0xffff_ffff_ffff)
+    kind.qualify(&format!(
+        "{head}.{label}-{:012x}",
+        h.finish() & 0xffff_ffff_ffff
+    ))
 }
 
 fn safe(c: char) -> bool {
@@ -461,5 +468,18 @@ mod tests {
         ] {
             assert_ne!(child_id(reserved, &plan, "k", "s1"), reserved);
         }
+    }
+
+    #[test]
+    fn a_child_is_of_its_parents_kind() {
+        let plan = Source::Plan("20261130T101500_a1b2c3d4".into());
+        let c = child_id("opencode:ses_x", &plan, "write the docs", "s2");
+        assert_eq!(Kind::of(&c).0, Kind::Opencode, "{c}");
+        assert!(c.starts_with("opencode:ses_x.s2-"), "{c}");
+        assert!(crate::core::session::check_session(&c).is_ok());
+        // Another kind's parent of the same id is another child.
+        assert_ne!(c, child_id("codex:ses_x", &plan, "write the docs", "s2"));
+        let dir = child_id("ses_x", &plan, "write the docs", "s2");
+        assert_eq!(Kind::of(&dir).0, Kind::Dir, "{dir}");
     }
 }

@@ -28,7 +28,6 @@ use super::followed::{Guard, Shared};
 use super::{message_id, owner};
 use crate::core::effect::Delivery;
 use crate::core::input::{Input, Reached, Undeliverable};
-use crate::core::session::Kind;
 
 /// How far back the transcript is searched for a copy of a prompt sent
 /// before a restart: the prompt in flight when reveille stopped, and the
@@ -111,6 +110,7 @@ impl Courier {
 
     /// The delivery, or why not.
     fn attempt(&self, d: &Delivery, id: &str) -> Result<Done, Refusal> {
+        let began = std::time::Instant::now();
         let sure = refused(Then::Retry);
         if self.shared.lock().guard(id, d.seq) == Guard::Taken {
             return Ok(Done::Again);
@@ -140,6 +140,8 @@ impl Courier {
                 "busy: waits for the running turn to end ({state})"
             )));
         }
+        // Where a wake-up's time goes, for whoever measures it.
+        tracing::debug!(project = %self.project, session = %d.session, "posting seq {} to {id}: checks took {:?}", d.seq, began.elapsed());
         self.post(d, id)
     }
 
@@ -175,10 +177,29 @@ impl Courier {
         )))
     }
 
+    /// Get ready to deliver to `id`, which the engine has work for: its
+    /// last messages are read now, off the wake path (on a loaded machine
+    /// the server's first read of a transcript took 600 ms), for the first
+    /// delivery's look. A prompt of a reveille killed mid-post that the
+    /// server stores after this read is missed by it: the window is the
+    /// milliseconds between `prompt_async`'s answer and its store.
+    pub fn prepare(&self, id: &str) {
+        if !self.shared.lock().must_look(id, u64::MAX) {
+            return;
+        }
+        if let Ok(messages) = self.api.messages(id, LOOK_BACK) {
+            self.shared.lock().keep_snapshot(id, messages);
+        }
+    }
+
     /// A copy of prompt `seq` in the transcript: `Some(answered)`.
     fn find_copy(&self, id: &str, seq: u64) -> Result<Option<bool>, ApiError> {
         let tag = message_id::tag(&self.project, seq);
-        let messages = self.api.messages(id, LOOK_BACK)?;
+        let kept = self.shared.lock().take_snapshot(id, seq);
+        let messages = match kept {
+            Some(messages) => messages,
+            None => self.api.messages(id, LOOK_BACK)?,
+        };
         let Some(copy) = messages
             .iter()
             .find(|m| m.role == "user" && message_id::carries(&m.id, &tag))
@@ -203,6 +224,7 @@ impl Courier {
             self.shared.lock().unpost(id, &message);
             return Err(refused(then)(self.failed(id, e)));
         }
+        tracing::debug!(project = %self.project, session = %d.session, "posted seq {} to {id} as {message}", d.seq);
         if self.shared.wait_stored(id, &message, STORE) != Some(false) {
             return Ok(Done::Posted);
         }
@@ -245,19 +267,5 @@ fn delivered(d: &Delivery) -> Input {
         session: d.session.clone(),
         seq: d.seq,
         reached: Reached::Accepted,
-    }
-}
-
-/// The bare opencode session id of a qualified one, or why it is not one.
-pub fn session_id(session: &str) -> Result<&str, String> {
-    match Kind::of(session) {
-        (Kind::Opencode, id) if id.starts_with("ses") => Ok(id),
-        (Kind::Opencode, id) => Err(format!(
-            "{id:?} is not an opencode session id (they start with \"ses_\"; `opencode session list` shows them)"
-        )),
-        (kind, _) => Err(format!(
-            "{session:?} is a {} session, not an opencode one",
-            kind.name()
-        )),
     }
 }

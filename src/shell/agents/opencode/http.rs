@@ -149,9 +149,10 @@ impl Server {
             ));
         }
         head.push_str("\r\n");
+        // One write: the request goes out in one segment.
+        head.push_str(&body);
         let broken = |e: io::Error| Failure::Broken(format!("{method} {target}: {e}"));
         conn.write_all(head.as_bytes()).map_err(broken)?;
-        conn.write_all(body.as_bytes()).map_err(broken)?;
         let (status, mut body) = read_head(BufReader::new(conn)).map_err(broken)?;
         let mut bytes = Vec::new();
         body.read_to_end(&mut bytes).map_err(broken)?;

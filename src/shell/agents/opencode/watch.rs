@@ -92,24 +92,43 @@ fn apply(shared: &Shared, event: Event) {
 fn refresh(api: &Api, shared: &Shared) {
     let followed = shared.lock().ids();
     for (id, _) in followed {
-        let state = match api.session(&id) {
-            Ok(info) => {
-                shared.lock().set_directory(&id, &info.directory);
-                match api.state(&id, &info.directory) {
-                    Ok(state) => Some(state),
-                    Err(_) => continue,
-                }
-            }
-            Err(ApiError::NoSession(_)) => None,
-            // The server went away: the stream breaks too, and the next
-            // connection refreshes again.
-            Err(ApiError::Unreachable(_)) => return,
-            Err(ApiError::Failed(_)) => continue,
-        };
-        missed_start(api, shared, &id);
-        shared.lock().state(&id, state);
+        // The server went away: the stream breaks too, and the next
+        // connection refreshes again.
+        if refresh_one(api, shared, &id) == Err(Gone::Server) {
+            return;
+        }
     }
+}
+
+/// Why a refresh told nothing.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Gone {
+    /// The server is not running.
+    Server,
+    /// It answered, but not what was asked (said in the next refresh).
+    Unanswered,
+}
+
+/// Read session `id`'s record and status, and report its state (`None`
+/// when the server has no such session).
+pub fn refresh_one(api: &Api, shared: &Shared, id: &str) -> Result<(), Gone> {
+    let state = match api.session(id) {
+        Ok(info) => {
+            shared.lock().set_directory(id, &info.directory);
+            match api.state(id, &info.directory) {
+                Ok(state) => Some(state),
+                Err(ApiError::Unreachable(_)) => return Err(Gone::Server),
+                Err(_) => return Err(Gone::Unanswered),
+            }
+        }
+        Err(ApiError::NoSession(_)) => None,
+        Err(ApiError::Unreachable(_)) => return Err(Gone::Server),
+        Err(ApiError::Failed(_)) => return Err(Gone::Unanswered),
+    };
+    missed_start(api, shared, id);
+    shared.lock().state(id, state);
     shared.notify();
+    Ok(())
 }
 
 /// A turn on reveille's prompt that started while the stream was down.

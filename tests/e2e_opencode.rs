@@ -1,0 +1,155 @@
+//! Issue 22 for an opencode user, proven through the real programs: the
+//! real `reveille run` (its default session `opencode:<id>`, `[opencode]
+//! url` the isolated instance) and the real opencode, started as a person
+//! starts it (`opencode --port P`, the TUI, or `opencode serve --port P`),
+//! offline against the fake model, whose shell-tool calls tick the steps
+//! in the plan file. Every assertion is about what the agent experienced:
+//! the model's requests (each step's prompt reached it once, when), the
+//! transcript (in which order), the plan file (ticked by the agent).
+
+mod plan_watch;
+mod rig;
+
+use std::time::{Duration, Instant};
+
+use crate::util::agents::opencode::Mode;
+use crate::util::daemon::Step;
+use crate::util::wait_until;
+use plan_watch::PlanWatch;
+use rig::{spread, Rig, T};
+
+/// The wake latency every step must beat, ready → the model asked.
+const WAKE: Duration = Duration::from_secs(1);
+
+#[test]
+fn a_three_step_plan_runs_to_its_end_with_the_agent_ticking_each_step() {
+    let Some(rig) = Rig::new(Mode::Tui) else {
+        return;
+    };
+    let d = rig.daemon();
+    let watch = PlanWatch::start(&rig.project.plan_dir);
+    let titles = ["Write the lexer", "Write the parser", "Write the tests"];
+    let steps: Vec<Step> = titles.iter().map(|t| Step::new(t)).collect();
+    let (plan, written) = rig.plan("a1b2c3d4", "Ship the parser", &steps);
+    rig.wait_ticked(&plan, &titles);
+    rig.each_once(&titles);
+    // Ready: the plan written, then each step the moment the agent's own
+    // edit ticked the one before it.
+    let (mut ours, mut after_turn) = (Vec::new(), Vec::new());
+    for (i, title) in titles.iter().enumerate() {
+        let ready = match i {
+            0 => written,
+            _ => watch
+                .ticked_at(&plan, titles[i - 1])
+                .expect("the agent's tick seen"),
+        };
+        let asked = rig.turns_on_step(title)[0].at;
+        assert!(asked > ready, "{title}: asked before it was ready");
+        let latency = asked - ready;
+        // The agent was busy with the step before until its answer's
+        // last byte: from there on the wait is reveille's and opencode's.
+        if i > 0 {
+            after_turn.push(asked - rig.turn_end(titles[i - 1]));
+        }
+        println!("{title}: ready → model request {latency:?}");
+        assert!(latency < WAKE, "{title}: asked {latency:?} after ready");
+        ours.push(latency);
+    }
+    let direct = direct_path(&rig, 5);
+    println!(
+        "opencode TUI, ready → model request, through reveille: {}",
+        spread(&ours)
+    );
+    println!(
+        "opencode TUI, the previous turn's last byte → model request, through reveille: {}",
+        spread(&after_turn)
+    );
+    println!(
+        "opencode TUI, prompt_async sent directly → model request: {}",
+        spread(&direct)
+    );
+    // The journal and status say what happened.
+    for step in ["s1", "s2", "s3"] {
+        d.wait_log(&format!("woke idle session {} for {step}", rig.q()), T);
+    }
+    rig.wait_state("idle");
+    let s = rig.session_status();
+    assert_eq!(s["kind"], "opencode", "{s}");
+    assert_eq!(s["last_delivery"]["step"], "s3", "{s}");
+    assert_eq!(s["last_delivery"]["outcome"], "turn_started", "{s}");
+}
+
+/// The agent's own fastest path, in the same run: `prompt_async` sent by
+/// the test → the model's request, `n` times, each on an idle session.
+fn direct_path(rig: &Rig, n: usize) -> Vec<Duration> {
+    (0..n)
+        .map(|i| {
+            let needle = format!("direct number {i}.");
+            let t0 = Instant::now();
+            rig.oc.prompt_async(&rig.session, &needle);
+            let turn = wait_until("the direct turn", T, || {
+                rig.model.turns_on(&needle).first().cloned()
+            });
+            rig.oc.wait_idle(&rig.session, T);
+            turn.at - t0
+        })
+        .collect()
+}
+
+#[test]
+fn a_step_ready_during_a_persons_long_turn_runs_as_its_own_turn_after_it() {
+    let Some(rig) = Rig::new(Mode::Tui) else {
+        return;
+    };
+    let d = rig.daemon();
+    rig.oc.type_prompt("a long question, delay=3");
+    wait_until("the person's long turn to start", T, || {
+        rig.model.turns_on("a long question").first().cloned()
+    });
+    rig.wait_state("busy");
+    let title = "Summarise the answer";
+    let (plan, _) = rig.plan("b2c3d4e5", "Follow up", &[Step::new(title)]);
+    // Announced, and kept for the end of the person's turn.
+    d.wait_log(&format!("announced s1 to session {}", rig.q()), T);
+    d.wait_log(&format!("s1 waits for session {} to be idle", rig.q()), T);
+    assert_eq!(rig.project.pending(&rig.q()), vec!["s1".to_string()]);
+    assert_eq!(rig.session_status()["state"], "busy");
+    assert!(rig.turns_on_step(title).is_empty(), "given during the turn");
+    rig.wait_ticked(&plan, &[title]);
+    rig.each_once(&[title]);
+    let long = rig.model.turns_on("a long question");
+    assert_eq!(long.len(), 1, "the person's turn ran once");
+    // Its own turn: asked after the long turn's answer was written, and no
+    // request carried both texts.
+    let long_end = rig
+        .model
+        .requests()
+        .iter()
+        .filter(|r| r.last_user.contains("a long question"))
+        .filter_map(|r| r.done)
+        .max()
+        .expect("the long turn answered");
+    let mine = rig.turns_on_step(title)[0].at;
+    assert!(
+        mine > long_end,
+        "asked {:?} before the long turn ended",
+        long_end - mine
+    );
+    println!(
+        "opencode TUI, a person's turn's last byte → the step's model request: {:?}",
+        mine - long_end
+    );
+    assert!(rig
+        .model
+        .requests()
+        .iter()
+        .all(|r| !(r.last_user.contains("a long question") && r.last_user.contains(title))));
+    let said = rig.oc.transcript(&rig.session);
+    let at = |f: &dyn Fn(&rig::Said) -> bool| said.iter().position(f).expect("in the transcript");
+    let person = at(&|m| m.role == "user" && m.text.contains("a long question"));
+    let answer =
+        at(&|m| m.role == "assistant" && m.parent.as_deref() == Some(said[person].id.as_str()));
+    let prompt = at(&|m| m.role == "user" && m.text.contains(title));
+    assert!(person < answer && answer < prompt, "{said:#?}");
+    d.wait_log(&format!("woke idle session {} for s1", rig.q()), T);
+}
