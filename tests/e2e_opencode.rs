@@ -13,7 +13,7 @@ mod rig;
 use std::time::{Duration, Instant};
 
 use crate::util::agents::opencode::Mode;
-use crate::util::daemon::Step;
+use crate::util::daemon::{Daemon, Step};
 use crate::util::wait_until;
 use plan_watch::PlanWatch;
 use rig::{spread, Rig, T};
@@ -70,7 +70,7 @@ fn a_three_step_plan_runs_to_its_end_with_the_agent_ticking_each_step() {
     );
     // The journal and status say what happened.
     for step in ["s1", "s2", "s3"] {
-        d.wait_log(&format!("woke idle session {} for {step}", rig.q()), T);
+        rig.wait_woken(&d, step);
     }
     rig.wait_state("idle");
     let s = rig.session_status();
@@ -151,5 +151,99 @@ fn a_step_ready_during_a_persons_long_turn_runs_as_its_own_turn_after_it() {
         at(&|m| m.role == "assistant" && m.parent.as_deref() == Some(said[person].id.as_str()));
     let prompt = at(&|m| m.role == "user" && m.text.contains(title));
     assert!(person < answer && answer < prompt, "{said:#?}");
-    d.wait_log(&format!("woke idle session {} for s1", rig.q()), T);
+    rig.wait_woken(&d, "s1");
+}
+
+/// A moment to kill reveille at: its name, and whether it has come.
+type KillPoint<'a> = (&'a str, &'a dyn Fn(&Daemon) -> bool);
+
+#[test]
+fn every_step_runs_though_reveille_is_killed_mid_plan() {
+    let Some(rig) = Rig::new(Mode::Serve) else {
+        return;
+    };
+    let watch = PlanWatch::start(&rig.project.plan_dir);
+    let titles = ["Sketch it", "Build it", "Test it", "Ship it"];
+    let steps: Vec<Step> = titles.iter().map(|t| Step::new(t)).collect();
+    let mut d = rig.daemon();
+    let (plan, _) = rig.plan("c3d4e5f6", "Kill me", &steps);
+    // kill -9 at three points: as s1 is announced (before its delivery);
+    // the moment s2 was posted (before its delivery is recorded: the next
+    // run finds it in the transcript); the moment s3 is ticked (as s4 is
+    // announced). Each time started again at once.
+    let points: [KillPoint; 3] = [
+        ("s1 announced", &|d| {
+            d.log_count("announced s1 to session") > 0
+        }),
+        ("s2 posted", &|d| d.log_count("posted seq 1 to") > 0),
+        ("s3 ticked", &|_| {
+            watch.ticked_at(&plan, titles[2]).is_some()
+        }),
+    ];
+    for (point, reached) in points {
+        wait_until(point, T, || reached(&d).then_some(()));
+        d.kill9();
+        d = Daemon::start(&rig.project);
+    }
+    rig.wait_ticked(&plan, &titles);
+    let runs: Vec<usize> = titles.iter().map(|t| rig.turns_on_step(t).len()).collect();
+    println!("opencode serve, turns per step with 3 kills of reveille: {runs:?}");
+    assert!(runs.iter().all(|&n| n >= 1), "{runs:?}");
+    let repeats: usize = runs.iter().map(|n| n - 1).sum();
+    assert!(
+        repeats <= points.len(),
+        "{repeats} repeats for {} kills",
+        points.len()
+    );
+    wait_until("nothing pending", T, || {
+        rig.project.pending(&rig.q()).is_empty().then_some(())
+    });
+    drop(d);
+}
+
+#[test]
+fn a_step_announced_while_the_agents_program_is_down_is_delivered_once_it_is_back() {
+    let Some(mut rig) = Rig::new(Mode::Serve) else {
+        return;
+    };
+    let watch = PlanWatch::start(&rig.project.plan_dir);
+    // s2's turn is slow (delay=1 on each of its two model calls): the
+    // server is killed between its tick and its end, so s3 is announced
+    // while the agent is busy and waits while its program is down.
+    let titles = [
+        "Write the notes",
+        "Check the notes, delay=1",
+        "Publish the notes",
+    ];
+    let steps: Vec<Step> = titles.iter().map(|t| Step::new(t)).collect();
+    let d = rig.daemon();
+    let (plan, _) = rig.plan("d4e5f6a7", "Notes", &steps);
+    wait_until("s2 ticked", T, || watch.ticked_at(&plan, titles[1]));
+    rig.oc.kill9();
+    d.wait_log(&format!("announced s3 to session {}", rig.q()), T);
+    wait_until("status to show the session gone, s3 kept", T, || {
+        let s = rig.session_status();
+        (s["state"].is_null() && s["pending"] == serde_json::json!(["s3"])).then_some(())
+    });
+    assert!(rig.turns_on_step(titles[2]).is_empty());
+    let restarting = Instant::now();
+    rig.oc.start_again();
+    let back = Instant::now();
+    rig.wait_ticked(&plan, &titles);
+    let asked = rig.turns_on_step(titles[2])[0].at;
+    println!(
+        "opencode serve restarted in {:?}; serving → the model asked for s3: {:?}",
+        back - restarting,
+        asked.saturating_duration_since(back)
+    );
+    rig.each_once(&titles);
+    rig.wait_woken(&d, "s3");
+    let said = rig.oc.transcript(&rig.session);
+    assert_eq!(
+        said.iter()
+            .filter(|m| m.role == "user" && m.text.contains(&rig::ready_line(titles[2])))
+            .count(),
+        1,
+        "{said:#?}"
+    );
 }

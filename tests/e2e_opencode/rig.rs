@@ -76,6 +76,18 @@ impl Rig {
         d
     }
 
+    /// Wait until the journal says a turn started on `step` in the
+    /// session: "woke idle session …" (within the 2 s the engine waits
+    /// for it), or "turn started on …" (later: a cold opencode).
+    pub fn wait_woken(&self, d: &Daemon, step: &str) {
+        let q = self.q();
+        let woke = format!("woke idle session {q} for {step}");
+        let started = format!("turn started on {step} in session {q}");
+        wait_until(&format!("the journal to say {step} woke {q}"), T, || {
+            (d.log_count(&woke) + d.log_count(&started) > 0).then_some(())
+        });
+    }
+
     /// Wait until `status --json` shows the session in `state`.
     pub fn wait_state(&self, state: &str) {
         wait_until(&format!("status to show {} {state}", self.q()), T, || {

@@ -49,8 +49,9 @@ enum Done {
     Posted,
     /// Delivered before in this run: not sent again.
     Again,
-    /// Found in the transcript, sent before; `answered`: its turn started.
-    Found { answered: bool },
+    /// Found in the transcript as message `id`, sent before; `answered`:
+    /// its turn started.
+    Found { id: String, answered: bool },
 }
 
 /// Why a delivery did not happen, and what follows from it.
@@ -84,8 +85,11 @@ impl Courier {
         let mut f = self.shared.lock();
         let then = outcome.as_ref().err().map(|r| r.then);
         f.uncertain(id, d.seq, then == Some(Then::LookFirst));
+        if let Ok(Done::Found { id: message, .. }) = &outcome {
+            tracing::info!(project = %self.project, session = %d.session, step = %d.step, "{} reached {} before reveille restarted (its message {message} is in the transcript): not sent again", d.step, d.session);
+        }
         match outcome {
-            Ok(Done::Found { answered: true }) => {
+            Ok(Done::Found { answered: true, .. }) => {
                 f.outcome(id, delivered(d));
                 f.turn_started(id, d.seq);
             }
@@ -126,8 +130,8 @@ impl Courier {
                 .find_copy(id, d.seq)
                 .map_err(|e| sure(self.failed(id, e)))?;
             self.shared.lock().looked(id);
-            if let Some(answered) = copy {
-                return Ok(Done::Found { answered });
+            if let Some((id, answered)) = copy {
+                return Ok(Done::Found { id, answered });
             }
         }
         let state = self
@@ -192,8 +196,9 @@ impl Courier {
         }
     }
 
-    /// A copy of prompt `seq` in the transcript: `Some(answered)`.
-    fn find_copy(&self, id: &str, seq: u64) -> Result<Option<bool>, ApiError> {
+    /// A copy of prompt `seq` in the transcript: its id, and whether it
+    /// was answered.
+    fn find_copy(&self, id: &str, seq: u64) -> Result<Option<(String, bool)>, ApiError> {
         let tag = message_id::tag(&self.project, seq);
         let kept = self.shared.lock().take_snapshot(id, seq);
         let messages = match kept {
@@ -209,7 +214,7 @@ impl Courier {
         let answered = messages
             .iter()
             .any(|m| m.role == "assistant" && m.parent.as_deref() == Some(copy.id.as_str()));
-        Ok(Some(answered))
+        Ok(Some((copy.id.clone(), answered)))
     }
 
     /// Post the prompt and wait for the server's record of it.

@@ -36,6 +36,7 @@ pub struct Stop {
 
 /// Follow the server until `stop` is closed.
 pub fn follow(api: Api, shared: Arc<Shared>, stop: Arc<Stop>, closed: Receiver<()>) {
+    let url = api.server.url().to_string();
     loop {
         if let Ok(mut stream) = api.server.events() {
             if let Ok(s) = stream.stopper() {
@@ -44,10 +45,16 @@ pub fn follow(api: Api, shared: Arc<Shared>, stop: Arc<Stop>, closed: Receiver<(
             if is_closed(&closed) {
                 return;
             }
+            tracing::debug!("following the event stream of {url}");
             refresh(&api, &shared);
-            while let Ok(Some(data)) = stream.next_event() {
-                apply(&shared, events::parse(&data));
-            }
+            let ended = loop {
+                match stream.next_event() {
+                    Ok(Some(data)) => apply(&shared, events::parse(&data)),
+                    Ok(None) => break "the server ended it".to_string(),
+                    Err(e) => break e.to_string(),
+                }
+            };
+            tracing::debug!("the event stream of {url} broke ({ended}); every session of it is not running until it is back");
         }
         if is_closed(&closed) {
             return;
