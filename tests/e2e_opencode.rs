@@ -247,3 +247,129 @@ fn a_step_announced_while_the_agents_program_is_down_is_delivered_once_it_is_bac
         "{said:#?}"
     );
 }
+
+#[test]
+fn an_idle_agent_that_left_its_step_open_is_reminded_also_after_a_reveille_restart() {
+    let Some(mut rig) = Rig::new(Mode::Serve) else {
+        return;
+    };
+    // A prompt without the close instruction: the fake model answers it
+    // and leaves the step open. The reminder's default wording has it.
+    let template =
+        "[reveille] Step {id} is ready: {title}\nRead it; leave the plan file as it is for now.\n";
+    rig.project
+        .set("prompt", "template", &format!("{template:?}"));
+    rig.project.set("sessions", "remind_after_ms", "3000");
+    let title = "Tidy the docs";
+    let d = rig.daemon();
+    let (plan, _) = rig.plan("e5f6a7b8", "Docs", &[Step::new(title)]);
+    wait_until("the step's turn", T, || {
+        rig.turns_on_step(title).first().cloned()
+    });
+    rig.oc.wait_idle(&rig.session, T);
+    let text = std::fs::read_to_string(&plan).unwrap();
+    assert!(!plan_watch::ticked(&text, title), "left open: {text}");
+    // reveille restarts before the reminder is due: it follows the session
+    // again (Backend::observe) and its idle clock starts anew.
+    d.kill9();
+    let d = Daemon::start(&rig.project);
+    let seen = Instant::now();
+    rig.wait_ticked(&plan, &[title]);
+    let reminder = format!("Reminder 1 of 3: s1 is still open: {title}");
+    let reminded = rig.model.turns_on(&reminder);
+    assert_eq!(reminded.len(), 1, "{:#?}", rig.model.requests());
+    assert!(
+        reminded[0].at - seen >= Duration::from_secs(3),
+        "reminded early"
+    );
+    println!(
+        "opencode serve: restart → the reminder at the model: {:?} (remind_after_ms = 3000)",
+        reminded[0].at - seen
+    );
+    rig.each_once(&[title]);
+    d.wait_log(
+        &format!("reminded session {} of s1 (reminder 1 of 3)", rig.q()),
+        T,
+    );
+    assert!(rig.model.turns_on("Reminder 2 of").is_empty());
+}
+
+#[test]
+fn a_parallel_step_runs_once_in_a_child_reveille_creates_and_removes() {
+    let Some(mut rig) = Rig::new(Mode::Serve) else {
+        return;
+    };
+    rig.project.set("fanout", "max_children", "1");
+    let d = rig.daemon();
+    // The child's turn is slower (delay=1): two agents ticking one plan
+    // file at the same moment can lose one tick (each reads the file and
+    // writes it back), which only a reminder would recover.
+    let titles = ["Draw the map", "Write the key, delay=1", "Bind the atlas"];
+    let steps = [
+        Step::new(titles[0]).after("none"),
+        Step::new(titles[1]).after("none"),
+        Step::new(titles[2]).after("1, 2"),
+    ];
+    let (plan, _) = rig.plan("f6a7b8c9", "Atlas", &steps);
+    // The child, as opencode lists it under its parent.
+    let child = wait_until("a child under the parent", T, || {
+        let (_, kids) = rig
+            .oc
+            .call("GET", &format!("/session/{}/children", rig.session), None)
+            .ok()?;
+        kids.as_array()?.first().cloned()
+    });
+    let id = child["id"].as_str().unwrap().to_string();
+    let title = child["title"].as_str().unwrap().to_string();
+    let name = title
+        .strip_prefix("reveille child ")
+        .expect("reveille's title");
+    assert!(name.starts_with(&format!("{}.s2-", rig.q())), "{name}");
+    // The child's own transcript has its prompt (read while it works: it
+    // is deleted, transcript and all, once its step is done).
+    let sub_agent = format!("one step of \"Atlas\": s2: {}", titles[1]);
+    wait_until("the child's prompt in its transcript", T, || {
+        let theirs = rig.oc.transcript(&id);
+        theirs
+            .iter()
+            .any(|m| m.role == "user" && m.text.contains(&sub_agent))
+            .then_some(())
+    });
+    let status = rig.project.status_json();
+    let listed = status["children"]
+        .as_array()
+        .and_then(|l| l.iter().find(|c| c["id"] == name).cloned())
+        .expect("the child in status");
+    assert_eq!(listed["parent"], rig.q().as_str(), "{listed}");
+    assert_eq!(listed["step"], "s2", "{listed}");
+    rig.wait_ticked(&plan, &titles);
+    // s1 and s3 ran in the parent, s2 in the child, each once; the child's
+    // turn called the shell tool that ticked it.
+    rig.each_once(&[titles[0], titles[2]]);
+    assert_eq!(rig.model.turns_on(&sub_agent).len(), 1);
+    assert!(rig
+        .model
+        .requests()
+        .iter()
+        .any(|r| r.after_tool && r.last_user.contains(&sub_agent)));
+    let ours = rig.oc.transcript(&rig.session);
+    assert!(
+        ours.iter().all(|m| !m.text.contains("sub-agent")),
+        "{ours:#?}"
+    );
+    // The parent is told once; the child is removed once idle.
+    let told = format!("s2 was completed by child {name}");
+    wait_until("the parent told", T, || {
+        rig.model.turns_on(&told).first().cloned()
+    });
+    assert_eq!(rig.model.turns_on(&told).len(), 1);
+    d.wait_log(
+        &format!("killing child session {name}: s2 is checked and it is idle"),
+        T,
+    );
+    wait_until("the child deleted", T, || {
+        let (status, _) = rig.oc.call("GET", &format!("/session/{id}"), None).ok()?;
+        (status == 404).then_some(())
+    });
+    d.wait_log(&format!("child session {name} exists, working on s2"), T);
+}

@@ -47,16 +47,26 @@ impl PlanWatch {
         }
     }
 
-    /// When `path` was first seen holding `- [x] <title>`.
+    /// When `path` was first seen with the step titled `title` ticked.
     pub fn ticked_at(&self, path: &Path, title: &str) -> Option<Instant> {
-        let line = format!("- [x] {title}\n");
         self.versions
             .lock()
             .unwrap()
             .iter()
-            .find(|v| v.path == path && v.text.contains(&line))
+            .find(|v| v.path == path && ticked(&v.text, title))
             .map(|v| v.at)
     }
+}
+
+/// Whether plan text `text` has the step titled `title` ticked: its line
+/// `- [x] <title>`, with or without a dependency annotation.
+pub fn ticked(text: &str, title: &str) -> bool {
+    let line = format!("- [x] {title}");
+    text.lines().map(str::trim).any(|l| {
+        l == line
+            || l.strip_prefix(&line)
+                .is_some_and(|rest| rest.starts_with(" (after:"))
+    })
 }
 
 fn watch(mut inotify: Inotify, dir: &Path, versions: &Mutex<Vec<Version>>, stop: &AtomicBool) {

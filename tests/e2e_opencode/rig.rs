@@ -14,7 +14,7 @@ pub use crate::util::agents::opencode::Said;
 use crate::util::agents::opencode::{Home, Mode, Opencode};
 use crate::util::daemon::{plan_text, write_in_place, Daemon, Project, Step};
 use crate::util::fakemodel::{chat::Chat, FakeModel, Logged};
-use crate::util::wait_until;
+use crate::util::{try_wait_until, wait_until};
 
 /// A turn of the fake model with opencode's own overhead, on a loaded
 /// machine; also how long opencode may take to come back.
@@ -149,13 +149,31 @@ impl Rig {
     /// Wait until every one of `titles` is ticked in `plan` and the agent
     /// is idle again.
     pub fn wait_ticked(&self, plan: &Path, titles: &[&str]) {
-        wait_until("the agent to tick every step", T, || {
+        let ticked = try_wait_until(T, || {
             let text = std::fs::read_to_string(plan).ok()?;
             titles
                 .iter()
-                .all(|t| text.contains(&format!("- [x] {t}\n")))
+                .all(|t| super::plan_watch::ticked(&text, t))
                 .then_some(())
         });
+        if ticked.is_none() {
+            let requests: Vec<String> = self
+                .model
+                .requests()
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{} tool={} aux={} {:?}",
+                        r.n, r.after_tool, r.auxiliary, r.last_user
+                    )
+                })
+                .collect();
+            panic!(
+                "timed out after {T:?} waiting for the agent to tick {titles:?}; the plan:\n{}\nthe model was asked:\n{}",
+                std::fs::read_to_string(plan).unwrap_or_default(),
+                requests.join("\n")
+            );
+        }
         self.oc.wait_idle(&self.session, T);
     }
 }

@@ -105,10 +105,12 @@ fn bash_quote(s: &str) -> String {
 }
 
 /// A bash script that rewrites, in place, the first line of the file that
-/// is exactly `- [ ] <title>` (surrounding whitespace ignored, indentation
-/// kept) to `- [x] <title>` and prints `ticked: <title>`; it exits 1 with
-/// `step not found` or `no such file` otherwise. Pure bash, so it runs in
-/// any agent's shell tool.
+/// is exactly `- [ ] <title>`, or that with a dependency annotation after
+/// it (`- [ ] <title> (after: 1)`: reveille's close instruction names the
+/// title without it, and an edit of that text ticks the line), surrounding
+/// whitespace ignored, indentation kept, to `- [x] …` and prints `ticked:
+/// <title>`; it exits 1 with `step not found` or `no such file` otherwise.
+/// Pure bash, so it runs in any agent's shell tool.
 pub fn tick_command(tick: &Tick) -> String {
     let title = tick.title.clone().unwrap_or_default();
     format!(
@@ -121,11 +123,11 @@ while :; do
   if [ -z "$hit" ]; then
     t="${{line#"${{line%%[![:space:]]*}}"}}"; t="${{t%"${{t##*[![:space:]]}}"}}"
     if [ -n "$title" ]; then
-      [ "$t" = "- [ ] $title" ] && hit=1
+      case $t in "- [ ] $title"|"- [ ] $title (after:"*) hit=1 ;; esac
     else
       case $t in "- [ ] "?*) hit=1 ;; esac
     fi
-    if [ -n "$hit" ]; then line="${{line/"- [ ] "/"- [x] "}}"; got="${{t#"- [ ] "}}"; fi
+    if [ -n "$hit" ]; then line="${{line/"- [ ] "/"- [x] "}}"; got="${{title:-${{t#"- [ ] "}}}}"; fi
   fi
   buf+="$line$nl"
   [ -n "$nl" ] || break
@@ -176,7 +178,11 @@ mod tests {
     fn the_tick_command_ticks_exactly_the_titled_step() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("p.md");
-        std::fs::write(&f, "# G\n\n- [ ] A\n  - [ ] B's \"step\"\n- [ ] C\n").unwrap();
+        std::fs::write(
+            &f,
+            "# G\n\n- [ ] A\n  - [ ] B's \"step\" (after: none)\n- [ ] C\n",
+        )
+        .unwrap();
         let tick = Tick {
             path: f.display().to_string(),
             title: Some("B's \"step\"".into()),
@@ -193,7 +199,7 @@ mod tests {
         );
         assert_eq!(
             std::fs::read_to_string(&f).unwrap(),
-            "# G\n\n- [ ] A\n  - [x] B's \"step\"\n- [ ] C\n"
+            "# G\n\n- [ ] A\n  - [x] B's \"step\" (after: none)\n- [ ] C\n"
         );
         let missing = Tick {
             path: f.display().to_string(),
