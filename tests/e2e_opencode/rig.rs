@@ -8,6 +8,7 @@
 //! [`Rig::daemon`].
 
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 pub use crate::util::agents::opencode::Said;
@@ -20,6 +21,11 @@ use crate::util::{try_wait_until, wait_until};
 /// machine; also how long opencode may take to come back.
 pub const T: Duration = Duration::from_secs(40);
 
+/// One world at a time: each runs a whole opencode (hundreds of MB, a few
+/// cores' worth at its start) and measures latencies that another one
+/// starting beside it would distort.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
 /// The world of one test.
 pub struct Rig {
     pub model: FakeModel,
@@ -27,6 +33,8 @@ pub struct Rig {
     /// opencode's id of the session (bare).
     pub session: String,
     pub project: Project,
+    /// Held for the test's life (a failed test's poison is no matter).
+    _turn: MutexGuard<'static, ()>,
 }
 
 impl Rig {
@@ -37,6 +45,7 @@ impl Rig {
             return None;
         }
         // A quick model: what is measured is the way to it.
+        let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let model = FakeModel::start(vec![Box::new(Chat)], Duration::from_millis(50));
         let oc = Opencode::start(Home::new(&model.url()), mode);
         let session = match mode {
@@ -61,6 +70,7 @@ impl Rig {
             oc,
             session,
             project,
+            _turn: turn,
         })
     }
 
@@ -183,14 +193,14 @@ pub fn ready_line(title: &str) -> String {
     format!("is ready: {title}\n")
 }
 
-/// p50 and max of some durations, in ms.
+/// p50 (the lower median) and max of some durations, in ms.
 pub fn spread(d: &[Duration]) -> String {
     let mut d = d.to_vec();
     d.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     format!(
         "p50 {:.0} ms, max {:.0} ms (n={})",
-        ms(d[d.len() / 2]),
+        ms(d[(d.len() - 1) / 2]),
         ms(*d.last().unwrap()),
         d.len()
     )

@@ -143,12 +143,15 @@ fn run(courier: &Courier, reports: &Reports, command: Command) {
         },
         Command::Observe(session) => {
             if let Ok(id) = resolve(courier, &session) {
-                let known = courier.shared.lock().reported(&id);
-                if !known {
-                    courier.shared.lock().learn(&id);
+                courier.shared.lock().learn(&id);
+                // Its transcript first, then its state: the engine gives
+                // it a prompt once it is reported idle, and that delivery
+                // then finds the transcript read (it would wait behind the
+                // read on this thread otherwise).
+                courier.prepare(&id);
+                if !courier.shared.lock().reported(&id) {
                     let _ = watch::refresh_one(&courier.api, &courier.shared, &id);
                 }
-                courier.prepare(&id);
             }
         }
     }
