@@ -134,15 +134,19 @@ impl Courier {
                 return Ok(Done::Found { id, answered });
             }
         }
+        let before = self.shared.lock().stream_count(id);
         let state = self
             .api
             .state(id, &directory)
             .map_err(|e| sure(self.failed(id, e)))?;
-        self.shared.lock().state(id, Some(state.clone()));
-        if !state.is_idle() {
-            return Err(refused(Then::WaitIdle)(format!(
-                "busy: waits for the running turn to end ({state})"
-            )));
+        match self.shared.lock().polled(id, Some(state), before) {
+            Some(state) if state.is_idle() => {}
+            Some(state) => {
+                return Err(refused(Then::WaitIdle)(format!(
+                    "busy: waits for the running turn to end ({state})"
+                )))
+            }
+            None => return Err(sure(format!("session {id} was deleted"))),
         }
         // Where a wake-up's time goes, for whoever measures it.
         tracing::debug!(project = %self.project, session = %d.session, "posting seq {} to {id}: checks took {:?}", d.seq, began.elapsed());
@@ -167,12 +171,13 @@ impl Courier {
         let Guard::Running(previous) = self.shared.lock().guard(id, seq) else {
             return Ok(());
         };
+        let before = self.shared.lock().stream_count(id);
         let state = self
             .api
             .state(id, directory)
             .map_err(|e| refused(Then::Retry)(self.failed(id, e)))?;
         let mut f = self.shared.lock();
-        f.state(id, Some(state));
+        f.polled(id, Some(state), before);
         if f.guard(id, seq) == Guard::Free {
             return Ok(());
         }

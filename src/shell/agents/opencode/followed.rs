@@ -51,6 +51,9 @@ struct Session {
     directory: Option<String>,
     /// What was last reported (`None`: nothing yet).
     reported: Option<Option<AgentState>>,
+    /// How many states the event stream gave for it: a state read by a
+    /// call is stale if the stream spoke while the call was under way.
+    streamed: u64,
     /// The state as last seen, before tool detail is added.
     busy_with_tool: Option<String>,
     /// Reveille's prompt it runs or is about to run.
@@ -344,6 +347,39 @@ impl Followed {
         }
     }
 
+    /// A state the event stream gave (`None`: the session was deleted).
+    pub fn streamed(&mut self, id: &str, state: Option<AgentState>) {
+        if let Some(s) = self.sessions.get_mut(id) {
+            s.streamed += 1;
+        }
+        self.state(id, state);
+    }
+
+    /// How many states the event stream gave for `id` so far.
+    pub fn stream_count(&self, id: &str) -> u64 {
+        self.sessions.get(id).map_or(0, |s| s.streamed)
+    }
+
+    /// A state read by a call begun when the stream had given `before`
+    /// states of `id`: applied only if the stream gave none since (a turn
+    /// that ended while `GET /session/status` was under way must not be
+    /// undone by its stale "busy"). Returns the state that holds now.
+    pub fn polled(
+        &mut self,
+        id: &str,
+        state: Option<AgentState>,
+        before: u64,
+    ) -> Option<AgentState> {
+        let Some(s) = self.sessions.get(id) else {
+            return state;
+        };
+        if s.streamed != before {
+            return s.reported.clone().flatten();
+        }
+        self.state(id, state.clone());
+        state
+    }
+
     /// The session's state as the server says (`None`: gone, or the
     /// server is not running); reported when it changed.
     pub fn state(&mut self, id: &str, state: Option<AgentState>) {
@@ -577,6 +613,30 @@ mod tests {
         assert_eq!(
             drain(&mut rx),
             vec![state(busy("busy")), idle.clone(), idle]
+        );
+    }
+
+    #[test]
+    fn a_polled_state_older_than_the_streams_word_is_not_applied() {
+        let (mut f, mut rx) = followed();
+        f.streamed("ses_a", busy("busy"));
+        let before = f.stream_count("ses_a");
+        // The turn ends while the poll is under way; its stale "busy"
+        // comes back after the stream's idle.
+        f.streamed("ses_a", Some(AgentState::Idle));
+        assert_eq!(
+            f.polled("ses_a", busy("busy"), before),
+            Some(AgentState::Idle)
+        );
+        let before = f.stream_count("ses_a");
+        assert_eq!(f.polled("ses_a", busy("busy"), before), busy("busy"));
+        assert_eq!(
+            drain(&mut rx),
+            vec![
+                state(busy("busy")),
+                state(Some(AgentState::Idle)),
+                state(busy("busy"))
+            ]
         );
     }
 

@@ -76,8 +76,10 @@ fn is_closed(closed: &Receiver<()>) -> bool {
 fn apply(shared: &Shared, event: Event) {
     let mut f = shared.lock();
     match event {
-        Event::Status { session, state } => f.state(&session, Some(state)),
-        Event::Idle { session } => f.state(&session, Some(crate::core::session::AgentState::Idle)),
+        Event::Status { session, state } => f.streamed(&session, Some(state)),
+        Event::Idle { session } => {
+            f.streamed(&session, Some(crate::core::session::AgentState::Idle))
+        }
         Event::User { session, id } => {
             f.user_message(&session, &id);
             drop(f);
@@ -89,7 +91,7 @@ fn apply(shared: &Shared, event: Event) {
             shared.notify();
         }
         Event::Tool { session, running } => f.tool(&session, running),
-        Event::Deleted { session } => f.state(&session, None),
+        Event::Deleted { session } => f.streamed(&session, None),
         Event::Connected | Event::Other => {}
     }
 }
@@ -119,6 +121,7 @@ pub enum Gone {
 /// Read session `id`'s record and status, and report its state (`None`
 /// when the server has no such session).
 pub fn refresh_one(api: &Api, shared: &Shared, id: &str) -> Result<(), Gone> {
+    let before = shared.lock().stream_count(id);
     let state = match api.session(id) {
         Ok(info) => {
             shared.lock().set_directory(id, &info.directory);
@@ -133,7 +136,7 @@ pub fn refresh_one(api: &Api, shared: &Shared, id: &str) -> Result<(), Gone> {
         Err(ApiError::Failed(_)) => return Err(Gone::Unanswered),
     };
     missed_start(api, shared, id);
-    shared.lock().state(id, state);
+    shared.lock().polled(id, state, before);
     shared.notify();
     Ok(())
 }
