@@ -440,11 +440,14 @@ fn wake_through_reveille(rig: &mut Rig, session: &str, i: u64) -> (Duration, Dur
     let q = format!("opencode:{session}");
     let needle = format!("wake number {i}.");
     let t0 = Instant::now();
+    let before = rig.seen.len();
     let at = rig.outcome(&q, 100 + i, &format!("[reveille] {needle}"));
     assert!(is_delivered(&rig.seen[at], 100 + i), "{:?}", rig.seen[at]);
     let turn = wait_until("the turn", T, || rig.turns(&needle).first().cloned());
     rig.oc.wait_idle(session, T);
-    let busy = rig.wait_for("busy on it", at, |i| {
+    // The turn's busy may come before the server's record of the prompt,
+    // which the outcome waits for.
+    let busy = rig.wait_for("busy on it", before, |i| {
         matches!(i, Input::SessionState { session, state: Some(AgentState::Busy(_)) } if *session == q)
     });
     let idle = rig.wait_for("the idle after it", busy, |i| is_idle(i, &q));

@@ -8,7 +8,6 @@
 //! [`Rig::daemon`].
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 pub use crate::util::agents::opencode::Said;
@@ -21,11 +20,6 @@ use crate::util::{try_wait_until, wait_until};
 /// machine; also how long opencode may take to come back.
 pub const T: Duration = Duration::from_secs(40);
 
-/// One world at a time: each runs a whole opencode (hundreds of MB, a few
-/// cores' worth at its start) and measures latencies that another one
-/// starting beside it would distort.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
 /// The world of one test.
 pub struct Rig {
     pub model: FakeModel,
@@ -33,8 +27,6 @@ pub struct Rig {
     /// opencode's id of the session (bare).
     pub session: String,
     pub project: Project,
-    /// Held for the test's life (a failed test's poison is no matter).
-    _turn: MutexGuard<'static, ()>,
 }
 
 impl Rig {
@@ -45,7 +37,6 @@ impl Rig {
             return None;
         }
         // A quick model: what is measured is the way to it.
-        let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let model = FakeModel::start(vec![Box::new(Chat)], Duration::from_millis(50));
         let oc = Opencode::start(Home::new(&model.url()), mode);
         let session = match mode {
@@ -70,7 +61,6 @@ impl Rig {
             oc,
             session,
             project,
-            _turn: turn,
         })
     }
 
