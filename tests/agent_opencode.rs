@@ -440,11 +440,14 @@ fn wake_through_reveille(rig: &mut Rig, session: &str, i: u64) -> (Duration, Dur
     let q = format!("opencode:{session}");
     let needle = format!("wake number {i}.");
     let t0 = Instant::now();
+    let before = rig.seen.len();
     let at = rig.outcome(&q, 100 + i, &format!("[reveille] {needle}"));
     assert!(is_delivered(&rig.seen[at], 100 + i), "{:?}", rig.seen[at]);
     let turn = wait_until("the turn", T, || rig.turns(&needle).first().cloned());
     rig.oc.wait_idle(session, T);
-    let busy = rig.wait_for("busy on it", at, |i| {
+    // The turn's busy may come before the server's record of the prompt,
+    // which the outcome waits for.
+    let busy = rig.wait_for("busy on it", before, |i| {
         matches!(i, Input::SessionState { session, state: Some(AgentState::Busy(_)) } if *session == q)
     });
     let idle = rig.wait_for("the idle after it", busy, |i| is_idle(i, &q));
@@ -583,8 +586,10 @@ fn children_are_made_under_their_parent_once_and_reaped() {
         return;
     };
     let parent = rig.oc.create_session();
+    // The engine's name for the child (opencode picks the child's id).
+    let name = format!("opencode:{parent}.s2-0123456789ab");
     let spawn = Spawn {
-        child: "opencode_ses_x.s2-0123456789abcdef".into(),
+        child: name.clone(),
         parent: format!("opencode:{parent}"),
     };
     let spawned = |rig: &mut Rig| {
@@ -601,14 +606,11 @@ fn children_are_made_under_their_parent_once_and_reaped() {
             other => panic!("{other:?}"),
         }
     };
-    let child = spawned(&mut rig);
-    let id = child
-        .strip_prefix("opencode:")
-        .expect("a qualified id")
-        .to_string();
+    assert_eq!(spawned(&mut rig), name, "reported by the engine's name");
+    rig.wait_for("the child idle, under its name", 0, |i| is_idle(i, &name));
     // After a crash the same create finds it instead of making another.
     rig.restart_backend();
-    assert_eq!(spawned(&mut rig), child);
+    assert_eq!(spawned(&mut rig), name);
     let (_, kids) = rig
         .oc
         .call("GET", &format!("/session/{parent}/children"), None)
@@ -616,26 +618,44 @@ fn children_are_made_under_their_parent_once_and_reaped() {
     let kids = kids.as_array().unwrap();
     assert_eq!(kids.len(), 1, "{kids:?}");
     assert_eq!(kids[0]["parentID"], parent.as_str());
-    assert_eq!(
-        kids[0]["title"],
-        format!("reveille child {}", spawn.child).as_str()
-    );
-    // It works like any session, and is reaped mid-turn.
-    let at = rig.outcome(&child, 1, "[reveille] child step, delay=3");
+    assert_eq!(kids[0]["title"], format!("reveille child {name}").as_str());
+    let id = kids[0]["id"].as_str().unwrap().to_string();
+    // After another restart, the name alone leads to it: it works like
+    // any session, and is reaped mid-turn.
+    rig.restart_backend();
+    let at = rig.outcome(&name, 1, "[reveille] child step, delay=3");
     assert!(is_delivered(&rig.seen[at], 1), "{:?}", rig.seen[at]);
-    wait_until("the child's turn", T, || {
+    let turn = wait_until("the child's turn", T, || {
         rig.turns("child step").first().cloned()
     });
+    let said = rig.oc.transcript(&id);
+    assert!(
+        said.iter().any(|m| m.text.contains("child step")),
+        "in the child's own transcript: {said:?}"
+    );
+    rig.wait_for(
+        "TurnStarted under the child's name",
+        at,
+        |i| matches!(i, Input::TurnStarted { session, seq: 1 } if *session == name),
+    );
     let from = rig.seen.len();
-    rig.backend.as_mut().unwrap().reap(&child);
+    rig.backend.as_mut().unwrap().reap(&name);
     rig.wait_for(
         "the child gone",
         from,
-        |i| matches!(i, Input::SessionState { session, state: None } if *session == child),
+        |i| matches!(i, Input::SessionState { session, state: None } if *session == name),
     );
     let (status, _) = rig.oc.call("GET", &format!("/session/{id}"), None).unwrap();
     assert_eq!(status, 404);
-    assert_eq!(rig.turns("child step").len(), 1);
+    assert_eq!(rig.turns("child step").len(), 1, "{turn:?}");
+    // A child its parent no longer has is undeliverable, and gone.
+    let at = rig.outcome(&name, 2, "[reveille] child step two");
+    match &rig.seen[at] {
+        Input::Undeliverable { why, .. } => {
+            assert!(why.reason.starts_with("no child session titled"), "{why:?}")
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]

@@ -13,6 +13,7 @@ mod daemon;
 mod doubles;
 mod e2e_claude;
 mod e2e_codex;
+mod e2e_opencode;
 mod fanout;
 mod hostile;
 mod install;

@@ -271,6 +271,16 @@ impl Engine {
             self.refill(fx);
         }
         self.run_timers(now, fx);
+        self.say_held(fx);
+    }
+
+    /// Prompts that wait for their session to be idle (it would fold them
+    /// into its running turn), said once each: the journal tells why a
+    /// prompt is not going out.
+    fn say_held(&mut self, fx: &mut Vec<Effect>) {
+        if self.config.logs(Level::Info) {
+            self.ledger.say_held(self.sessions.observed(), fx);
+        }
     }
 
     /// A prompt reached its session: recorded (a prompt in an agent's

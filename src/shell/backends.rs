@@ -4,7 +4,7 @@
 //! programs' backends are made when a session of their kind is first
 //! delivered to, so a project that never names one costs nothing for it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::Settings;
 use crate::core::effect::{Delivery, Spawn};
@@ -22,6 +22,9 @@ pub struct Backends {
     pub dir: Deliverer,
     /// The agent programs' backends made so far, by kind.
     agents: BTreeMap<Kind, Box<dyn Backend>>,
+    /// The sessions each of them was asked to follow (`observe`), so that
+    /// each is asked once, however much work the session is given.
+    observed: BTreeSet<String>,
     /// What they are made from (`[codex]`, `[claude]`, `[opencode]`, the
     /// project's name for the ids its prompts carry).
     settings: Settings,
@@ -34,6 +37,7 @@ impl Backends {
         Backends {
             dir,
             agents: BTreeMap::new(),
+            observed: BTreeSet::new(),
             settings: settings.clone(),
             reports,
         }
@@ -51,6 +55,10 @@ impl Backends {
             Kind::Dir => false,
         } || old.project.name != settings.project.name;
         self.agents.retain(|kind, _| !changed(kind));
+        // A backend made again follows nothing yet.
+        let agents = &self.agents;
+        self.observed
+            .retain(|session| agents.contains_key(&Kind::of(session).0));
         self.settings = settings.clone();
     }
 
@@ -87,11 +95,16 @@ impl Backends {
         }
     }
 
-    /// Follow `session`'s state (see `Backend::observe`); a session no
+    /// Follow `session`'s state (see `Backend::observe`), once per
+    /// backend; a directory session (its tree is read anyway) or one no
     /// backend of this build reaches is left alone.
     pub fn observe(&mut self, session: &str) {
+        if Kind::of(session).0 == Kind::Dir || self.observed.contains(session) {
+            return;
+        }
         if let Ok(backend) = self.of(session) {
             backend.observe(session);
+            self.observed.insert(session.to_string());
         }
     }
 

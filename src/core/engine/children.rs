@@ -43,8 +43,9 @@ const PARENT_PREFIX_BYTES: usize = 48;
 /// no-op. It starts with the parent's id, so it is never one of ollie-9p's
 /// fixed names under `s/` (`new`, `idx`, …), and holds only characters that
 /// `s/new` (split on whitespace) and a path component take. It is of the
-/// parent's kind (`codex:…` for a Codex parent): the backend that creates
-/// it is the one its prompts must reach.
+/// parent's kind (`codex:…` for a Codex parent, `opencode:ses_x` →
+/// `opencode:ses_x.s2-…`): the child is created, reached and reaped through
+/// the parent's backend.
 pub(super) fn child_id(parent: &str, source: &Source, key: &str, label: &str) -> String {
     let mut h = Fnv::default();
     for part in [parent, &source.to_string(), key] {
@@ -475,5 +476,13 @@ mod tests {
             child_id("opencode:019a2b3c", &plan, "write the docs", "s2")
         );
         assert_eq!(Kind::of(&child_id("agent", &plan, "k", "s1")).0, Kind::Dir);
+        let o = child_id("opencode:ses_x", &plan, "write the docs", "s2");
+        assert_eq!(Kind::of(&o).0, Kind::Opencode, "{o}");
+        assert!(o.starts_with("opencode:ses_x.s2-"), "{o}");
+        assert!(crate::core::session::check_session(&o).is_ok());
+        // Another kind's parent of the same id is another child.
+        assert_ne!(o, child_id("codex:ses_x", &plan, "write the docs", "s2"));
+        let dir = child_id("ses_x", &plan, "write the docs", "s2");
+        assert_eq!(Kind::of(&dir).0, Kind::Dir, "{dir}");
     }
 }

@@ -67,6 +67,26 @@ impl Ledger {
         fx.push(Effect::Record(record));
     }
 
+    /// Say, once each, the front prompts that wait for their session to be
+    /// idle: it would fold a prompt given during its turn into that turn.
+    pub(super) fn say_held(&mut self, observed: &BTreeMap<String, Observed>, fx: &mut Vec<Effect>) {
+        let outbox = &self.memory.outbox;
+        let front = |s: &str| outbox.get(s).and_then(|q| q.front());
+        for (session, p, state) in self.lanes.newly_held(front, observed) {
+            let log = Log::new(
+                Level::Info,
+                format!(
+                    "{} waits for session {session} to be idle: a prompt given during its turn would be folded into that turn ({state})",
+                    p.step
+                ),
+            )
+            .plan(&p.source)
+            .step(&p.step)
+            .session(&session);
+            fx.push(Effect::Log(log));
+        }
+    }
+
     /// The delivery lanes, for what `status` shows of them.
     pub(super) fn lanes(&self) -> &Lanes {
         &self.lanes

@@ -34,7 +34,7 @@ use super::sessions::Observed;
 use super::timers::{Timer, Timers};
 use crate::core::input::Reached;
 use crate::core::record::Pending;
-use crate::core::session::Kind;
+use crate::core::session::{AgentState, Kind};
 use crate::core::source::Source;
 
 /// What a session was last told, and how it went — for `status`.
@@ -103,6 +103,9 @@ pub(super) struct Lane {
     refused: u64,
     /// What the session was told last.
     last: Option<Told>,
+    /// The prompt said to wait for the session to be idle (a kind that
+    /// takes one only while idle), so it is said once.
+    held_said: Option<u64>,
 }
 
 impl Lane {
@@ -251,6 +254,33 @@ impl Lanes {
         let lane = self.lanes.get_mut(session)?;
         let seen = lane.writing_seen.take();
         seen.filter(|_| lane.writing == Some(seq))
+    }
+
+    /// The front prompts that wait only because their session, of a kind
+    /// that takes one only while idle (`Kind::waits_for_idle`), is busy —
+    /// each returned once, with that state, for the journal to say why it
+    /// waits. A prompt being written is not waiting.
+    pub(super) fn newly_held<'m>(
+        &mut self,
+        front: impl Fn(&str) -> Option<&'m Pending>,
+        observed: &BTreeMap<String, Observed>,
+    ) -> Vec<(String, &'m Pending, AgentState)> {
+        let mut out = Vec::new();
+        for (session, o) in observed {
+            if o.state.is_idle() || !Kind::of(session).0.waits_for_idle() {
+                continue;
+            }
+            let Some(p) = front(session) else {
+                continue;
+            };
+            let lane = self.lane(session);
+            if lane.writing.is_some() || lane.held_said == Some(p.seq) {
+                continue;
+            }
+            lane.held_said = Some(p.seq);
+            out.push((session.clone(), p, o.state.clone()));
+        }
+        out
     }
 
     /// A prompt reached its session, as `reached` says, the agent observed

@@ -120,6 +120,17 @@ pub(super) struct Carry<'a> {
 impl World for Carry<'_> {
     fn record(&mut self, record: &Record) {
         self.persist(record);
+        // A session of an agent program given work is followed from now
+        // on: one that waits to be seen idle (opencode) gets nothing
+        // before, and an idle one is reminded only if it is followed.
+        if let Record::Announce {
+            session: Some(session),
+            pending: Some(_),
+            ..
+        } = record
+        {
+            self.backends.observe(session);
+        }
     }
 
     fn log(&mut self, log: Log) {

@@ -19,6 +19,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use reveille::shell::agents::opencode::http::Server;
@@ -30,6 +31,12 @@ use crate::util::{try_wait_until, wait_until};
 /// How long opencode may take to start listening (it loads its plugins
 /// and database first; seconds on a loaded machine).
 const START: Duration = Duration::from_secs(60);
+
+/// One opencode of the tests at a time: each is hundreds of MB and a few
+/// cores' worth at its start, and the tests measure latencies that a
+/// second one starting beside it would distort (on 2 cores, two at once
+/// made turns and idle reports seconds late).
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// An isolated home for opencode, configured for the fake model.
 pub struct Home {
@@ -170,6 +177,9 @@ pub struct Opencode {
     /// The session a restarted TUI continues (`--session`), as a person
     /// restarting it would.
     resume: Option<String>,
+    /// Held while this one lives (a failed test's poison is no matter);
+    /// dropped after the process is killed (fields drop in order).
+    _turn: MutexGuard<'static, ()>,
 }
 
 impl Opencode {
@@ -186,6 +196,7 @@ impl Opencode {
 
     /// Start opencode in `home`, on a free port, and wait until it serves.
     pub fn start(home: Home, mode: Mode) -> Opencode {
+        let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let port = free_port();
         let server = Server::parse(&format!("http://127.0.0.1:{port}")).unwrap();
         let mut oc = Opencode {
@@ -196,6 +207,7 @@ impl Opencode {
             running: None,
             starts: 0,
             resume: None,
+            _turn: turn,
         };
         oc.start_again();
         oc
@@ -249,11 +261,10 @@ impl Opencode {
             }
         };
         self.running = Some(running);
-        let ok = try_wait_until(START, || {
-            self.call("GET", "/session/status", None)
-                .ok()
-                .filter(|a| a.0 == 200)
-        });
+        // Probed with the event stream, whose head is waited for 3 s: a
+        // request opencode takes as its listener opens is never answered,
+        // and a plain call would wait its whole 10 s on it.
+        let ok = try_wait_until(START, || self.server.events().ok().map(drop));
         assert!(
             ok.is_some(),
             "opencode did not serve {} within {START:?}",

@@ -105,10 +105,12 @@ fn bash_quote(s: &str) -> String {
 }
 
 /// A bash script that rewrites, in place, the first line of the file that
-/// is exactly `- [ ] <title>` (surrounding whitespace ignored, indentation
-/// kept) to `- [x] <title>` and prints `ticked: <title>`; it exits 1 with
-/// `step not found` or `no such file` otherwise. Pure bash, so it runs in
-/// any agent's shell tool.
+/// is exactly `- [ ] <title>` — as strict as an agent's exact-text edit:
+/// reveille's close instruction must quote the line as written, annotation
+/// and all — surrounding whitespace ignored, indentation kept, to
+/// `- [x] <title>` and prints `ticked: <title>`; it exits 1 with `step not
+/// found` or `no such file` otherwise. Pure bash, so it runs in any agent's
+/// shell tool.
 pub fn tick_command(tick: &Tick) -> String {
     let title = tick.title.clone().unwrap_or_default();
     format!(
@@ -125,7 +127,7 @@ while :; do
     else
       case $t in "- [ ] "?*) hit=1 ;; esac
     fi
-    if [ -n "$hit" ]; then line="${{line/"- [ ] "/"- [x] "}}"; got="${{t#"- [ ] "}}"; fi
+    if [ -n "$hit" ]; then line="${{line/"- [ ] "/"- [x] "}}"; got="${{title:-${{t#"- [ ] "}}}}"; fi
   fi
   buf+="$line$nl"
   [ -n "$nl" ] || break
@@ -176,10 +178,25 @@ mod tests {
     fn the_tick_command_ticks_exactly_the_titled_step() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("p.md");
-        std::fs::write(&f, "# G\n\n- [ ] A\n  - [ ] B's \"step\"\n- [ ] C\n").unwrap();
-        let tick = Tick {
+        std::fs::write(
+            &f,
+            "# G\n\n- [ ] A\n  - [ ] B's \"step\" (after: none)\n- [ ] C\n",
+        )
+        .unwrap();
+        // The title without its annotation is not the line.
+        let short = Tick {
             path: f.display().to_string(),
             title: Some("B's \"step\"".into()),
+        };
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(tick_command(&short))
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{out:?}");
+        let tick = Tick {
+            path: f.display().to_string(),
+            title: Some("B's \"step\" (after: none)".into()),
         };
         let out = std::process::Command::new("bash")
             .arg("-c")
@@ -189,11 +206,11 @@ mod tests {
         assert!(out.status.success(), "{out:?}");
         assert_eq!(
             String::from_utf8_lossy(&out.stdout),
-            "ticked: B's \"step\"\n"
+            "ticked: B's \"step\" (after: none)\n"
         );
         assert_eq!(
             std::fs::read_to_string(&f).unwrap(),
-            "# G\n\n- [ ] A\n  - [x] B's \"step\"\n- [ ] C\n"
+            "# G\n\n- [ ] A\n  - [x] B's \"step\" (after: none)\n- [ ] C\n"
         );
         let missing = Tick {
             path: f.display().to_string(),

@@ -139,6 +139,41 @@ fn an_agent_that_folds_prompts_into_its_turn_gets_them_only_while_idle() {
 }
 
 #[test]
+fn the_journal_says_once_that_a_prompt_waits_for_an_agent_to_be_idle() {
+    let mut oc = rig("opencode:x", busy(), Reached::Accepted);
+    oc.write(NAME, &plan(2));
+    let waits = |rig: &Rig, step: &str| {
+        rig.world
+            .logs
+            .iter()
+            .filter(|l| {
+                l.message
+                    .starts_with(&format!("{step} waits for session opencode:x to be idle"))
+            })
+            .count()
+    };
+    assert_eq!(waits(&oc, "s1"), 1);
+    assert!(said(&oc, "would be folded into that turn (thinking)"));
+    oc.feed(Input::SessionState {
+        session: "opencode:x".into(),
+        state: Some(AgentState::Busy("calling: bash".into())),
+    });
+    assert_eq!(waits(&oc, "s1"), 1, "said once per prompt");
+    oc.feed(Input::SessionState {
+        session: "opencode:x".into(),
+        state: Some(AgentState::Idle),
+    });
+    assert_eq!(oc.take_delivered(), ["s1"]);
+    // s2 now waits for the turn s1 started: said, with why.
+    assert_eq!(waits(&oc, "s2"), 1);
+    assert!(said(&oc, "(starting a turn on s1)"));
+    // An agent that runs a prompt after its turn is never said to hold one.
+    let mut ollie = rig("a", busy(), Reached::Accepted);
+    ollie.write(NAME, &plan(1));
+    assert!(!said(&ollie, "to be idle"));
+}
+
+#[test]
 fn the_journal_says_whether_the_prompt_woke_the_agent_or_waits_behind_its_turn() {
     let mut idle = rig("a", Some(AgentState::Idle), Reached::Accepted);
     idle.write(NAME, &plan(1));

@@ -28,7 +28,6 @@ use super::followed::{Guard, Shared};
 use super::{message_id, owner};
 use crate::core::effect::Delivery;
 use crate::core::input::{Input, Reached, Undeliverable};
-use crate::core::session::Kind;
 
 /// How far back the transcript is searched for a copy of a prompt sent
 /// before a restart: the prompt in flight when reveille stopped, and the
@@ -50,8 +49,9 @@ enum Done {
     Posted,
     /// Delivered before in this run: not sent again.
     Again,
-    /// Found in the transcript, sent before; `answered`: its turn started.
-    Found { answered: bool },
+    /// Found in the transcript as message `id`, sent before; `answered`:
+    /// its turn started.
+    Found { id: String, answered: bool },
 }
 
 /// Why a delivery did not happen, and what follows from it.
@@ -85,8 +85,11 @@ impl Courier {
         let mut f = self.shared.lock();
         let then = outcome.as_ref().err().map(|r| r.then);
         f.uncertain(id, d.seq, then == Some(Then::LookFirst));
+        if let Ok(Done::Found { id: message, .. }) = &outcome {
+            tracing::info!(project = %self.project, session = %d.session, step = %d.step, "{} reached {} before reveille restarted (its message {message} is in the transcript): not sent again", d.step, d.session);
+        }
         match outcome {
-            Ok(Done::Found { answered: true }) => {
+            Ok(Done::Found { answered: true, .. }) => {
                 f.outcome(id, delivered(d));
                 f.turn_started(id, d.seq);
             }
@@ -111,6 +114,7 @@ impl Courier {
 
     /// The delivery, or why not.
     fn attempt(&self, d: &Delivery, id: &str) -> Result<Done, Refusal> {
+        let began = std::time::Instant::now();
         let sure = refused(Then::Retry);
         if self.shared.lock().guard(id, d.seq) == Guard::Taken {
             return Ok(Done::Again);
@@ -126,20 +130,26 @@ impl Courier {
                 .find_copy(id, d.seq)
                 .map_err(|e| sure(self.failed(id, e)))?;
             self.shared.lock().looked(id);
-            if let Some(answered) = copy {
-                return Ok(Done::Found { answered });
+            if let Some((id, answered)) = copy {
+                return Ok(Done::Found { id, answered });
             }
         }
+        let before = self.shared.lock().stream_count(id);
         let state = self
             .api
             .state(id, &directory)
             .map_err(|e| sure(self.failed(id, e)))?;
-        self.shared.lock().state(id, Some(state.clone()));
-        if !state.is_idle() {
-            return Err(refused(Then::WaitIdle)(format!(
-                "busy: waits for the running turn to end ({state})"
-            )));
+        match self.shared.lock().polled(id, Some(state), before) {
+            Some(state) if state.is_idle() => {}
+            Some(state) => {
+                return Err(refused(Then::WaitIdle)(format!(
+                    "busy: waits for the running turn to end ({state})"
+                )))
+            }
+            None => return Err(sure(format!("session {id} was deleted"))),
         }
+        // Where a wake-up's time goes, for whoever measures it.
+        tracing::debug!(project = %self.project, session = %d.session, "posting seq {} to {id}: checks took {:?}", d.seq, began.elapsed());
         self.post(d, id)
     }
 
@@ -161,12 +171,13 @@ impl Courier {
         let Guard::Running(previous) = self.shared.lock().guard(id, seq) else {
             return Ok(());
         };
+        let before = self.shared.lock().stream_count(id);
         let state = self
             .api
             .state(id, directory)
             .map_err(|e| refused(Then::Retry)(self.failed(id, e)))?;
         let mut f = self.shared.lock();
-        f.state(id, Some(state));
+        f.polled(id, Some(state), before);
         if f.guard(id, seq) == Guard::Free {
             return Ok(());
         }
@@ -175,10 +186,30 @@ impl Courier {
         )))
     }
 
-    /// A copy of prompt `seq` in the transcript: `Some(answered)`.
-    fn find_copy(&self, id: &str, seq: u64) -> Result<Option<bool>, ApiError> {
+    /// Get ready to deliver to `id`, which the engine has work for: its
+    /// last messages are read now, off the wake path (on a loaded machine
+    /// the server's first read of a transcript took 600 ms), for the first
+    /// delivery's look. A prompt of a reveille killed mid-post that the
+    /// server stores after this read is missed by it: the window is the
+    /// milliseconds between `prompt_async`'s answer and its store.
+    pub fn prepare(&self, id: &str) {
+        if !self.shared.lock().must_look(id, u64::MAX) {
+            return;
+        }
+        if let Ok(messages) = self.api.messages(id, LOOK_BACK) {
+            self.shared.lock().keep_snapshot(id, messages);
+        }
+    }
+
+    /// A copy of prompt `seq` in the transcript: its id, and whether it
+    /// was answered.
+    fn find_copy(&self, id: &str, seq: u64) -> Result<Option<(String, bool)>, ApiError> {
         let tag = message_id::tag(&self.project, seq);
-        let messages = self.api.messages(id, LOOK_BACK)?;
+        let kept = self.shared.lock().take_snapshot(id, seq);
+        let messages = match kept {
+            Some(messages) => messages,
+            None => self.api.messages(id, LOOK_BACK)?,
+        };
         let Some(copy) = messages
             .iter()
             .find(|m| m.role == "user" && message_id::carries(&m.id, &tag))
@@ -188,7 +219,7 @@ impl Courier {
         let answered = messages
             .iter()
             .any(|m| m.role == "assistant" && m.parent.as_deref() == Some(copy.id.as_str()));
-        Ok(Some(answered))
+        Ok(Some((copy.id.clone(), answered)))
     }
 
     /// Post the prompt and wait for the server's record of it.
@@ -203,6 +234,7 @@ impl Courier {
             self.shared.lock().unpost(id, &message);
             return Err(refused(then)(self.failed(id, e)));
         }
+        tracing::debug!(project = %self.project, session = %d.session, "posted seq {} to {id} as {message}", d.seq);
         if self.shared.wait_stored(id, &message, STORE) != Some(false) {
             return Ok(Done::Posted);
         }
@@ -245,19 +277,5 @@ fn delivered(d: &Delivery) -> Input {
         session: d.session.clone(),
         seq: d.seq,
         reached: Reached::Accepted,
-    }
-}
-
-/// The bare opencode session id of a qualified one, or why it is not one.
-pub fn session_id(session: &str) -> Result<&str, String> {
-    match Kind::of(session) {
-        (Kind::Opencode, id) if id.starts_with("ses") => Ok(id),
-        (Kind::Opencode, id) => Err(format!(
-            "{id:?} is not an opencode session id (they start with \"ses_\"; `opencode session list` shows them)"
-        )),
-        (kind, _) => Err(format!(
-            "{session:?} is a {} session, not an opencode one",
-            kind.name()
-        )),
     }
 }

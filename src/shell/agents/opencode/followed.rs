@@ -4,12 +4,14 @@
 //! follower and the courier both update it (behind one mutex, so their
 //! reports reach the engine in the order they were decided), and it alone
 //! turns what they learn into `Input`s: a state only when it changed, a
-//! turn start once per prompt.
+//! turn start once per prompt — each under the name the engine knows the
+//! session by (a child's is the engine's, not opencode's id: `names`).
 
 use std::collections::HashMap;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use super::api::MessageInfo;
 use crate::core::input::Input;
 use crate::core::session::{AgentState, Kind};
 use crate::shell::backend::Reports;
@@ -42,10 +44,16 @@ pub struct Posted {
 /// One followed session.
 #[derive(Debug, Default)]
 struct Session {
+    /// The engine's name for it when that is not `opencode:<its id>` (a
+    /// child reveille made).
+    name: Option<String>,
     /// Its working directory, once its record was read.
     directory: Option<String>,
     /// What was last reported (`None`: nothing yet).
     reported: Option<Option<AgentState>>,
+    /// How many states the event stream gave for it: a state read by a
+    /// call is stale if the stream spoke while the call was under way.
+    streamed: u64,
     /// The state as last seen, before tool detail is added.
     busy_with_tool: Option<String>,
     /// Reveille's prompt it runs or is about to run.
@@ -59,6 +67,10 @@ struct Session {
     /// the first prompt of a session's outbox can have been in flight when
     /// reveille stopped).
     looked: bool,
+    /// Its last messages, read when it was first followed (before any
+    /// delivery): where the first delivery looks for a copy sent before a
+    /// restart, so that no read of the transcript is on the wake path.
+    snapshot: Option<Vec<MessageInfo>>,
     /// Seqs whose post broke midway: it may have been taken.
     uncertain: Vec<u64>,
     /// The last [`KEPT`] seqs reported delivered in this run: delivered
@@ -145,7 +157,7 @@ impl Followed {
         }
     }
 
-    fn send(&self, input: Input) {
+    pub fn send(&self, input: Input) {
         // The loop has stopped when nobody receives: nothing to tell.
         let _ = self.reports.send(input);
     }
@@ -157,6 +169,34 @@ impl Followed {
 
     pub fn forget(&mut self, id: &str) {
         self.sessions.remove(id);
+    }
+
+    /// The engine calls followed session `id` `name` (a child).
+    pub fn call(&mut self, id: &str, name: &str) {
+        if let Some(s) = self.sessions.get_mut(id) {
+            s.name = Some(name.to_string());
+        }
+    }
+
+    /// The id of the followed session the engine calls `name`.
+    pub fn find(&self, name: &str) -> Option<String> {
+        self.sessions
+            .iter()
+            .find(|(_, s)| s.name.as_deref() == Some(name))
+            .map(|(id, _)| id.clone())
+    }
+
+    /// Whether `id` is followed and its state was reported.
+    pub fn reported(&self, id: &str) -> bool {
+        self.sessions.get(id).is_some_and(|s| s.reported.is_some())
+    }
+
+    /// What the engine calls session `id`.
+    fn engine_name(&self, id: &str) -> String {
+        match self.sessions.get(id).and_then(|s| s.name.clone()) {
+            Some(name) => name,
+            None => Kind::Opencode.qualify(id),
+        }
     }
 
     /// Every followed session, with its directory when known.
@@ -210,6 +250,24 @@ impl Followed {
         if let Some(s) = self.sessions.get_mut(id) {
             s.looked = true;
         }
+    }
+
+    /// Keep `messages`, the session's last ones, for its first delivery's
+    /// look (unless one looked already).
+    pub fn keep_snapshot(&mut self, id: &str, messages: Vec<MessageInfo>) {
+        if let Some(s) = self.sessions.get_mut(id).filter(|s| !s.looked) {
+            s.snapshot = Some(messages);
+        }
+    }
+
+    /// The messages kept for a look, once; `None` for a `seq` whose post
+    /// broke midway (what it left can only be read now).
+    pub fn take_snapshot(&mut self, id: &str, seq: u64) -> Option<Vec<MessageInfo>> {
+        let s = self.sessions.get_mut(id)?;
+        if s.uncertain.contains(&seq) {
+            return None;
+        }
+        s.snapshot.take()
     }
 
     /// Whether a post of `seq` to `id` broke midway (it may have been
@@ -281,12 +339,45 @@ impl Followed {
         if s.reported == Some(Some(AgentState::Idle)) {
             // It went idle before the refusal was told: say so again.
             self.send(Input::SessionState {
-                session: Kind::Opencode.qualify(id),
+                session: self.engine_name(id),
                 state: Some(AgentState::Idle),
             });
         } else {
             s.owe_idle = true;
         }
+    }
+
+    /// A state the event stream gave (`None`: the session was deleted).
+    pub fn streamed(&mut self, id: &str, state: Option<AgentState>) {
+        if let Some(s) = self.sessions.get_mut(id) {
+            s.streamed += 1;
+        }
+        self.state(id, state);
+    }
+
+    /// How many states the event stream gave for `id` so far.
+    pub fn stream_count(&self, id: &str) -> u64 {
+        self.sessions.get(id).map_or(0, |s| s.streamed)
+    }
+
+    /// A state read by a call begun when the stream had given `before`
+    /// states of `id`: applied only if the stream gave none since (a turn
+    /// that ended while `GET /session/status` was under way must not be
+    /// undone by its stale "busy"). Returns the state that holds now.
+    pub fn polled(
+        &mut self,
+        id: &str,
+        state: Option<AgentState>,
+        before: u64,
+    ) -> Option<AgentState> {
+        let Some(s) = self.sessions.get(id) else {
+            return state;
+        };
+        if s.streamed != before {
+            return s.reported.clone().flatten();
+        }
+        self.state(id, state.clone());
+        state
     }
 
     /// The session's state as the server says (`None`: gone, or the
@@ -357,7 +448,7 @@ impl Followed {
     /// Report that a turn started on prompt `seq` of `id`.
     pub fn turn_started(&self, id: &str, seq: u64) {
         self.send(Input::TurnStarted {
-            session: Kind::Opencode.qualify(id),
+            session: self.engine_name(id),
             seq,
         });
     }
@@ -412,7 +503,7 @@ impl Followed {
         }
         s.reported = Some(state.clone());
         self.send(Input::SessionState {
-            session: Kind::Opencode.qualify(id),
+            session: self.engine_name(id),
             state,
         });
     }
@@ -523,6 +614,74 @@ mod tests {
             drain(&mut rx),
             vec![state(busy("busy")), idle.clone(), idle]
         );
+    }
+
+    #[test]
+    fn a_polled_state_older_than_the_streams_word_is_not_applied() {
+        let (mut f, mut rx) = followed();
+        f.streamed("ses_a", busy("busy"));
+        let before = f.stream_count("ses_a");
+        // The turn ends while the poll is under way; its stale "busy"
+        // comes back after the stream's idle.
+        f.streamed("ses_a", Some(AgentState::Idle));
+        assert_eq!(
+            f.polled("ses_a", busy("busy"), before),
+            Some(AgentState::Idle)
+        );
+        let before = f.stream_count("ses_a");
+        assert_eq!(f.polled("ses_a", busy("busy"), before), busy("busy"));
+        assert_eq!(
+            drain(&mut rx),
+            vec![
+                state(busy("busy")),
+                state(Some(AgentState::Idle)),
+                state(busy("busy"))
+            ]
+        );
+    }
+
+    #[test]
+    fn a_child_is_reported_and_found_by_the_engines_name() {
+        let (mut f, mut rx) = followed();
+        let name = "opencode:ses_a.s2-0123456789ab";
+        f.learn("ses_c");
+        f.call("ses_c", name);
+        assert_eq!(f.find(name).as_deref(), Some("ses_c"));
+        assert_eq!(f.find("opencode:ses_c"), None);
+        f.state("ses_c", Some(AgentState::Idle));
+        f.turn_started("ses_c", 3);
+        let child = |state| Input::SessionState {
+            session: name.into(),
+            state,
+        };
+        assert_eq!(
+            drain(&mut rx),
+            vec![
+                child(Some(AgentState::Idle)),
+                Input::TurnStarted {
+                    session: name.into(),
+                    seq: 3
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn a_transcript_read_before_the_first_delivery_serves_its_look_once() {
+        let (mut f, _rx) = followed();
+        let m = MessageInfo {
+            id: "msg_1".into(),
+            role: "user".into(),
+            parent: None,
+        };
+        f.keep_snapshot("ses_a", vec![m.clone()]);
+        f.uncertain("ses_a", 2, true);
+        assert_eq!(f.take_snapshot("ses_a", 2), None, "a broken post reads now");
+        assert_eq!(f.take_snapshot("ses_a", 1), Some(vec![m]));
+        assert_eq!(f.take_snapshot("ses_a", 1), None, "once");
+        f.looked("ses_a");
+        f.keep_snapshot("ses_a", vec![]);
+        assert_eq!(f.take_snapshot("ses_a", 1), None, "not after a look");
     }
 
     #[test]

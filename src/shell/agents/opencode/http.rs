@@ -16,6 +16,15 @@ const CONNECT: Duration = Duration::from_secs(1);
 /// How long one answer may take. `prompt_async` answers in 14–32 ms and
 /// every other call reveille makes is a read of the server's database.
 const ANSWER: Duration = Duration::from_secs(10);
+/// How long the head of the event stream's answer may take. opencode
+/// 1.18.33 never answers a request it accepted as its listener opened,
+/// while it was still starting (seen: 70 s and counting; the next request,
+/// 250 ms later, was answered in 190 ms), and the follower, which tries
+/// every 250 ms, meets exactly that moment: its request is given up soon
+/// and made again, rather than leaving the server's return unseen for the
+/// whole silence timeout. (Not for calls: a transcript read on a loaded
+/// machine, during a turn, took longer than 3 s to begin.)
+const HEAD: Duration = Duration::from_secs(3);
 /// How long the event stream may be silent: the server sends a heartbeat
 /// every 10 s, so three missed ones mean the connection is dead.
 const SILENCE: Duration = Duration::from_secs(30);
@@ -149,10 +158,11 @@ impl Server {
             ));
         }
         head.push_str("\r\n");
+        // One write: the request goes out in one segment.
+        head.push_str(&body);
         let broken = |e: io::Error| Failure::Broken(format!("{method} {target}: {e}"));
         conn.write_all(head.as_bytes()).map_err(broken)?;
-        conn.write_all(body.as_bytes()).map_err(broken)?;
-        let (status, mut body) = read_head(BufReader::new(conn)).map_err(broken)?;
+        let (status, mut body) = read_head(conn, ANSWER, ANSWER).map_err(broken)?;
         let mut bytes = Vec::new();
         body.read_to_end(&mut bytes).map_err(broken)?;
         Ok(Answer {
@@ -165,7 +175,6 @@ impl Server {
     /// server serves.
     pub fn events(&self) -> Result<EventStream, Failure> {
         let mut conn = self.connect()?;
-        let _ = conn.set_read_timeout(Some(SILENCE));
         let stop = conn
             .try_clone()
             .map_err(|e| Failure::Broken(format!("event stream: {e}")))?;
@@ -173,7 +182,7 @@ impl Server {
         head.push_str("Accept: text/event-stream\r\n\r\n");
         let broken = |e: io::Error| Failure::Broken(format!("GET /global/event: {e}"));
         conn.write_all(head.as_bytes()).map_err(broken)?;
-        let (status, body) = read_head(BufReader::new(conn)).map_err(broken)?;
+        let (status, body) = read_head(conn, HEAD, SILENCE).map_err(broken)?;
         if status != 200 {
             return Err(Failure::Broken(format!(
                 "GET /global/event answered {status}"
@@ -225,8 +234,35 @@ impl Server {
 /// A body as it arrives: by length, chunked, or to the end of the stream.
 type Body = Box<dyn Read + Send>;
 
-/// Read the status line and headers; return the status and the body.
-fn read_head(mut r: BufReader<TcpStream>) -> io::Result<(u16, Body)> {
+/// Read the status line and headers (within `head`); return the status
+/// and the body, which may take `then` between two reads.
+fn read_head(conn: TcpStream, head: Duration, then: Duration) -> io::Result<(u16, Body)> {
+    conn.set_read_timeout(Some(head))?;
+    let rest = conn.try_clone()?;
+    let mut r = BufReader::new(conn);
+    let head = read_status_and_headers(&mut r).map_err(|e| match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("no answer within {head:?} (an opencode still starting never answers what it took as it opened)"),
+        ),
+        _ => e,
+    });
+    rest.set_read_timeout(Some(then))?;
+    let (status, chunked, length) = head?;
+    let body: Body = match (chunked, length) {
+        (true, _) => Box::new(Chunked {
+            inner: r,
+            left: 0,
+            done: false,
+        }),
+        (false, Some(n)) => Box::new(r.take(n)),
+        (false, None) => Box::new(r),
+    };
+    Ok((status, body))
+}
+
+/// The status, whether the body is chunked, and its length if given.
+fn read_status_and_headers(r: &mut BufReader<TcpStream>) -> io::Result<(u16, bool, Option<u64>)> {
     let mut line = String::new();
     if r.read_line(&mut line)? == 0 {
         return Err(io::Error::new(
@@ -259,18 +295,7 @@ fn read_head(mut r: BufReader<TcpStream>) -> io::Result<(u16, Body)> {
             length = v.parse::<u64>().ok();
         }
     }
-    let body: Body = if chunked {
-        Box::new(Chunked {
-            inner: r,
-            left: 0,
-            done: false,
-        })
-    } else if let Some(n) = length {
-        Box::new(r.take(n))
-    } else {
-        Box::new(r)
-    };
-    Ok((status, body))
+    Ok((status, chunked, length))
 }
 
 /// A chunked body, de-chunked.
@@ -384,6 +409,31 @@ fn base64(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_event_stream_that_never_begins_is_given_up_after_the_head_timeout() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // Accepts, reads, and holds the connection without a word.
+        let held = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = conn.read(&mut buf);
+            conn
+        });
+        let s = Server::parse(&format!("http://127.0.0.1:{port}")).unwrap();
+        let t0 = std::time::Instant::now();
+        let Err(err) = s.events() else {
+            panic!("an answer from a server that said nothing")
+        };
+        assert!(
+            t0.elapsed() < HEAD + Duration::from_secs(2),
+            "{:?}",
+            t0.elapsed()
+        );
+        assert!(err.to_string().contains("no answer within 3s"), "{err}");
+        drop(held.join());
+    }
 
     #[test]
     fn urls_are_read_and_bad_ones_named() {

@@ -12,6 +12,8 @@
 //! - `owner`: refuses a session another opencode process may be running;
 //! - `children`: fan-out children (`parentID`, a title from the child's
 //!   name), and reaping them;
+//! - `names`: the engine's names for sessions (a child's is its own, not
+//!   opencode's id) and what they lead to;
 //! - `followed`: what is known and was reported of each session;
 //! - `api`, `http`, `events`: the server's routes, the HTTP client, the
 //!   events.
@@ -27,15 +29,17 @@ pub mod events;
 pub mod followed;
 pub mod http;
 pub mod message_id;
+pub mod names;
 pub mod owner;
 pub mod watch;
 
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
 
-use self::api::Api;
-use self::deliver::{session_id, Courier};
+use self::api::{Api, ApiError};
+use self::deliver::Courier;
 use self::followed::Shared;
+use self::names::Name;
 use self::watch::Stop;
 use crate::config::OpencodeSettings;
 use crate::core::effect::{Delivery, Spawn};
@@ -47,6 +51,8 @@ enum Command {
     Deliver(Delivery),
     Spawn(Spawn),
     Reap(String),
+    /// Follow a session, and report its state now.
+    Observe(String),
 }
 
 /// The sessions of one opencode server.
@@ -122,18 +128,58 @@ fn spawn_thread(name: &str, f: impl FnOnce() + Send + 'static) {
 
 fn run(courier: &Courier, reports: &Reports, command: Command) {
     match command {
-        Command::Deliver(d) => match session_id(&d.session) {
-            Ok(id) => courier.deliver(&d, id),
+        Command::Deliver(d) => match resolve(courier, &d.session) {
+            Ok(id) => courier.deliver(&d, &id),
             Err(reason) => {
                 let _ = reports.send(undeliverable(&d, reason));
             }
         },
-        Command::Spawn(s) => {
-            let _ = reports.send(children::spawn(&courier.api, &courier.shared, &s));
+        Command::Spawn(s) => children::spawn(&courier.api, &courier.shared, &s),
+        Command::Reap(child) => match resolve(courier, &child) {
+            Ok(id) => children::reap(&courier.api, &courier.shared, &id, &child, &courier.project),
+            Err(why) => {
+                tracing::warn!(project = %courier.project, session = %child, "cannot reap child session {child}: {why}")
+            }
+        },
+        Command::Observe(session) => {
+            if let Ok(id) = resolve(courier, &session) {
+                courier.shared.lock().learn(&id);
+                // Its transcript first, then its state: the engine gives
+                // it a prompt once it is reported idle, and that delivery
+                // then finds the transcript read (it would wait behind the
+                // read on this thread otherwise).
+                courier.prepare(&id);
+                if !courier.shared.lock().reported(&id) {
+                    let _ = watch::refresh_one(&courier.api, &courier.shared, &id);
+                }
+            }
         }
-        Command::Reap(child) => {
-            children::reap(&courier.api, &courier.shared, &child, &courier.project)
+    }
+}
+
+/// opencode's own id for the session the engine calls `session`. A child
+/// reveille made is found by its title under its parent; one its parent
+/// no longer has is reported gone (its step goes back to the parent).
+fn resolve(courier: &Courier, session: &str) -> Result<String, String> {
+    let (name, parent) = match names::parse(session)? {
+        Name::Own(id) => return Ok(id.to_string()),
+        Name::Child { name, parent } => (name, parent),
+    };
+    let shared = &courier.shared;
+    match children::find(&courier.api, shared, name, parent) {
+        Ok(Some(id)) => Ok(id),
+        Ok(None) | Err(ApiError::NoSession(_)) => {
+            shared.lock().send(Input::SessionState {
+                session: session.to_string(),
+                state: None,
+            });
+            Err(format!(
+                "no child session titled \"{}\" under {parent} on the opencode server at {}",
+                names::child_title(name),
+                courier.api.server.url()
+            ))
         }
+        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -147,7 +193,7 @@ fn undeliverable(d: &Delivery, reason: String) -> Input {
 
 impl Backend for OpencodeBackend {
     fn deliver(&mut self, d: &Delivery) -> Option<Result<Reached, Undeliverable>> {
-        if let Err(reason) = session_id(&d.session) {
+        if let Err(reason) = names::parse(&d.session) {
             return Some(Err(Undeliverable { reason }));
         }
         self.send(Command::Deliver(d.clone()))
@@ -167,6 +213,15 @@ impl Backend for OpencodeBackend {
     fn reap(&mut self, child: &str) {
         if let Err(why) = self.send(Command::Reap(child.to_string())) {
             tracing::warn!(session = %child, "cannot reap child session {child}: {why}");
+        }
+    }
+
+    /// Every session the engine has work for is followed from now on: an
+    /// idle session says nothing of itself on the event stream, and the
+    /// engine gives an opencode session a prompt only once it is seen idle.
+    fn observe(&mut self, session: &str) {
+        if names::parse(session).is_ok() {
+            let _ = self.send(Command::Observe(session.to_string()));
         }
     }
 }

@@ -36,6 +36,7 @@ pub struct Stop {
 
 /// Follow the server until `stop` is closed.
 pub fn follow(api: Api, shared: Arc<Shared>, stop: Arc<Stop>, closed: Receiver<()>) {
+    let url = api.server.url().to_string();
     loop {
         if let Ok(mut stream) = api.server.events() {
             if let Ok(s) = stream.stopper() {
@@ -44,10 +45,16 @@ pub fn follow(api: Api, shared: Arc<Shared>, stop: Arc<Stop>, closed: Receiver<(
             if is_closed(&closed) {
                 return;
             }
+            tracing::debug!("following the event stream of {url}");
             refresh(&api, &shared);
-            while let Ok(Some(data)) = stream.next_event() {
-                apply(&shared, events::parse(&data));
-            }
+            let ended = loop {
+                match stream.next_event() {
+                    Ok(Some(data)) => apply(&shared, events::parse(&data)),
+                    Ok(None) => break "the server ended it".to_string(),
+                    Err(e) => break e.to_string(),
+                }
+            };
+            tracing::debug!("the event stream of {url} broke ({ended}); every session of it is not running until it is back");
         }
         if is_closed(&closed) {
             return;
@@ -69,8 +76,10 @@ fn is_closed(closed: &Receiver<()>) -> bool {
 fn apply(shared: &Shared, event: Event) {
     let mut f = shared.lock();
     match event {
-        Event::Status { session, state } => f.state(&session, Some(state)),
-        Event::Idle { session } => f.state(&session, Some(crate::core::session::AgentState::Idle)),
+        Event::Status { session, state } => f.streamed(&session, Some(state)),
+        Event::Idle { session } => {
+            f.streamed(&session, Some(crate::core::session::AgentState::Idle))
+        }
         Event::User { session, id } => {
             f.user_message(&session, &id);
             drop(f);
@@ -82,7 +91,7 @@ fn apply(shared: &Shared, event: Event) {
             shared.notify();
         }
         Event::Tool { session, running } => f.tool(&session, running),
-        Event::Deleted { session } => f.state(&session, None),
+        Event::Deleted { session } => f.streamed(&session, None),
         Event::Connected | Event::Other => {}
     }
 }
@@ -92,24 +101,44 @@ fn apply(shared: &Shared, event: Event) {
 fn refresh(api: &Api, shared: &Shared) {
     let followed = shared.lock().ids();
     for (id, _) in followed {
-        let state = match api.session(&id) {
-            Ok(info) => {
-                shared.lock().set_directory(&id, &info.directory);
-                match api.state(&id, &info.directory) {
-                    Ok(state) => Some(state),
-                    Err(_) => continue,
-                }
-            }
-            Err(ApiError::NoSession(_)) => None,
-            // The server went away: the stream breaks too, and the next
-            // connection refreshes again.
-            Err(ApiError::Unreachable(_)) => return,
-            Err(ApiError::Failed(_)) => continue,
-        };
-        missed_start(api, shared, &id);
-        shared.lock().state(&id, state);
+        // The server went away: the stream breaks too, and the next
+        // connection refreshes again.
+        if refresh_one(api, shared, &id) == Err(Gone::Server) {
+            return;
+        }
     }
+}
+
+/// Why a refresh told nothing.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Gone {
+    /// The server is not running.
+    Server,
+    /// It answered, but not what was asked (said in the next refresh).
+    Unanswered,
+}
+
+/// Read session `id`'s record and status, and report its state (`None`
+/// when the server has no such session).
+pub fn refresh_one(api: &Api, shared: &Shared, id: &str) -> Result<(), Gone> {
+    let before = shared.lock().stream_count(id);
+    let state = match api.session(id) {
+        Ok(info) => {
+            shared.lock().set_directory(id, &info.directory);
+            match api.state(id, &info.directory) {
+                Ok(state) => Some(state),
+                Err(ApiError::Unreachable(_)) => return Err(Gone::Server),
+                Err(_) => return Err(Gone::Unanswered),
+            }
+        }
+        Err(ApiError::NoSession(_)) => None,
+        Err(ApiError::Unreachable(_)) => return Err(Gone::Server),
+        Err(ApiError::Failed(_)) => return Err(Gone::Unanswered),
+    };
+    missed_start(api, shared, id);
+    shared.lock().polled(id, state, before);
     shared.notify();
+    Ok(())
 }
 
 /// A turn on reveille's prompt that started while the stream was down.
