@@ -47,8 +47,11 @@ impl Daemon {
         let mut sessions = session_view::sessions(self.engine.sessions(), &told, now, wall);
         // An agent program's backend may follow every session of that
         // program (Claude Code's registry holds every running one): this
-        // project's view lists those it told or has work for.
-        let ours = self.engine.sessions_with_work();
+        // project's view lists those it names (the default session, the
+        // assignees'), told something or has work for.
+        let mut ours = self.engine.sessions_with_work();
+        ours.extend(self.settings.project.default_session.clone());
+        ours.extend(self.settings.events.assignees.values().cloned());
         sessions.retain(|id, _| {
             Kind::of(id).0 == Kind::Dir || told.contains_key(id) || ours.contains(id)
         });
