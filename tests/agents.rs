@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use crate::doubles::fuse::fuse_unavailable;
 use crate::doubles::ollie::{Ollie, Options, Outcome, Turn};
-use crate::util::daemon::{task_complete, task_plan, Daemon, Project, Step};
+use crate::util::daemon::Daemon;
+use crate::util::plans::{task_complete, task_plan, Step};
+use crate::util::project::Project;
 use crate::util::{try_wait_until, wait_until};
 
 const T: Duration = Duration::from_secs(10);

@@ -13,7 +13,8 @@ mod rig;
 use std::time::{Duration, Instant};
 
 use crate::util::agents::opencode::Mode;
-use crate::util::daemon::{Daemon, Step};
+use crate::util::daemon::Daemon;
+use crate::util::plans::Step;
 use crate::util::wait_until;
 use plan_watch::PlanWatch;
 use rig::{spread, Rig, T};

@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use crate::doubles::fuse::fuse_unavailable;
 use crate::doubles::ollie::{task_complete, Ollie, TurnScope};
-use crate::util::daemon::{task_plan, Daemon, Project, Step};
+use crate::util::daemon::Daemon;
+use crate::util::plans::{task_plan, Step};
+use crate::util::project::Project;
 use crate::util::wait_until;
 
 const T: Duration = Duration::from_secs(20);
@@ -243,7 +245,7 @@ fn a_child_killed_from_outside_hands_its_step_back_to_the_parent_once() {
     // The plan read again (a rewrite, then a second plan as a barrier: its
     // wake-up comes after the rewrite was judged) hands it over no more.
     let text = std::fs::read_to_string(&plan).unwrap();
-    crate::util::daemon::write_in_place(&plan, text.as_bytes());
+    crate::util::plans::write_in_place(&plan, text.as_bytes());
     task_plan(&project.plan_dir, "barrier", &[Step::new("Barrier")]);
     wait_until("the barrier to reach the parent", T, || {
         ollie

@@ -3,7 +3,8 @@
 //! reveille` finding the page after the README's steps (with its
 //! configuration reference), and `NO_COLOR` in a terminal.
 
-use crate::util::daemon::{bin, command, Project, WAIT};
+use crate::util::daemon::{bin, command, WAIT};
+use crate::util::project::Project;
 use crate::util::try_wait_until;
 use std::fs::{self, File};
 use std::io::Read;

@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use crate::doubles::beads::{Beads, Served};
 use crate::doubles::fuse::fuse_unavailable;
-use crate::util::daemon::{barrier, Daemon, Project, Reader, WAIT};
+use crate::util::daemon::{Daemon, WAIT};
+use crate::util::fifo::Reader;
+use crate::util::plans::barrier;
+use crate::util::project::Project;
 use crate::util::{try_wait_until, wait_until};
 
 /// FUSE attributes are cached for a second (as 9pfuse's `attrtimeout`), so

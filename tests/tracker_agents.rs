@@ -11,7 +11,8 @@ use std::time::Duration;
 use crate::doubles::beads::{Beads, Served};
 use crate::doubles::fuse::fuse_unavailable;
 use crate::doubles::ollie::{Ollie, Options, Turn};
-use crate::util::daemon::{Daemon, Project};
+use crate::util::daemon::Daemon;
+use crate::util::project::Project;
 use crate::util::{try_wait_until, wait_until};
 
 /// FUSE attributes are cached for a second (as 9pfuse's `attrtimeout`):

@@ -7,7 +7,10 @@ use std::fs;
 use std::process::{Command, Stdio};
 
 use super::{at_home, closed_pipe, full_disk, run_into, stderr, stdout};
-use crate::util::daemon::{task_plan, Daemon, Project, Reader, Step, WAIT};
+use crate::util::daemon::{Daemon, WAIT};
+use crate::util::fifo::Reader;
+use crate::util::plans::{task_plan, Step};
+use crate::util::project::Project;
 
 /// Every command that prints, against one project with a plan.
 fn printing_commands(p: &Project, plan: &std::path::Path) -> Vec<(String, Command)> {

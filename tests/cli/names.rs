@@ -3,7 +3,10 @@
 
 use std::fs;
 
-use crate::util::daemon::{barrier, Daemon, Project, Reader};
+use crate::util::daemon::Daemon;
+use crate::util::fifo::Reader;
+use crate::util::plans::barrier;
+use crate::util::project::Project;
 
 #[test]
 fn ignored_plan_names_are_reported_once_and_listed_in_status() {

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 
 use super::{at_home, run_into, stderr, stdout};
-use crate::util::daemon::{task_plan, Reader, Step, WAIT};
+use crate::util::daemon::WAIT;
+use crate::util::fifo::Reader;
+use crate::util::plans::{task_plan, Step};
 use crate::util::wait_until;
 
 /// `~/.config/reveille/<name>.toml` for a project living in `~/<name>/`.

@@ -2,7 +2,10 @@
 //! file and a refused one each get their answer and exit status, a refusal
 //! shows in `status` until a good reload, and with no daemon it says so.
 
-use crate::util::daemon::{task_plan, Daemon, Project, Reader, Step, WAIT};
+use crate::util::daemon::{Daemon, WAIT};
+use crate::util::fifo::Reader;
+use crate::util::plans::{task_plan, Step};
+use crate::util::project::Project;
 
 use super::{stderr, stdout};
 

@@ -14,9 +14,10 @@ use nix::unistd::Pid;
 
 use super::{closed_pipe, full_disk, run_into, stderr};
 use crate::util::agents::{tmux_unavailable, Tmux};
-use crate::util::daemon::{
-    bin, command, task_complete, task_plan, Daemon, Project, Reader, Step, WAIT,
-};
+use crate::util::daemon::{bin, command, Daemon, WAIT};
+use crate::util::fifo::Reader;
+use crate::util::plans::{task_complete, task_plan, Step};
+use crate::util::project::Project;
 use crate::util::wait_until;
 
 /// The last word of a long step title: never on screen when the title is

@@ -6,9 +6,10 @@ use std::fs;
 use std::process::Stdio;
 
 use super::{run_into, stderr, stdout};
-use crate::util::daemon::{
-    command, task_complete, task_plan_with, Daemon, Project, Reader, Step, WAIT,
-};
+use crate::util::daemon::{command, Daemon, WAIT};
+use crate::util::fifo::Reader;
+use crate::util::plans::{task_complete, task_plan_with, Step};
+use crate::util::project::Project;
 
 fn why(p: &Project, args: &[&str]) -> std::process::Output {
     let mut cmd = command();

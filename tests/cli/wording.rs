@@ -3,7 +3,10 @@
 
 use std::fs;
 
-use crate::util::daemon::{task_plan, Daemon, Project, Reader, Step, WAIT};
+use crate::util::daemon::{Daemon, WAIT};
+use crate::util::fifo::Reader;
+use crate::util::plans::{task_plan, Step};
+use crate::util::project::Project;
 
 #[test]
 fn a_session_checklist_prompt_names_its_real_path_and_roots_read_well() {

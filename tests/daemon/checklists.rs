@@ -2,7 +2,10 @@
 //! directory (every project's default is `~/mnt/ollie/s`) announce each
 //! step of a session's `plan` once between them, not once each.
 
-use crate::util::daemon::{plan_text, Daemon, Project, Reader, Step, WAIT};
+use crate::util::daemon::{Daemon, WAIT};
+use crate::util::fifo::Reader;
+use crate::util::plans::{plan_text, Step};
+use crate::util::project::Project;
 
 #[test]
 fn two_projects_sharing_a_sessions_directory_announce_a_checklist_once() {
@@ -35,7 +38,7 @@ fn two_projects_sharing_a_sessions_directory_announce_a_checklist_once() {
     assert!(got[0].contains("Own step one"), "{got:?}");
     assert!(got[1].contains("Own step two"), "{got:?}");
     // A barrier through project a's own plan: nothing else came before it.
-    crate::util::daemon::barrier(&a.plan_dir, &reader, "<!-- session: agent -->\n");
+    crate::util::plans::barrier(&a.plan_dir, &reader, "<!-- session: agent -->\n");
     assert_eq!(
         second.log_count("announced s"),
         0,

@@ -4,7 +4,8 @@ use std::fs;
 use std::path::Path;
 use std::process::Output;
 
-use crate::util::daemon::{command, Project};
+use crate::util::daemon::command;
+use crate::util::project::Project;
 
 fn ready(file: &Path, json: bool) -> Output {
     let mut cmd = command();

@@ -5,10 +5,10 @@ use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
 use std::time::{Duration, Instant};
 
-use crate::util::daemon::{
-    barrier, task_complete, task_plan, task_plan_with, task_uncheck, Daemon, Project, Reader, Step,
-    WAIT,
-};
+use crate::util::daemon::{Daemon, WAIT};
+use crate::util::fifo::Reader;
+use crate::util::plans::{barrier, task_complete, task_plan, task_plan_with, task_uncheck, Step};
+use crate::util::project::Project;
 use crate::util::wait_until;
 
 /// Far longer than any test: a prompt delivered sooner was not delivered by

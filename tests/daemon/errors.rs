@@ -8,10 +8,12 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::util::daemon::{
-    barrier, file_name, plan_text, task_complete, task_plan, task_plan_with, write_in_place,
-    Daemon, Project, Reader, Step, WAIT,
+use crate::util::daemon::{Daemon, WAIT};
+use crate::util::fifo::Reader;
+use crate::util::plans::{
+    barrier, file_name, plan_text, task_complete, task_plan, task_plan_with, write_in_place, Step,
 };
+use crate::util::project::Project;
 
 #[test]
 fn an_invalid_plan_is_reported_once_wakes_nobody_and_resumes_when_fixed() {

@@ -6,7 +6,9 @@ use std::fs::OpenOptions;
 use std::io::Read;
 use std::time::{Duration, Instant};
 
-use crate::util::daemon::{task_complete_timed, task_plan, Daemon, Project, Step};
+use crate::util::daemon::Daemon;
+use crate::util::plans::{task_complete_timed, task_plan, Step};
+use crate::util::project::Project;
 
 const STEPS: usize = 201;
 

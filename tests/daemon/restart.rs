@@ -6,10 +6,10 @@ use std::os::unix::fs::OpenOptionsExt;
 
 use reveille::shell::store::read_memory;
 
-use crate::util::daemon::{
-    barrier, file_name, task_complete, task_plan, until_barrier, Daemon, Project, Reader, Step,
-    WAIT,
-};
+use crate::util::daemon::{Daemon, WAIT};
+use crate::util::fifo::Reader;
+use crate::util::plans::{barrier, file_name, task_complete, task_plan, until_barrier, Step};
+use crate::util::project::Project;
 
 /// Where in the wake path a `kill -9` lands.
 #[derive(Debug, Clone, Copy)]
@@ -244,7 +244,7 @@ fn a_second_sigterm_during_the_drain_exits_at_once() {
         .unwrap();
     let d = Daemon::start(&p);
     let big = ("x".repeat(100) + "\n").repeat(1500);
-    crate::util::daemon::task_plan_with(
+    crate::util::plans::task_plan_with(
         &p.plan_dir,
         "Too big to fit",
         &[Step::new("Huge").desc(&big)],

@@ -8,9 +8,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::process::Stdio;
 
-use crate::util::daemon::{
-    barrier, command, file_name, write_in_place, Daemon, Project, Reader, WAIT,
-};
+use crate::util::daemon::{command, Daemon, WAIT};
+use crate::util::fifo::Reader;
+use crate::util::plans::{barrier, file_name, write_in_place};
+use crate::util::project::Project;
 use crate::util::wait_until;
 
 fn plan_path(p: &Project, uid: &str, slug: &str) -> std::path::PathBuf {

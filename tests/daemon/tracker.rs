@@ -8,7 +8,10 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::util::daemon::{barrier, command, Daemon, Project, Reader, WAIT};
+use crate::util::daemon::{command, Daemon, WAIT};
+use crate::util::fifo::Reader;
+use crate::util::plans::barrier;
+use crate::util::project::Project;
 
 /// A fake 9beads tree under the project: `beads/events`, `beads/proj/`.
 struct Tracker {

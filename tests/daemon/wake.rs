@@ -1,9 +1,10 @@
 //! Wake-ups as agents see them: a stock plan, its lifecycle renames, and a
 //! DAG with parallel branches (SPEC §2, §3).
 
-use crate::util::daemon::{
-    barrier, file_name, rename_state, task_complete, task_plan, Daemon, Project, Reader, Step, WAIT,
-};
+use crate::util::daemon::{Daemon, WAIT};
+use crate::util::fifo::Reader;
+use crate::util::plans::{barrier, file_name, rename_state, task_complete, task_plan, Step};
+use crate::util::project::Project;
 
 #[test]
 fn a_new_stock_plan_wakes_its_steps_one_at_a_time_in_order() {

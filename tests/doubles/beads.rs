@@ -244,7 +244,7 @@ impl Served {
     /// Point `project`'s tracker at this 9beads with no mount named: the
     /// daemon finds the project's mount by its directory (`project.dir`,
     /// by default the parent of the plan directory: `project.root`).
-    pub fn track(&self, project: &mut crate::util::daemon::Project) {
+    pub fn track(&self, project: &mut crate::util::project::Project) {
         let root = self.root().display().to_string();
         let events = format!("{root}/events");
         project.set("events", "path", &format!("{events:?}"));
@@ -253,7 +253,7 @@ impl Served {
     }
 
     /// The same with the one mount `mount` named in `[events] mounts`.
-    pub fn track_named(&self, project: &mut crate::util::daemon::Project, mount: &str) {
+    pub fn track_named(&self, project: &mut crate::util::project::Project, mount: &str) {
         self.track(project);
         project.set("events", "mounts", &format!("[{mount:?}]"));
     }

@@ -933,7 +933,9 @@ fn events_in(mut buf: &[u8]) -> usize {
 /// session, so the idle agent starts a turn on the wake-up.
 #[test]
 fn reveille_wakes_an_idle_ollie_agent() {
-    use crate::util::daemon::{task_plan, Daemon, Project, Step};
+    use crate::util::daemon::Daemon;
+    use crate::util::plans::{task_plan, Step};
+    use crate::util::project::Project;
     let Some((ollie, cwd)) = double(Options::default()) else {
         return;
     };

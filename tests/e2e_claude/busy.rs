@@ -4,7 +4,7 @@
 //! journal say where it is meanwhile.
 
 use super::rig::{ms, ready, Rig};
-use crate::util::daemon::Step;
+use crate::util::plans::Step;
 
 #[test]
 fn a_step_ready_during_a_persons_long_turn_runs_as_its_own_turn_after_it() {

@@ -10,7 +10,7 @@ use nix::unistd::Pid;
 
 use super::rig::{ready, Rig};
 use super::watch::PlanWatch;
-use crate::util::daemon::Step;
+use crate::util::plans::Step;
 
 const TITLES: [&str; 4] = [
     "Crash step one e2e-c1",

@@ -5,7 +5,7 @@
 //! nothing left for the child that never was.
 
 use super::rig::{ready, Rig};
-use crate::util::daemon::Step;
+use crate::util::plans::Step;
 
 const TITLES: [&str; 2] = ["Fan one e2e-f1", "Fan two e2e-f2"];
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 use super::rig::{ms, p50_max, ready, Rig};
 use super::watch::PlanWatch;
 use crate::util::agents::claude::send_later;
-use crate::util::daemon::{plan_text, write_in_place, Step};
+use crate::util::plans::{plan_text, write_in_place, Step};
 
 const GOAL: &str = "Ship the parser";
 const TITLES: [&str; 3] = [

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::rig::{ms, ready, toml, Rig};
-use crate::util::daemon::Step;
+use crate::util::plans::Step;
 
 const TITLE: &str = "Left open e2e-m1";
 

@@ -6,7 +6,7 @@
 //! say why meanwhile.
 
 use super::rig::{ready, Rig};
-use crate::util::daemon::Step;
+use crate::util::plans::Step;
 
 const TITLES: [&str; 3] = [
     "Resume one e2e-r1",

@@ -12,9 +12,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 use crate::util::agents::claude::{one_at_a_time, Claude, Registered};
-use crate::util::daemon::{plan_text, write_in_place, Daemon, Project, Step};
+use crate::util::daemon::Daemon;
 use crate::util::fakemodel::messages::Messages;
 use crate::util::fakemodel::{FakeModel, Logged};
+use crate::util::plans::{plan_text, write_in_place, Step};
+use crate::util::project::Project;
 use crate::util::{try_wait_until, wait_until};
 
 /// How long anything the agent does may take here (a loaded machine).

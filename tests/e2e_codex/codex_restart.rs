@@ -8,7 +8,7 @@
 //! another agent): the plan waits where the test wants it.
 
 use super::rig::{step_line, toml, Rig, TURN};
-use crate::util::daemon::{task_complete, Step};
+use crate::util::plans::{task_complete, Step};
 
 const GOAL: &str = "Port the build";
 const TITLES: [&str; 3] = ["Move the sources", "Fix the paths", "Run the tests"];

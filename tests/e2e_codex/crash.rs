@@ -10,7 +10,7 @@
 //! queue, or its turn just starting).
 
 use super::rig::{step_line, Rig, TURN};
-use crate::util::daemon::Step;
+use crate::util::plans::Step;
 
 const GOAL: &str = "Build the compiler";
 const TITLES: [&str; 4] = [

@@ -8,7 +8,7 @@
 use serde_json::json;
 
 use super::rig::{step_line, Rig, TURN};
-use crate::util::daemon::Step;
+use crate::util::plans::Step;
 use crate::util::wait_until;
 
 const GOAL: &str = "Document the API";

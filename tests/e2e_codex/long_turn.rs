@@ -5,7 +5,7 @@
 //! written, and `status` shows the session busy with the step accepted.
 
 use super::rig::{ms, step_line, Rig};
-use crate::util::daemon::Step;
+use crate::util::plans::Step;
 use crate::util::wait_until;
 
 use super::rig::TURN;

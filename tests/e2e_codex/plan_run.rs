@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use super::rig::{ms, p50_max, step_line, Rig, TURN};
-use crate::util::daemon::Step;
+use crate::util::plans::Step;
 
 const GOAL: &str = "Ship the parser";
 const TITLES: [&str; 3] = ["Write the lexer", "Write the parser", "Write the checker"];

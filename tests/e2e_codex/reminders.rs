@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::codex_restart::NO_CLOSE;
 use super::rig::{ms, step_line, toml, Rig};
-use crate::util::daemon::Step;
+use crate::util::plans::Step;
 
 const GOAL: &str = "Write the report";
 const TITLE: &str = "Summarise the findings";

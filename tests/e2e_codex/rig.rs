@@ -14,9 +14,11 @@ use serde_json::Value;
 
 use super::file_log::FileLog;
 use crate::util::agents::codex::{Codex, CodexHome};
-use crate::util::daemon::{task_plan, Daemon, Project, Step};
+use crate::util::daemon::Daemon;
 use crate::util::fakemodel::responses::Responses;
 use crate::util::fakemodel::{FakeModel, Logged};
+use crate::util::plans::{task_plan, Step};
+use crate::util::project::Project;
 use crate::util::wait_until;
 
 /// Generous: a turn of the real TUI on a loaded machine.

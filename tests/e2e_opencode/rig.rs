@@ -12,8 +12,10 @@ use std::time::{Duration, Instant};
 
 pub use crate::util::agents::opencode::Said;
 use crate::util::agents::opencode::{Home, Mode, Opencode};
-use crate::util::daemon::{plan_text, write_in_place, Daemon, Project, Step};
+use crate::util::daemon::Daemon;
 use crate::util::fakemodel::{chat::Chat, FakeModel, Logged};
+use crate::util::plans::{plan_text, write_in_place, Step};
+use crate::util::project::Project;
 use crate::util::{try_wait_until, wait_until};
 
 /// A turn of the fake model with opencode's own overhead, on a loaded

@@ -9,8 +9,10 @@ use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
+use super::world::{World, GOOD, WAIT};
+use crate::util::fifo::{mkfifo, Reader};
 use crate::util::launch::command;
-use crate::util::world::{fresh_uid, mkfifo, plan_name, FifoReader, World, GOOD};
+use crate::util::plans::{fresh_uid, plan_name};
 
 /// Run `reveille <sub> --config <path>`, killed after 10 s (a hang fails).
 fn run(sub: &str, config: &Path, uid: Option<u32>) -> Output {
@@ -133,7 +135,7 @@ fn bad_keys_types_and_names_are_refused_naming_key_and_file() {
         refused(&path, &needles, None);
     }
     assert!(
-        !w.state.exists(),
+        !w.state_dir.exists(),
         "a refused configuration created the state directory"
     );
 }
@@ -178,41 +180,38 @@ fn config_paths_that_are_not_readable_regular_files_are_refused_at_once() {
 #[test]
 fn missing_roots_are_waited_for_and_never_created() {
     let mut w = World::new();
-    for d in [&w.plans, &w.sessions, &w.beads] {
+    for d in [&w.plan_dir, &w.sessions_dir, &w.beads] {
         fs::remove_dir(d).unwrap();
     }
     let d = w.start();
-    for root in [&w.plans, &w.sessions] {
-        let line = d.wait_log(
-            "waiting for a root",
-            &format!("{} does not exist yet", root.display()),
-        );
+    for root in [&w.plan_dir, &w.sessions_dir] {
+        let line = d.wait_log(&format!("{} does not exist yet", root.display()), WAIT);
         // No fault: a root may not exist yet (the README says so).
         assert!(line.contains("INFO"), "{line}");
     }
-    d.wait_log("the events log", "does not exist (yet); waiting for it");
-    assert!(!w.plans.exists() && !w.sessions.exists() && !w.beads.exists());
+    d.wait_log("does not exist (yet); waiting for it", WAIT);
+    assert!(!w.plan_dir.exists() && !w.sessions_dir.exists() && !w.beads.exists());
     // The roots appear (sessions first, with a FIFO), then a plan.
-    fs::create_dir(&w.sessions).unwrap();
-    fs::create_dir(w.sessions.join(GOOD)).unwrap();
-    let fifo = w.sessions.join(GOOD).join("fifo.in");
+    fs::create_dir(&w.sessions_dir).unwrap();
+    fs::create_dir(w.sessions_dir.join(GOOD)).unwrap();
+    let fifo = w.sessions_dir.join(GOOD).join("fifo.in");
     mkfifo(&fifo);
     w.made(&fifo);
-    let mut good = FifoReader::open(&fifo);
-    fs::create_dir(&w.plans).unwrap();
-    let plans = w.plans.clone();
+    let good = Reader::open(&fifo);
+    fs::create_dir(&w.plan_dir).unwrap();
+    let plans = w.plan_dir.clone();
     w.made(&plans);
     let name = plan_name(fresh_uid(), "late");
     w.write_plan(
         &name,
         "# Late\n<!-- session: good -->\n\n- [ ] after the roots appeared\n",
     );
-    good.wait_for("after the roots appeared");
-    w.assert_alive(&mut good);
+    good.wait_for("after the roots appeared", WAIT);
+    w.assert_alive(&good);
     // Said once each, however the roots came to be.
-    for root in [&w.plans, &w.sessions] {
+    for root in [&w.plan_dir, &w.sessions_dir] {
         let said = format!("{} does not exist yet", root.display());
-        assert_eq!(d.count(&said), 1, "{}", d.log_text());
+        assert_eq!(d.log_count(&said), 1, "{}", d.log());
     }
     assert!(!w.beads.exists(), "the daemon created beads_root");
     d.assert_running();
@@ -225,38 +224,35 @@ fn missing_roots_are_waited_for_and_never_created() {
 #[test]
 fn a_root_that_is_a_file_is_not_a_directory_in_check_and_in_the_journal() {
     let mut w = World::new();
-    fs::remove_dir(&w.plans).unwrap();
-    fs::write(&w.plans, "not a directory").unwrap();
-    fs::write(w.config_path(), w.config_text()).unwrap();
-    let out = run("check", &w.config_path(), None);
+    fs::remove_dir(&w.plan_dir).unwrap();
+    fs::write(&w.plan_dir, "not a directory").unwrap();
+    fs::write(&w.config, w.config_text()).unwrap();
+    let out = run("check", &w.config, None);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(78), "{err}");
     assert!(
         err.contains("project.plan_dir") && err.contains("is not a directory but a regular file"),
         "{err}"
     );
-    assert!(
-        err.contains(&w.config_path().display().to_string()),
-        "{err}"
-    );
+    assert!(err.contains(&w.config.display().to_string()), "{err}");
 
     let d = w.start();
     let line = d.wait_log(
-        "the not-a-directory error",
         &format!(
             "{} is not a directory but a regular file",
-            w.plans.display()
+            w.plan_dir.display()
         ),
+        WAIT,
     );
     assert!(line.contains("ERROR"), "{line}");
-    assert_eq!(d.count("does not exist yet"), 0, "{}", d.log_text());
-    fs::remove_file(&w.plans).unwrap();
-    fs::create_dir(&w.plans).unwrap();
-    let plans = w.plans.clone();
+    assert_eq!(d.log_count("does not exist yet"), 0, "{}", d.log());
+    fs::remove_file(&w.plan_dir).unwrap();
+    fs::create_dir(&w.plan_dir).unwrap();
+    let plans = w.plan_dir.clone();
     w.made(&plans);
     d.wait_log(
-        "the directory watched",
-        &format!("watching {} with inotify", w.plans.display()),
+        &format!("watching {} with inotify", w.plan_dir.display()),
+        WAIT,
     );
     d.assert_running();
 }

@@ -6,7 +6,9 @@ use std::fs;
 use std::io::Write;
 use std::process::Command;
 
-use crate::util::world::{fresh_uid, plan_name, FifoReader, World, GOOD};
+use super::world::{World, GOOD, WAIT};
+use crate::util::fifo::Reader;
+use crate::util::plans::{fresh_uid, plan_name};
 
 /// Unmounts on drop, so a failing test leaves no mount behind.
 struct Tmpfs(std::path::PathBuf);
@@ -45,8 +47,8 @@ fn plan(w: &mut World, title: &str) {
 #[test]
 fn a_full_state_disk_never_stops_delivery_and_is_reported_once() {
     let mut w = World::new();
-    fs::create_dir(&w.state).unwrap();
-    let st = w.state.display().to_string();
+    fs::create_dir(&w.state_dir).unwrap();
+    let st = w.state_dir.display().to_string();
     let mounted = Command::new("mount")
         .args(["-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", &st])
         .status()
@@ -55,70 +57,66 @@ fn a_full_state_disk_never_stops_delivery_and_is_reported_once() {
         eprintln!("SKIPPED: mount -t tmpfs is not permitted here (needs root / CAP_SYS_ADMIN)");
         return;
     }
-    let _mount = Tmpfs(w.state.clone());
-    let mut good = w.fifo_session(GOOD);
+    let _mount = Tmpfs(w.state_dir.clone());
+    let good = w.fifo_session(GOOD);
     let d = w.start();
     plan(&mut w, "before the disk filled");
-    good.wait_for("ready: before the disk filled");
-    let filler = fill(&w.state);
+    good.wait_for("ready: before the disk filled", WAIT);
+    let filler = fill(&w.state_dir);
     // Full: each wake-up is still delivered, from memory. The journal's
     // last page may still hold a few records; keep going until it is full.
     let mut i = 0;
-    while d.count("cannot record state") == 0 {
-        assert!(i < 100, "100 plans and no report:\n{}", d.log_text());
+    while d.log_count("cannot record state") == 0 {
+        assert!(i < 100, "100 plans and no report:\n{}", d.log());
         let title = format!("while full {i}");
         plan(&mut w, &title);
-        good.wait_for(&format!("ready: {title}\n"));
+        good.wait_for(&format!("ready: {title}\n"), WAIT);
         i += 1;
     }
     for j in i..i + 5 {
         let title = format!("while full {j}");
         plan(&mut w, &title);
-        good.wait_for(&format!("ready: {title}\n"));
+        good.wait_for(&format!("ready: {title}\n"), WAIT);
     }
-    let line = d.wait_log("the full-disk report", "cannot record state");
+    let line = d.wait_log("cannot record state", WAIT);
     assert!(
         line.contains("ERROR") && line.contains("No space left on device"),
         "{line}"
     );
-    assert_eq!(d.count("cannot record state"), 1, "{}", d.log_text());
+    assert_eq!(d.log_count("cannot record state"), 1, "{}", d.log());
     assert_eq!(
-        d.count("cannot write the state snapshot"),
+        d.log_count("cannot write the state snapshot"),
         0,
         "{}",
-        d.log_text()
+        d.log()
     );
     // Space comes back: the next record says so, once.
     fs::remove_file(&filler).unwrap();
     plan(&mut w, "after space came back");
-    good.wait_for("ready: after space came back");
-    d.wait_log("the recovery", "state directory writable again");
-    w.assert_alive(&mut good);
-    assert_eq!(d.count("cannot record state"), 1, "{}", d.log_text());
-    assert_eq!(d.count("writable again"), 1, "{}", d.log_text());
+    good.wait_for("ready: after space came back", WAIT);
+    d.wait_log("state directory writable again", WAIT);
+    w.assert_alive(&good);
+    assert_eq!(d.log_count("cannot record state"), 1, "{}", d.log());
+    assert_eq!(d.log_count("writable again"), 1, "{}", d.log());
     // A clean stop persists everything; a restart loses nothing and
     // repeats nothing: no step is announced again.
-    let before = good.prompts().len();
-    assert!(d.stop().success());
+    let before = good.texts().len();
+    assert!(d.term().success());
     let d = w.start();
-    let mut good2 = FifoReader::open(&w.sessions.join(GOOD).join("fifo.in"));
-    w.assert_alive(&mut good2);
+    let good2 = Reader::open(&w.sessions_dir.join(GOOD).join("fifo.in"));
+    w.assert_alive(&good2);
     let again: Vec<String> = good2
-        .prompts()
+        .texts()
         .into_iter()
-        .chain(good.prompts().into_iter().skip(before))
+        .chain(good.texts().into_iter().skip(before))
         .filter(|p| !p.contains("alive check"))
         .collect();
     assert!(
         again.is_empty(),
         "repeated after restart: {again:#?}\n{}",
-        d.log_text()
+        d.log()
     );
-    assert!(
-        !d.log_text().contains("could not be read"),
-        "{}",
-        d.log_text()
-    );
+    assert!(!d.log().contains("could not be read"), "{}", d.log());
     d.assert_running();
     drop(d);
     w.assert_contained();

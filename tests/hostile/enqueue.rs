@@ -5,7 +5,9 @@ use std::fs;
 use std::os::unix::fs::symlink;
 use std::process::Command;
 
-use crate::util::world::{fresh_uid, mkfifo, plan_name, FifoReader, World, GOOD, WAIT};
+use super::world::{World, GOOD, WAIT};
+use crate::util::fifo::{mkfifo, Reader};
+use crate::util::plans::{fresh_uid, plan_name};
 
 /// A plan routed to `session` whose first step is titled `title`.
 fn plan_for(w: &mut World, session: &str, title: &str) {
@@ -20,7 +22,7 @@ fn plan_for(w: &mut World, session: &str, title: &str) {
 #[test]
 fn symlinked_enqueue_files_and_session_dirs_are_never_written_through() {
     let mut w = World::new();
-    let mut good = w.fifo_session(GOOD);
+    let good = w.fifo_session(GOOD);
     // sessions/link/fifo.in -> outside/fifo.in (regular file)
     let dir = w.session_dir("link");
     symlink(w.outside.join("fifo.in"), dir.join("fifo.in")).unwrap();
@@ -29,22 +31,22 @@ fn symlinked_enqueue_files_and_session_dirs_are_never_written_through() {
     let dir = w.session_dir("linkpipe");
     symlink(w.outside.join("pipe"), dir.join("fifo.in")).unwrap();
     w.made(&dir.join("fifo.in"));
-    let mut outside_pipe = FifoReader::open(&w.outside.join("pipe"));
+    let outside_pipe = Reader::open(&w.outside.join("pipe"));
     // sessions/linkdir -> outside/s (holding a regular fifo.in)
-    symlink(w.outside.join("s"), w.sessions.join("linkdir")).unwrap();
-    let linkdir = w.sessions.join("linkdir");
+    symlink(w.outside.join("s"), w.sessions_dir.join("linkdir")).unwrap();
+    let linkdir = w.sessions_dir.join("linkdir");
     w.made(&linkdir);
     let d = w.start();
     plan_for(&mut w, "link", "via file link");
     plan_for(&mut w, "linkpipe", "via pipe link");
     plan_for(&mut w, "linkdir", "via dir link");
-    d.wait_log("refusal of the file link", "never writes through symlinks");
+    d.wait_log("never writes through symlinks", WAIT);
     crate::util::wait_until("all three refused", WAIT, || {
-        (d.count("cannot deliver to session") >= 3).then_some(())
+        (d.log_count("cannot deliver to session") >= 3).then_some(())
     });
-    w.assert_alive(&mut good);
+    w.assert_alive(&good);
     assert!(
-        outside_pipe.prompts().is_empty(),
+        outside_pipe.texts().is_empty(),
         "wrote through a symlink to a FIFO"
     );
     assert_eq!(fs::read(w.outside.join("s").join("fifo.in")).unwrap(), b"");
@@ -64,7 +66,7 @@ fn symlinked_enqueue_files_and_session_dirs_are_never_written_through() {
 #[test]
 fn a_directory_or_a_missing_enqueue_file_keeps_the_prompt_until_a_fifo_appears() {
     let mut w = World::new();
-    let mut good = w.fifo_session(GOOD);
+    let good = w.fifo_session(GOOD);
     let dir = w.session_dir("isdir");
     fs::create_dir(dir.join("fifo.in")).unwrap();
     w.made(&dir.join("fifo.in"));
@@ -72,21 +74,21 @@ fn a_directory_or_a_missing_enqueue_file_keeps_the_prompt_until_a_fifo_appears()
     let d = w.start();
     plan_for(&mut w, "isdir", "into a directory");
     plan_for(&mut w, "missing", "into nothing yet");
-    d.wait_log("the directory refusal", "is a directory");
-    d.wait_log("the missing refusal", "no enqueue file");
-    w.assert_alive(&mut good);
+    d.wait_log("is a directory", WAIT);
+    d.wait_log("no enqueue file", WAIT);
+    w.assert_alive(&good);
     // Replace the directory by a FIFO, create the missing one: delivered.
     fs::remove_dir(dir.join("fifo.in")).unwrap();
     mkfifo(&dir.join("fifo.in"));
-    let mut isdir = FifoReader::open(&dir.join("fifo.in"));
+    let isdir = Reader::open(&dir.join("fifo.in"));
     mkfifo(&missing.join("fifo.in"));
     w.made(&missing.join("fifo.in"));
-    let mut late = FifoReader::open(&missing.join("fifo.in"));
-    isdir.wait_for("into a directory");
-    late.wait_for("into nothing yet");
-    assert_eq!(isdir.prompts().len(), 1);
-    assert_eq!(late.prompts().len(), 1);
-    assert_eq!(d.count("is a directory"), 1, "{}", d.log_text());
+    let late = Reader::open(&missing.join("fifo.in"));
+    isdir.wait_for("into a directory", WAIT);
+    late.wait_for("into nothing yet", WAIT);
+    assert_eq!(isdir.texts().len(), 1);
+    assert_eq!(late.texts().len(), 1);
+    assert_eq!(d.log_count("is a directory"), 1, "{}", d.log());
     d.assert_running();
     w.assert_contained();
 }
@@ -94,7 +96,7 @@ fn a_directory_or_a_missing_enqueue_file_keeps_the_prompt_until_a_fifo_appears()
 #[test]
 fn a_regular_enqueue_file_gets_whole_prompts_with_message_framing() {
     let mut w = World::new();
-    let mut good = w.fifo_session(GOOD);
+    let good = w.fifo_session(GOOD);
     let dir = w.session_dir("plain");
     let file = dir.join("fifo.in");
     fs::write(&file, "").unwrap();
@@ -124,7 +126,7 @@ fn a_regular_enqueue_file_gets_whole_prompts_with_message_framing() {
     let second = text.find("ready: second").unwrap();
     assert!(first < second, "{text}");
     assert_eq!(text.matches("[reveille] Step").count(), 2, "{text}");
-    w.assert_alive(&mut good);
+    w.assert_alive(&good);
     d.assert_running();
     w.assert_contained();
 }
@@ -134,7 +136,7 @@ fn a_regular_enqueue_file_gets_whole_prompts_with_message_framing() {
 #[test]
 fn a_read_only_enqueue_file_keeps_the_prompt_until_it_is_writable() {
     let mut w = World::new();
-    let mut good = w.fifo_session(GOOD);
+    let good = w.fifo_session(GOOD);
     let dir = w.session_dir("ro");
     let file = dir.join("fifo.in");
     fs::write(&file, "").unwrap();
@@ -164,9 +166,9 @@ fn a_read_only_enqueue_file_keeps_the_prompt_until_it_is_writable() {
     );
     let daemon = w.start();
     plan_for(&mut w, "ro", "onto read-only");
-    let line = daemon.wait_log("the read-only refusal", "Read-only file system");
+    let line = daemon.wait_log("Read-only file system", WAIT);
     assert!(line.contains("session=\"ro\""), "{line}");
-    w.assert_alive(&mut good);
+    w.assert_alive(&good);
     drop(guard);
     crate::util::wait_until("delivery once writable", WAIT, || {
         fs::read_to_string(&file)
@@ -175,10 +177,10 @@ fn a_read_only_enqueue_file_keeps_the_prompt_until_it_is_writable() {
             .then_some(())
     });
     assert_eq!(
-        daemon.count("Read-only file system"),
+        daemon.log_count("Read-only file system"),
         1,
         "{}",
-        daemon.log_text()
+        daemon.log()
     );
     daemon.assert_running();
     w.assert_contained();

@@ -4,8 +4,9 @@
 
 use std::fs;
 
+use super::world::{World, GOOD, WAIT};
+use crate::util::daemon::Daemon;
 use crate::util::wait_until;
-use crate::util::world::{Running, World, GOOD, WAIT};
 
 /// A world whose default session is `good`, with a `proj` mount whose ready
 /// file starts empty and an events log that exists.
@@ -20,14 +21,14 @@ fn tracker_world() -> (World, std::path::PathBuf) {
     (w, ready)
 }
 
-fn skipped(d: &Running) -> Vec<String> {
+fn skipped(d: &Daemon) -> Vec<String> {
     d.lines_with("tracker event at byte offset")
 }
 
 #[test]
 fn garbage_events_are_one_entry_each_with_their_offset() {
     let (mut w, ready) = tracker_world();
-    let mut good = w.fifo_session(GOOD);
+    let good = w.fifo_session(GOOD);
     let d = w.start();
     let deep = "[".repeat(100_000);
     let mut huge = String::from("{\"type\":\"created\",\"id\":\"");
@@ -82,17 +83,14 @@ fn garbage_events_are_one_entry_each_with_their_offset() {
             hits[0].len()
         );
     }
-    d.wait_log(
-        "the unknown type",
-        "\"teleported\" is not one reveille acts on",
-    );
-    assert_eq!(d.count("teleported"), 1, "{}", d.log_text());
+    d.wait_log("\"teleported\" is not one reveille acts on", WAIT);
+    assert_eq!(d.log_count("teleported"), 1, "{}", d.log());
     // The stream goes on: a good event after all that still wakes.
     fs::write(&ready, "bd-9\topen\t0\t-\t-\tafter the garbage\n").unwrap();
     w.append_events(b"{\"type\":\"created\",\"id\":\"bd-9\",\"mount\":\"proj\"}\n");
-    good.wait_for("after the garbage");
-    w.assert_alive(&mut good);
-    assert_eq!(skipped(&d).len(), n, "{}", d.log_text());
+    good.wait_for("after the garbage", WAIT);
+    w.assert_alive(&good);
+    assert_eq!(skipped(&d).len(), n, "{}", d.log());
     d.assert_running();
     w.assert_contained();
 }
@@ -100,12 +98,12 @@ fn garbage_events_are_one_entry_each_with_their_offset() {
 #[test]
 fn a_truncated_and_rewritten_log_is_read_again_without_repeats() {
     let (mut w, ready) = tracker_world();
-    let mut good = w.fifo_session(GOOD);
+    let good = w.fifo_session(GOOD);
     let d = w.start();
     fs::write(&ready, "bd-1\topen\t0\t-\t-\tfirst bead\n").unwrap();
     let first = "{\"type\":\"created\",\"id\":\"bd-1\",\"mount\":\"proj\"}\n".repeat(3);
     w.append_events(first.as_bytes());
-    good.wait_for("first bead");
+    good.wait_for("first bead", WAIT);
     // The tracker restarts: the log starts again, shorter, repeating bd-1.
     fs::write(
         &ready,
@@ -117,8 +115,8 @@ fn a_truncated_and_rewritten_log_is_read_again_without_repeats() {
         "{\"type\":\"created\",\"id\":\"bd-2\",\"mount\":\"proj\"}\n",
     )
     .unwrap();
-    good.wait_for("second bead");
-    d.wait_log("the restart", "reading it again from the start");
+    good.wait_for("second bead", WAIT);
+    d.wait_log("reading it again from the start", WAIT);
     // Replaced by a new file (new inode) with more history than before.
     let new = w.beads.join("events.new");
     let mut text = String::new();
@@ -128,9 +126,9 @@ fn a_truncated_and_rewritten_log_is_read_again_without_repeats() {
     }
     fs::write(&new, &text).unwrap();
     fs::rename(&new, &w.events).unwrap();
-    d.wait_log("the replacement", "was replaced (new inode)");
-    w.assert_alive(&mut good);
-    let prompts = good.prompts();
+    d.wait_log("was replaced (new inode)", WAIT);
+    w.assert_alive(&good);
+    let prompts = good.texts();
     for bead in ["first bead", "second bead"] {
         let n = prompts.iter().filter(|p| p.contains(bead)).count();
         assert_eq!(n, 1, "{bead} announced {n} times: {prompts:#?}");
@@ -149,7 +147,7 @@ fn a_garbage_issues_jsonl_is_reported_once_per_line_across_exports() {
         "issues_jsonl",
         &format!("{:?}", issues.display().to_string()),
     );
-    let mut good = w.fifo_session(GOOD);
+    let good = w.fifo_session(GOOD);
     let garbage = format!(
         "not json\n{}\n{{\"id\":\"{}\",\"title\":\"huge\",\"status\":\"open\"}}\n[1]\n{{\"id\":\"../x\",\"status\":\"open\"}}\n\u{1}\u{2}\n",
         "[".repeat(100_000),
@@ -166,13 +164,13 @@ fn a_garbage_issues_jsonl_is_reported_once_per_line_across_exports() {
     let d = w.start();
     let ok = "{\"id\":\"bd-ok\",\"title\":\"a real issue\",\"status\":\"open\"}\n";
     export(&w, ok);
-    good.wait_for("a real issue");
+    good.wait_for("a real issue", WAIT);
     export(
         &w,
         &format!("{ok}{{\"id\":\"bd-2\",\"title\":\"another\",\"status\":\"open\"}}\n"),
     );
-    good.wait_for("another");
-    w.assert_alive(&mut good);
+    good.wait_for("another", WAIT);
+    w.assert_alive(&good);
     let file = issues.display().to_string();
     let reported = d.lines_with(&format!("{file}: line "));
     // First start: the garbage is reported as the baseline is read; the
@@ -184,12 +182,12 @@ fn a_garbage_issues_jsonl_is_reported_once_per_line_across_exports() {
             .count();
         assert!(hits <= 1, "line {n} reported {hits} times: {reported:#?}");
     }
-    assert!(reported.len() >= 4, "{}", d.log_text());
+    assert!(reported.len() >= 4, "{}", d.log());
     assert!(
         reported.iter().all(|l| l.len() < 2000),
         "a log line quotes too much"
     );
-    let prompts = good.prompts();
+    let prompts = good.texts();
     assert_eq!(
         prompts
             .iter()

@@ -12,3 +12,4 @@ mod enqueue;
 mod events;
 mod names;
 mod plans;
+mod world;

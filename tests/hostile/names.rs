@@ -1,7 +1,9 @@
 //! Session ids and mount names from data that would climb out of
 //! `sessions_dir` / `beads_root`: `../x`, `/etc`, NUL, 300+ bytes.
 
-use crate::util::world::{fresh_uid, plan_name, World, GOOD};
+use super::world::{World, GOOD, WAIT};
+use crate::util::daemon::Daemon;
+use crate::util::plans::{fresh_uid, plan_name};
 
 /// Session ids a plan may carry that must never become a path.
 fn climbing_ids() -> Vec<String> {
@@ -18,7 +20,7 @@ fn climbing_ids() -> Vec<String> {
 #[test]
 fn session_ids_that_climb_out_in_plan_files_wake_nobody() {
     let mut w = World::new();
-    let mut good = w.fifo_session(GOOD);
+    let good = w.fifo_session(GOOD);
     let d = w.start();
     let mut files = Vec::new();
     for (i, id) in climbing_ids().into_iter().enumerate() {
@@ -54,14 +56,14 @@ fn session_ids_that_climb_out_in_plan_files_wake_nobody() {
         files.push(name);
     }
     for f in &files {
-        let line = d.wait_log(&format!("the refusal of {f}"), f);
+        let line = d.wait_log(f, WAIT);
         assert!(line.contains("ERROR"), "{line}");
     }
-    w.assert_alive(&mut good);
+    w.assert_alive(&good);
     // Routed nowhere: each refusal is said once, nothing was announced.
     for f in &files {
         assert_eq!(
-            d.count(f),
+            d.log_count(f),
             1,
             "{f} logged more than once:\n{:#?}",
             d.lines_with(f)
@@ -70,9 +72,9 @@ fn session_ids_that_climb_out_in_plan_files_wake_nobody() {
     assert!(
         d.lines_with("; it wakes nobody until it is fixed").len() == files.len(),
         "{}",
-        d.log_text()
+        d.log()
     );
-    assert_eq!(d.count(": announced "), 1, "{}", d.log_text());
+    assert_eq!(d.log_count(": announced "), 1, "{}", d.log());
     d.assert_running();
     w.assert_contained();
 }
@@ -81,7 +83,7 @@ fn session_ids_that_climb_out_in_plan_files_wake_nobody() {
 fn mount_names_that_climb_out_in_tracker_events_are_skipped() {
     let mut w = World::new();
     w.set("project", "default_session", &format!("{GOOD:?}"));
-    let mut good = w.fifo_session(GOOD);
+    let good = w.fifo_session(GOOD);
     std::fs::create_dir_all(w.beads.join("proj")).unwrap();
     let ready = w.beads.join("proj").join("ready");
     std::fs::write(&ready, "").unwrap();
@@ -105,28 +107,28 @@ fn mount_names_that_climb_out_in_tracker_events_are_skipped() {
         text.push('\n');
     }
     w.append_events(text.as_bytes());
-    let skipped = |d: &crate::util::world::Running| d.count("tracker event at byte offset");
-    crate::util::wait_until("every bad event reported", crate::util::world::WAIT, || {
+    let skipped = |d: &Daemon| d.log_count("tracker event at byte offset");
+    crate::util::wait_until("every bad event reported", WAIT, || {
         (skipped(&d) == bad.len()).then_some(())
     });
     // One entry per line, each naming its offset; the names are refused.
     let mut offset = 0;
     for l in &bad {
         assert_eq!(
-            d.count(&format!("byte offset {offset} skipped")),
+            d.log_count(&format!("byte offset {offset} skipped")),
             1,
             "{}",
-            d.log_text()
+            d.log()
         );
         offset += l.len() + 1;
     }
-    assert!(d.count("invalid mount") >= 4, "{}", d.log_text());
+    assert!(d.log_count("invalid mount") >= 4, "{}", d.log());
     // A good bead on the real mount still wakes the default session.
     std::fs::write(&ready, "bd-ok\topen\t0\t-\t-\tgood bead\n").unwrap();
     w.append_events(b"{\"type\":\"created\",\"id\":\"bd-ok\",\"mount\":\"proj\"}\n");
-    good.wait_for("bd-ok");
-    w.assert_alive(&mut good);
-    assert_eq!(skipped(&d), bad.len(), "{}", d.log_text());
+    good.wait_for("bd-ok", WAIT);
+    w.assert_alive(&good);
+    assert_eq!(skipped(&d), bad.len(), "{}", d.log());
     d.assert_running();
     w.assert_contained();
 }

@@ -8,14 +8,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::util::world::{fresh_uid, mkfifo, plan_name, World, GOOD};
+use super::world::{World, GOOD, WAIT};
+use crate::util::fifo::mkfifo;
+use crate::util::plans::{fresh_uid, plan_name};
 
 #[test]
 fn binary_invalid_utf8_and_oversized_plans_are_one_error_each() {
     let mut w = World::new();
     w.set("project", "max_plan_bytes", "4096");
     w.set("project", "default_session", &format!("{GOOD:?}"));
-    let mut good = w.fifo_session(GOOD);
+    let good = w.fifo_session(GOOD);
     let d = w.start();
     let binary = plan_name(fresh_uid(), "binary");
     let latin1 = plan_name(fresh_uid(), "latin1");
@@ -31,10 +33,10 @@ fn binary_invalid_utf8_and_oversized_plans_are_one_error_each() {
     }
     // Renamed into place whole: a settle read of a half-written copy could
     // be under the cap (see the rewritten-mid-read test).
-    let tmp = w.plans.join("huge.tmp");
+    let tmp = w.plan_dir.join("huge.tmp");
     fs::write(&tmp, &big).unwrap();
-    fs::rename(&tmp, w.plans.join(&huge)).unwrap();
-    w.made(&w.plans.join(&huge));
+    fs::rename(&tmp, w.plan_dir.join(&huge)).unwrap();
+    w.made(&w.plan_dir.join(&huge));
     w.write_plan(&json, b"{\"title\": \"x\0\"}");
     let cases = [
         (
@@ -46,21 +48,21 @@ fn binary_invalid_utf8_and_oversized_plans_are_one_error_each() {
         (&json, "binary content"),
     ];
     for (file, what) in cases {
-        let line = d.wait_log(&format!("the refusal of {file}"), file);
+        let line = d.wait_log(file, WAIT);
         assert!(line.contains("ERROR") && line.contains(what), "{line}");
     }
     // Rewritten with the same garbage: not said again.
     w.write_plan(&binary, &elf);
     w.write_plan(&latin1, b"# Caf\xe9\n\n- [ ] cr\xe8me\n");
-    w.assert_alive(&mut good);
+    w.assert_alive(&good);
     for (file, _) in cases {
-        assert_eq!(d.count(file), 1, "{:#?}", d.lines_with(file));
+        assert_eq!(d.log_count(file), 1, "{:#?}", d.lines_with(file));
     }
-    assert_eq!(d.count(": announced "), 1, "{}", d.log_text());
+    assert_eq!(d.log_count(": announced "), 1, "{}", d.log());
     // Fixed: valid again, and its step wakes the session.
     w.write_plan(&latin1, "# Café\n\n- [ ] crème\n");
-    good.wait_for("crème");
-    d.wait_log("the fix", " is valid again");
+    good.wait_for("crème", WAIT);
+    d.wait_log(" is valid again", WAIT);
     d.assert_running();
     w.assert_contained();
 }
@@ -68,10 +70,10 @@ fn binary_invalid_utf8_and_oversized_plans_are_one_error_each() {
 #[test]
 fn a_single_100_mb_line_is_refused_without_reading_it_all() {
     let mut w = World::new();
-    let mut good = w.fifo_session(GOOD);
+    let good = w.fifo_session(GOOD);
     let d = w.start();
     let name = plan_name(fresh_uid(), "one-line");
-    let path = w.plans.join(&name);
+    let path = w.plan_dir.join(&name);
     {
         let mut f = fs::File::create(&path).unwrap();
         let chunk = vec![b'x'; 1 << 20];
@@ -81,11 +83,11 @@ fn a_single_100_mb_line_is_refused_without_reading_it_all() {
         }
     }
     w.made(&path);
-    let line = d.wait_log("the refusal", &name);
+    let line = d.wait_log(&name, WAIT);
     // The daemon reads at most cap + 1 bytes, so it cannot know the size.
     assert!(line.contains("over the cap of 4194304 bytes"), "{line}");
-    w.assert_alive(&mut good);
-    assert_eq!(d.count(&name), 1, "{}", d.log_text());
+    w.assert_alive(&good);
+    assert_eq!(d.log_count(&name), 1, "{}", d.log());
     d.assert_running();
     w.assert_contained();
 }
@@ -93,15 +95,15 @@ fn a_single_100_mb_line_is_refused_without_reading_it_all() {
 #[test]
 fn a_fifo_and_a_directory_named_like_plans_do_not_hang_the_daemon() {
     let mut w = World::new();
-    let mut good = w.fifo_session(GOOD);
+    let good = w.fifo_session(GOOD);
     let d = w.start();
-    let fifo = w.plans.join(plan_name(fresh_uid(), "fifo"));
+    let fifo = w.plan_dir.join(plan_name(fresh_uid(), "fifo"));
     mkfifo(&fifo);
     w.made(&fifo);
-    let dir = w.plans.join(plan_name(fresh_uid(), "dir"));
+    let dir = w.plan_dir.join(plan_name(fresh_uid(), "dir"));
     fs::create_dir(&dir).unwrap();
     w.made(&dir);
-    let jdir = w.plans.join("d.plan.json");
+    let jdir = w.plan_dir.join("d.plan.json");
     fs::create_dir(&jdir).unwrap();
     w.made(&jdir);
     // Open and close the FIFO for writing: inotify reports a close-write.
@@ -117,13 +119,13 @@ fn a_fifo_and_a_directory_named_like_plans_do_not_hang_the_daemon() {
         }
     });
     writer.join().unwrap();
-    w.assert_alive(&mut good);
+    w.assert_alive(&good);
     // A restart lists the plan dir and must skip both, too.
-    let log = d.log_text();
+    let log = d.log();
     assert!(!log.contains("panicked"), "{log}");
-    d.stop();
+    d.term();
     let d = w.start();
-    w.assert_alive(&mut good);
+    w.assert_alive(&good);
     d.assert_running();
     w.assert_contained();
 }
@@ -138,7 +140,7 @@ fn a_fifo_and_a_directory_named_like_plans_do_not_hang_the_daemon() {
 #[test]
 fn a_plan_rewritten_mid_read_announces_only_what_the_finished_file_would() {
     let mut w = World::new();
-    let mut good = w.fifo_session(GOOD);
+    let good = w.fifo_session(GOOD);
     let d = w.start();
     let name = plan_name(fresh_uid(), "racing");
     let text = "# Racing\n<!-- session: good -->\n\n\
@@ -147,7 +149,7 @@ fn a_plan_rewritten_mid_read_announces_only_what_the_finished_file_would() {
         - [ ] third step waits for the second\n\
         - [ ] fourth step has a description\n  after: 3\n";
     let path = w.write_plan(&name, text);
-    good.wait_for("second step title is long");
+    good.wait_for("second step title is long", WAIT);
     let stop = Arc::new(AtomicBool::new(false));
     let writer = std::thread::spawn({
         let (path, stop) = (path.clone(), stop.clone());
@@ -178,13 +180,13 @@ fn a_plan_rewritten_mid_read_announces_only_what_the_finished_file_would() {
     let until = Instant::now() + Duration::from_secs(3);
     while Instant::now() < until {
         std::thread::sleep(Duration::from_millis(50));
-        assert!(!d.exited(), "{}", d.log_text());
+        assert!(!d.exited(), "{}", d.log());
     }
     stop.store(true, Ordering::Relaxed);
     let rounds = writer.join().unwrap();
-    w.assert_alive(&mut good);
+    w.assert_alive(&good);
     let announced: Vec<String> = good
-        .prompts()
+        .texts()
         .into_iter()
         .filter(|p| p.contains("\"Racing\""))
         .collect();
@@ -201,7 +203,7 @@ fn a_plan_rewritten_mid_read_announces_only_what_the_finished_file_would() {
         assert!(
             p.contains("is ready: second step title is long\n"),
             "a partial read announced:\n{p}\nlog:\n{}",
-            d.log_text()
+            d.log()
         );
     }
     assert_eq!(announced.len(), 1, "{announced:#?}");

@@ -5,7 +5,8 @@
 //! waiting for the chain to "settle".
 
 use super::{sequential, Rig, AGENT, IDLE, T, WAKE};
-use crate::util::daemon::{task_complete_timed, Daemon};
+use crate::util::daemon::Daemon;
+use crate::util::plans::task_complete_timed;
 use crate::util::realollie::{unix_now, Options};
 
 #[test]

@@ -6,7 +6,8 @@
 use std::path::Path;
 
 use super::{plan_path, ticked, toml, Rig, AGENT, T};
-use crate::util::daemon::{plan_text, write_in_place, Daemon, Step};
+use crate::util::daemon::Daemon;
+use crate::util::plans::{plan_text, write_in_place, Step};
 use crate::util::realollie::Options;
 use crate::util::wait_until;
 

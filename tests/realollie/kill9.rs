@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::{ticked, Rig, AGENT, T, TICKING};
-use crate::util::daemon::{Daemon, Step};
+use crate::util::daemon::Daemon;
+use crate::util::plans::Step;
 use crate::util::realollie::Options;
 use crate::util::{try_wait_until, wait_until};
 

@@ -22,7 +22,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use crate::util::daemon::{plan_text, write_in_place, Project, Step};
+use crate::util::plans::{plan_text, write_in_place, Step};
+use crate::util::project::Project;
 use crate::util::realollie::{self, unix_now, Options, RealOllie};
 
 /// How long one condition may take on two shared cores.

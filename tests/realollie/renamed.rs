@@ -11,7 +11,8 @@
 //! tests write the plan inside that second, half after it.
 
 use super::{sequential, Rig, AGENT, IDLE, T};
-use crate::util::daemon::{task_complete, Daemon};
+use crate::util::daemon::Daemon;
+use crate::util::plans::task_complete;
 use crate::util::realollie::Options;
 use crate::util::wait_until;
 

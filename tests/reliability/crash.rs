@@ -10,8 +10,11 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use super::setup::{project, start, Rng, READY};
 use super::workload::{Key, Tally, World};
-use crate::util::rig::{Reader, Rig, Rng};
+use crate::util::daemon::Daemon;
+use crate::util::fifo::{Reader, Receipt};
+use crate::util::project::Project;
 use crate::util::wait_until;
 
 /// Sessions plans name; tasks and plans without a session comment go to
@@ -19,24 +22,26 @@ use crate::util::wait_until;
 const SESSIONS: [&str; 2] = ["s-a", "s-b"];
 const DEFAULT: &str = "s-t";
 
-fn readers(rig: &Rig) -> Vec<Reader> {
-    SESSIONS
-        .iter()
-        .chain([&DEFAULT])
-        .map(|s| rig.reader(s))
-        .collect()
+/// Every session: the named ones, then the default.
+fn sessions() -> impl Iterator<Item = &'static str> {
+    SESSIONS.into_iter().chain([DEFAULT])
 }
 
-fn received(readers: &[Reader]) -> Vec<(String, Vec<crate::util::rig::Receipt>)> {
-    readers
-        .iter()
-        .map(|r| (r.session.clone(), r.received()))
+/// One reader per session, in `sessions()` order.
+fn readers(proj: &Project) -> Vec<Reader> {
+    sessions().map(|s| proj.reader(s)).collect()
+}
+
+fn received(readers: &[Reader]) -> Vec<(String, Vec<Receipt>)> {
+    sessions()
+        .zip(readers)
+        .map(|(s, r)| (s.to_string(), r.received()))
         .collect()
 }
 
 /// Wait until everything the world expects has arrived and no prompt is
 /// pending any more.
-fn wait_caught_up(rig: &Rig, world: &World, readers: &[Reader], timeout: Duration) {
+fn wait_caught_up(proj: &Project, world: &World, readers: &[Reader], timeout: Duration) {
     wait_until(
         "every ready step, done nudge and open task to be announced",
         timeout,
@@ -46,31 +51,28 @@ fn wait_caught_up(rig: &Rig, world: &World, readers: &[Reader], timeout: Duratio
         },
     );
     wait_until("the outboxes to drain", timeout, || {
-        rig.pending().values().all(|&n| n == 0).then_some(())
+        proj.pending_counts()
+            .values()
+            .all(|&n| n == 0)
+            .then_some(())
     });
 }
 
 /// Nothing was created outside the roots: the temp dir holds only the
-/// rig's own directories, and session directories only their FIFO.
-pub fn assert_nothing_outside_roots(rig: &Rig) {
-    for f in rig.files() {
-        let ok = [
-            "plans",
-            "state",
-            "beads",
-            "daemon.log",
-            "notify.sock",
-            "sessions",
-        ]
-        .iter()
-        .any(|top| f.starts_with(top))
-            && match f.strip_prefix("sessions") {
+/// project's own directories (`harness` holds the configuration, the logs
+/// and the notify socket), and session directories only their FIFO.
+pub fn assert_nothing_outside_roots(proj: &Project) {
+    for f in proj.files() {
+        let ok = ["pl", "state", "beads", "harness", "s"]
+            .iter()
+            .any(|top| f.starts_with(top))
+            && match f.strip_prefix("s") {
                 Ok(rest) => rest.components().count() <= 1 || rest.ends_with("fifo.in"),
                 Err(_) => true,
             };
         assert!(ok, "unexpected file {}", f.display());
     }
-    assert!(!rig.root.join("config").exists());
+    assert!(!proj.root.join("config").exists());
 }
 
 #[test]
@@ -81,40 +83,42 @@ fn kill_9_at_random_points_loses_nothing_and_repeats_at_most_one_prompt_per_kill
         .unwrap_or(10);
     let started = Instant::now();
     let mut rng = Rng::from_env("crash campaign");
-    let mut rig = Rig::new("crash");
-    rig.set("REVEILLE_PROJECT__DEFAULT_SESSION", DEFAULT);
-    let readers = readers(&rig);
-    rig.start();
-    let mut world = World::new(&rig, &SESSIONS, DEFAULT);
+    let mut proj = project("crash");
+    proj.configure(|c| {
+        c.default_session(DEFAULT);
+    });
+    let readers = readers(&proj);
+    let mut d = start(&proj);
+    let mut world = World::new(&proj, &SESSIONS, DEFAULT);
     let mut ops = 0u64;
     let mut mid_startup = 0u64;
     for k in 1..=kills {
         for _ in 0..1 + rng.below(8) {
-            world.act(&rig, &mut rng);
+            world.act(&proj, &mut rng);
             ops += 1;
         }
         // A random kill point: right away, or some way into the work.
         std::thread::sleep(Duration::from_micros(rng.below(15_000)));
-        rig.kill9();
+        d.kill9();
         for r in &readers {
             r.mark_epoch(k);
         }
         // Work happens while it is down too.
         for _ in 0..rng.below(3) {
-            world.act(&rig, &mut rng);
+            world.act(&proj, &mut rng);
             ops += 1;
         }
-        rig.spawn();
+        d = Daemon::spawn(&proj);
         // Half the time the next kill may land during the start-up scan.
         if rng.chance(50) {
-            rig.wait_ready();
+            d.wait_ready(READY);
         } else {
             mid_startup += 1;
         }
     }
-    rig.wait_ready();
-    wait_caught_up(&rig, &world, &readers, Duration::from_secs(60));
-    rig.stop();
+    d.wait_ready(READY);
+    wait_caught_up(&proj, &world, &readers, Duration::from_secs(60));
+    d.stop();
     for r in &readers {
         r.mark_epoch(kills + 1);
     }
@@ -152,9 +156,9 @@ fn kill_9_at_random_points_loses_nothing_and_repeats_at_most_one_prompt_per_kill
         worst <= 1,
         "a kill repeated more than one prompt: {per_kill:?}"
     );
-    let log = rig.log_text();
+    let log = proj.logs();
     assert!(!log.contains("panicked"), "the daemon panicked");
-    assert_nothing_outside_roots(&rig);
+    assert_nothing_outside_roots(&proj);
 }
 
 /// The state of a process from `/proc/<pid>/stat` (`T` = stopped).
@@ -169,38 +173,40 @@ fn proc_state(pid: u32) -> char {
 #[test]
 fn a_long_sigstop_pause_catches_up_with_nothing_lost_or_repeated() {
     let mut rng = Rng::from_env("sigstop");
-    let mut rig = Rig::new("pause");
-    rig.set("REVEILLE_PROJECT__DEFAULT_SESSION", DEFAULT);
-    let readers = readers(&rig);
-    rig.start();
-    let mut world = World::new(&rig, &SESSIONS, DEFAULT);
+    let mut proj = project("pause");
+    proj.configure(|c| {
+        c.default_session(DEFAULT);
+    });
+    let readers = readers(&proj);
+    let d = start(&proj);
+    let mut world = World::new(&proj, &SESSIONS, DEFAULT);
     for _ in 0..4 {
         world.new_plan(&mut rng);
     }
-    world.add_task(&rig);
-    wait_caught_up(&rig, &world, &readers, Duration::from_secs(20));
+    world.add_task(&proj);
+    wait_caught_up(&proj, &world, &readers, Duration::from_secs(20));
     let before = Tally::of(&world, &received(&readers)).total;
 
-    rig.sigstop();
+    d.sigstop();
     wait_until("the daemon to be stopped", Duration::from_secs(5), || {
-        (proc_state(rig.pid()) == 'T').then_some(())
+        (proc_state(d.pid()) == 'T').then_some(())
     });
     let paused = Instant::now();
     let mut ops = 0;
     while paused.elapsed() < Duration::from_secs(4) {
-        world.act(&rig, &mut rng);
+        world.act(&proj, &mut rng);
         ops += 1;
         std::thread::sleep(Duration::from_millis(10));
     }
     // Nothing can have moved while it was stopped.
     assert_eq!(Tally::of(&world, &received(&readers)).total, before);
-    assert_eq!(proc_state(rig.pid()), 'T');
-    rig.sigcont();
+    assert_eq!(proc_state(d.pid()), 'T');
+    d.sigcont();
     let resumed = Instant::now();
     let pause = resumed - paused;
-    wait_caught_up(&rig, &world, &readers, Duration::from_secs(30));
+    wait_caught_up(&proj, &world, &readers, Duration::from_secs(30));
     let caught_up = resumed.elapsed();
-    rig.stop();
+    d.stop();
     for r in &readers {
         r.mark_epoch(1);
     }
@@ -213,5 +219,5 @@ fn a_long_sigstop_pause_catches_up_with_nothing_lost_or_repeated() {
         caught_up.as_secs_f64() * 1000.0,
         tally.total
     );
-    assert_nothing_outside_roots(&rig);
+    assert_nothing_outside_roots(&proj);
 }

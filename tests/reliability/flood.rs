@@ -11,8 +11,9 @@
 use std::time::{Duration, Instant};
 
 use super::crash::assert_nothing_outside_roots;
+use super::setup::{project, start, Rng, Sysctl};
 use super::workload::{Tally, World};
-use crate::util::rig::{Rig, Rng, Sysctl};
+use crate::util::plans::write_in_place;
 use crate::util::wait_until;
 
 const DEFAULT: &str = "s-t";
@@ -20,25 +21,27 @@ const DEFAULT: &str = "s-t";
 #[test]
 fn inotify_queue_overflow_is_logged_and_rescanned_and_loses_nothing() {
     let mut rng = Rng::from_env("overflow");
-    let mut rig = Rig::new("qflood");
-    rig.set("REVEILLE_PROJECT__DEFAULT_SESSION", DEFAULT);
-    let reader = rig.reader(DEFAULT);
-    {
+    let mut proj = project("qflood");
+    proj.configure(|c| {
+        c.default_session(DEFAULT);
+    });
+    let reader = proj.reader(DEFAULT);
+    let d = {
         let Some(_queue) = Sysctl::lower("max_queued_events", 32) else {
             return;
         };
-        rig.start();
-    }
-    let mut world = World::new(&rig, &[], DEFAULT);
+        start(&proj)
+    };
+    let mut world = World::new(&proj, &[], DEFAULT);
     world.new_plan(&mut rng);
-    world.add_task(&rig);
+    world.add_task(&proj);
     let seen = |world: &World| Tally::of(world, &[(DEFAULT.to_string(), reader.received())]);
     wait_until("the first plan's prompts", Duration::from_secs(20), || {
         seen(&world).missing(&world).is_empty().then_some(())
     });
 
     // Stopped, it reads nothing: the kernel queue (32 events) overflows.
-    rig.sigstop();
+    d.sigstop();
     for _ in 0..120 {
         world.new_plan(&mut rng);
     }
@@ -46,13 +49,11 @@ fn inotify_queue_overflow_is_logged_and_rescanned_and_loses_nothing() {
         world.check_step(&mut rng);
     }
     for _ in 0..10 {
-        world.add_task(&rig);
+        world.add_task(&proj);
     }
-    rig.sigcont();
+    d.sigcont();
     wait_until("the overflow to be logged", Duration::from_secs(20), || {
-        rig.log_since_start()
-            .contains("inotify lost events")
-            .then_some(())
+        d.log().contains("inotify lost events").then_some(())
     });
     wait_until(
         "everything to be announced",
@@ -60,13 +61,13 @@ fn inotify_queue_overflow_is_logged_and_rescanned_and_loses_nothing() {
         || seen(&world).missing(&world).is_empty().then_some(()),
     );
     wait_until("the outbox to drain", Duration::from_secs(20), || {
-        rig.pending().is_empty().then_some(())
+        proj.pending_counts().is_empty().then_some(())
     });
-    rig.stop();
+    d.stop();
     reader.mark_epoch(1);
     let tally = seen(&world);
     tally.assert_exact(&world);
-    let log = rig.log_text();
+    let log = proj.logs();
     let overflows = log
         .lines()
         .filter(|l| l.contains("inotify lost events"))
@@ -77,7 +78,7 @@ fn inotify_queue_overflow_is_logged_and_rescanned_and_loses_nothing() {
         tally.total,
         world.expected().len()
     );
-    assert_nothing_outside_roots(&rig);
+    assert_nothing_outside_roots(&proj);
 }
 
 /// The plan directory and every other root hit the watch limit at start-up:
@@ -87,19 +88,21 @@ fn inotify_queue_overflow_is_logged_and_rescanned_and_loses_nothing() {
 #[test]
 fn watch_limit_at_start_up_falls_back_to_polling_and_still_delivers() {
     let mut rng = Rng::from_env("watch limit at start-up");
-    let mut rig = Rig::new("limit");
-    rig.set("REVEILLE_PROJECT__DEFAULT_SESSION", DEFAULT);
-    rig.set("REVEILLE_EVENTS__POLL_INTERVAL_MS", "100");
-    rig.with_notify_socket();
-    let reader = rig.reader(DEFAULT);
-    {
+    let mut proj = project("limit");
+    proj.configure(|c| {
+        c.default_session(DEFAULT);
+    });
+    proj.set("events", "poll_interval_ms", "100");
+    proj.notify_socket();
+    let reader = proj.reader(DEFAULT);
+    let d = {
         let Some(_watches) = Sysctl::lower("max_user_watches", 1) else {
             return;
         };
-        rig.start();
-    }
-    let log = rig.log_since_start();
-    let plans = rig.plans.display().to_string();
+        start(&proj)
+    };
+    let log = d.log();
+    let plans = proj.plan_dir.display().to_string();
     assert!(
         log.lines()
             .any(|l| l.contains(&format!("polling {plans} ")) && l.contains("watch limit")),
@@ -109,7 +112,7 @@ fn watch_limit_at_start_up_falls_back_to_polling_and_still_delivers() {
         "a STATUS= naming the polled root",
         Duration::from_secs(10),
         || {
-            rig.notified().iter().rev().find_map(|m| {
+            proj.notified().iter().rev().find_map(|m| {
                 m.lines()
                     .find(|l| l.starts_with("STATUS="))
                     .map(str::to_string)
@@ -121,7 +124,7 @@ fn watch_limit_at_start_up_falls_back_to_polling_and_still_delivers() {
         "{status}"
     );
 
-    let mut world = World::new(&rig, &[], DEFAULT);
+    let mut world = World::new(&proj, &[], DEFAULT);
     world.new_plan(&mut rng);
     world.check_step(&mut rng);
     let seen = |world: &World| Tally::of(world, &[(DEFAULT.to_string(), reader.received())]);
@@ -135,7 +138,7 @@ fn watch_limit_at_start_up_falls_back_to_polling_and_still_delivers() {
         "watch limit at start-up: every root polled; plan delivered {} ms after it was written",
         t.elapsed().as_millis()
     );
-    rig.stop();
+    d.stop();
     reader.mark_epoch(1);
     let tally = seen(&world);
     assert!(tally.errors.is_empty(), "{:#?}", tally.errors);
@@ -147,38 +150,38 @@ fn watch_limit_at_start_up_falls_back_to_polling_and_still_delivers() {
 /// new session's own plan is still delivered.
 #[test]
 fn watch_limit_on_a_new_session_directory_falls_back_to_polling() {
-    let mut rig = Rig::new("limit-new");
-    rig.set("REVEILLE_EVENTS__POLL_INTERVAL_MS", "100");
-    rig.with_notify_socket();
-    rig.start();
-    let sessions = rig.sessions.display().to_string();
+    let mut proj = project("limit-new");
+    proj.set("events", "poll_interval_ms", "100");
+    proj.notify_socket();
+    let d = start(&proj);
+    let sessions = proj.sessions_dir.display().to_string();
     let reader;
     {
         let Some(_watches) = Sysctl::lower("max_user_watches", 1) else {
             return;
         };
-        reader = rig.reader("s-new");
+        reader = proj.reader("s-new");
         wait_until(
             "a STATUS= saying the sessions root is polled",
             Duration::from_secs(10),
             || {
-                rig.notified()
+                proj.notified()
                     .iter()
                     .any(|m| m.contains(&format!("polling {sessions} ")))
                     .then_some(())
             },
         );
     }
-    let log = rig.log_since_start();
+    let log = d.log();
     assert!(
         log.lines()
             .any(|l| l.contains(&format!("polling {sessions}")) && l.contains("watch limit")),
         "no log line says the sessions root is polled:\n{log}"
     );
     // The new directory has no inotify watch: only polling sees its plan.
-    Rig::write_in_place(
-        &rig.sessions.join("s-new").join("plan"),
-        "# session goal\n\n- [x] first\n- [ ] second\n",
+    write_in_place(
+        &proj.sessions_dir.join("s-new").join("plan"),
+        b"# session goal\n\n- [x] first\n- [ ] second\n",
     );
     let got = wait_until(
         "the session plan's ready step",
@@ -189,7 +192,7 @@ fn watch_limit_on_a_new_session_directory_falls_back_to_polling() {
         got.starts_with("STEP s-new session:s-new s2 second"),
         "{got}"
     );
-    rig.stop();
+    d.stop();
     reader.mark_epoch(1);
     assert_eq!(reader.count(), 1, "{:?}", reader.texts());
 }
@@ -206,14 +209,18 @@ fn ten_thousand_prompts_without_a_reader_stay_within_the_outbox_cap() {
     // Fat prompts, so holding the refused ones would show in RSS:
     // 10,000 x 2 KiB = 20 MiB, against 2 MiB for the cap.
     let pad = "x".repeat(2048);
-    let mut rig = Rig::new("cap");
-    rig.set("REVEILLE_PROJECT__DEFAULT_SESSION", "s-q");
-    rig.set("REVEILLE_SESSIONS__OUTBOX_CAP", &CAP.to_string());
-    rig.set("REVEILLE_PROMPT__TEMPLATE", &format!("{{title}} {pad}"));
-    rig.fifo("s-q");
-    let marker = rig.reader("s-m");
-    rig.start();
-    let rss_idle = rig.rss_kb();
+    let mut proj = project("cap");
+    proj.configure(|c| {
+        c.default_session("s-q");
+    });
+    proj.set("sessions", "outbox_cap", &CAP.to_string());
+    proj.configure(|c| {
+        c.str("prompt", "template", &format!("{{title}} {pad}"));
+    });
+    proj.session("s-q");
+    let marker = proj.reader("s-m");
+    let d = start(&proj);
+    let rss_idle = d.rss_kb();
     let mut expected = Vec::new();
     for p in 0..PLANS {
         let mut text = String::from("# cap flood\n\n");
@@ -222,40 +229,42 @@ fn ten_thousand_prompts_without_a_reader_stay_within_the_outbox_cap() {
             text.push_str(&format!("- [ ] {title} (after: none)\n"));
             expected.push(title);
         }
-        let path = rig
-            .plans
+        let path = proj
+            .plan_dir
             .join(format!("20250102T0000{:02}_{p:08x}--cap__todo.md", p % 60));
         let path = if p < 60 {
             path
         } else {
-            rig.plans
+            proj.plan_dir
                 .join(format!("20250102T0001{:02}_{p:08x}--cap__todo.md", p % 60))
         };
-        Rig::write_in_place(&path, &text);
+        write_in_place(&path, text.as_bytes());
     }
     // Written last: once it arrives, every plan before it was read.
-    Rig::write_in_place(
-        &rig.plans.join("20250103T000000_ffffffff--marker__todo.md"),
-        "<!-- session: s-m -->\n# marker\n\n- [ ] marker\n",
+    write_in_place(
+        &proj
+            .plan_dir
+            .join("20250103T000000_ffffffff--marker__todo.md"),
+        b"<!-- session: s-m -->\n# marker\n\n- [ ] marker\n",
     );
     wait_until("the marker plan's prompt", Duration::from_secs(60), || {
         (marker.count() == 1).then_some(())
     });
-    let pending = rig.pending();
+    let pending = proj.pending_counts();
     assert_eq!(pending.get("s-q"), Some(&CAP), "{pending:?}");
-    let log = rig.log_since_start();
+    let log = d.log();
     assert!(
         log.contains("outbox full"),
         "the refusal is not logged:\n{log}"
     );
     let mut rss = Vec::new();
     for _ in 0..5 {
-        rss.push(rig.rss_kb());
+        rss.push(d.rss_kb());
         std::thread::sleep(Duration::from_millis(100));
     }
     let rss_at_cap = *rss.iter().max().unwrap();
-    let state_bytes = std::fs::metadata(rig.state.join("state.json")).map_or(0, |m| m.len())
-        + std::fs::metadata(rig.state.join("journal.jsonl")).map_or(0, |m| m.len());
+    let state_bytes = std::fs::metadata(proj.state_dir.join("state.json")).map_or(0, |m| m.len())
+        + std::fs::metadata(proj.state_dir.join("journal.jsonl")).map_or(0, |m| m.len());
     eprintln!(
         "outbox cap: {} steps ready, {CAP} pending; RSS {rss_idle} KiB idle, {rss_at_cap} KiB \
          at the cap; state files {state_bytes} bytes",
@@ -269,15 +278,15 @@ fn ten_thousand_prompts_without_a_reader_stay_within_the_outbox_cap() {
 
     // A reader arrives: everything, in order, once.
     let t = Instant::now();
-    let reader = rig.reader("s-q");
+    let reader = proj.reader("s-q");
     wait_until("all prompts delivered", Duration::from_secs(120), || {
         (reader.count() >= PLANS * STEPS).then_some(())
     });
     let drained = t.elapsed();
     wait_until("the outbox to drain", Duration::from_secs(20), || {
-        rig.pending().is_empty().then_some(())
+        proj.pending_counts().is_empty().then_some(())
     });
-    rig.stop();
+    d.stop();
     reader.mark_epoch(1);
     let got: Vec<String> = reader
         .texts()
@@ -286,8 +295,8 @@ fn ten_thousand_prompts_without_a_reader_stay_within_the_outbox_cap() {
         .collect();
     assert_eq!(got.len(), expected.len());
     assert!(got == expected, "prompts out of order or repeated");
-    let refusals = rig
-        .log_text()
+    let refusals = proj
+        .logs()
         .lines()
         .filter(|l| l.contains("outbox full"))
         .count();

@@ -5,5 +5,6 @@
 
 mod crash;
 mod flood;
+mod setup;
 mod soak;
 mod workload;

@@ -14,8 +14,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use super::setup::{project, start, Rng};
 use super::workload::{Tally, World};
-use crate::util::rig::{Reader, Receipt, Rig, Rng};
+use crate::util::fifo::{Reader, Receipt};
 use crate::util::wait_until;
 
 const SESSIONS: [&str; 2] = ["s-a", "s-b"];
@@ -41,16 +42,18 @@ fn soak_random_activity_shows_no_growth_in_memory_or_file_descriptors() {
         .unwrap_or(120);
     let every = Duration::from_secs((secs / 100).clamp(1, 5));
     let mut rng = Rng::from_env("soak");
-    let mut rig = Rig::new("soak");
-    rig.set("REVEILLE_PROJECT__DEFAULT_SESSION", DEFAULT);
+    let mut proj = project("soak");
+    proj.configure(|c| {
+        c.default_session(DEFAULT);
+    });
     let mut readers: BTreeMap<&str, Option<Reader>> = SESSIONS
         .iter()
         .chain([&DEFAULT])
-        .map(|s| (*s, Some(rig.reader(s))))
+        .map(|s| (*s, Some(proj.reader(s))))
         .collect();
     let mut closed: Vec<(String, Vec<Receipt>)> = Vec::new();
-    rig.start();
-    let mut world = World::new(&rig, &SESSIONS, DEFAULT);
+    let d = start(&proj);
+    let mut world = World::new(&proj, &SESSIONS, DEFAULT);
     let start = Instant::now();
     let deadline = start + Duration::from_secs(secs);
     let mut next_sample = start;
@@ -60,8 +63,8 @@ fn soak_random_activity_shows_no_growth_in_memory_or_file_descriptors() {
         if Instant::now() >= next_sample {
             samples.push(Sample {
                 at: start.elapsed(),
-                rss_kb: rig.rss_kb(),
-                fds: rig.fd_count(),
+                rss_kb: d.rss_kb(),
+                fds: d.fd_count(),
             });
             next_sample += every;
         }
@@ -71,7 +74,7 @@ fn soak_random_activity_shows_no_growth_in_memory_or_file_descriptors() {
         if rng.chance(8) || done > 8 {
             world.delete_plan(&mut rng);
         } else {
-            world.act(&rig, &mut rng);
+            world.act(&proj, &mut rng);
         }
         ops += 1;
         // Readers of the named sessions come and go; the default stays.
@@ -84,7 +87,7 @@ fn soak_random_activity_shows_no_growth_in_memory_or_file_descriptors() {
                     goings += 1;
                 }
                 None => {
-                    *slot = Some(rig.reader(s));
+                    *slot = Some(proj.reader(s));
                     comings += 1;
                 }
             }
@@ -93,7 +96,7 @@ fn soak_random_activity_shows_no_growth_in_memory_or_file_descriptors() {
     }
     for (s, slot) in readers.iter_mut() {
         if slot.is_none() {
-            *slot = Some(rig.reader(s));
+            *slot = Some(proj.reader(s));
         }
     }
     let all = |readers: &BTreeMap<&str, Option<Reader>>| {
@@ -115,8 +118,8 @@ fn soak_random_activity_shows_no_growth_in_memory_or_file_descriptors() {
                 .then_some(())
         },
     );
-    let pid_alive = rig.running();
-    rig.stop();
+    let pid_alive = !d.exited();
+    d.stop();
     let tally = Tally::of(&world, &all(&readers));
 
     let n = samples.len();

@@ -9,7 +9,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use crate::util::rig::{Receipt, Rig, Rng};
+use super::setup::{ready_file, Rng};
+use crate::util::fifo::Receipt;
+use crate::util::plans::{write_atomic, write_in_place};
+use crate::util::project::Project;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
@@ -125,18 +128,18 @@ pub struct World {
     pub sessions: Vec<String>,
     pub default_session: String,
     pub plan_dir: PathBuf,
-    /// Start of the plan numbering (different worlds in one rig never clash).
+    /// Start of the plan numbering (different worlds in one proj never clash).
     pub base: usize,
 }
 
 impl World {
-    pub fn new(rig: &Rig, sessions: &[&str], default_session: &str) -> World {
+    pub fn new(proj: &Project, sessions: &[&str], default_session: &str) -> World {
         World {
             plans: Vec::new(),
             tasks: Vec::new(),
             sessions: sessions.iter().map(|s| s.to_string()).collect(),
             default_session: default_session.to_string(),
-            plan_dir: rig.plans.clone(),
+            plan_dir: proj.plan_dir.clone(),
             base: 0,
         }
     }
@@ -195,9 +198,9 @@ impl World {
         };
         let path = self.path(&plan);
         if rng.chance(50) {
-            Rig::write_in_place(&path, &plan.render());
+            write_in_place(&path, plan.render().as_bytes());
         } else {
-            Rig::write_atomic(&path, &plan.render());
+            write_atomic(&path, &plan.render());
         }
         self.plans.push(plan);
         self.plans.len() - 1
@@ -217,7 +220,7 @@ impl World {
         let s = ready[rng.below(ready.len() as u64) as usize];
         self.plans[i].steps[s].checked_at = Some(Instant::now());
         let path = self.path(&self.plans[i]);
-        Rig::write_in_place(&path, &self.plans[i].render());
+        write_in_place(&path, self.plans[i].render().as_bytes());
         true
     }
 
@@ -244,7 +247,7 @@ impl World {
         true
     }
 
-    fn write_ready(&self, rig: &Rig) {
+    fn write_ready(&self, proj: &Project) {
         let mut text = String::new();
         for t in self.tasks.iter().filter(|t| !t.closed) {
             text.push_str(&format!(
@@ -252,7 +255,7 @@ impl World {
                 t.id, t.id
             ));
         }
-        Rig::write_atomic(&rig.ready_file(), &text);
+        write_atomic(&ready_file(proj, &proj.name()), &text);
     }
 
     /// Delete a plan file: a done one (archived), or now and then a live
@@ -273,22 +276,25 @@ impl World {
 
     /// A tracker task enters the ready set: the ready file is rewritten,
     /// then a `created` event is appended.
-    pub fn add_task(&mut self, rig: &Rig) {
+    pub fn add_task(&mut self, proj: &Project) {
         let id = format!("bd-{}", self.base + self.tasks.len() + 1);
         self.tasks.push(Task {
             id: id.clone(),
             closed: false,
         });
-        self.write_ready(rig);
-        rig.event(&format!(
-            r#"{{"type":"created","id":"{id}","mount":"{}"}}"#,
-            rig.project
-        ));
+        self.write_ready(proj);
+        proj.append_events(
+            (format!(
+                r#"{{"type":"created","id":"{id}","mount":"{}"}}"#,
+                proj.name()
+            ) + "\n")
+                .as_bytes(),
+        );
     }
 
     /// A tracker task is completed: it leaves the ready file, then a
     /// `completed` event is appended.
-    pub fn complete_task(&mut self, rig: &Rig, rng: &mut Rng) -> bool {
+    pub fn complete_task(&mut self, proj: &Project, rng: &mut Rng) -> bool {
         let open: Vec<usize> = (0..self.tasks.len())
             .filter(|&i| !self.tasks[i].closed)
             .collect();
@@ -297,16 +303,20 @@ impl World {
         }
         let i = open[rng.below(open.len() as u64) as usize];
         self.tasks[i].closed = true;
-        self.write_ready(rig);
-        rig.event(&format!(
-            r#"{{"type":"completed","id":"{}","mount":"{}"}}"#,
-            self.tasks[i].id, rig.project
-        ));
+        self.write_ready(proj);
+        proj.append_events(
+            (format!(
+                r#"{{"type":"completed","id":"{}","mount":"{}"}}"#,
+                self.tasks[i].id,
+                proj.name()
+            ) + "\n")
+                .as_bytes(),
+        );
         true
     }
 
     /// One random step of activity.
-    pub fn act(&mut self, rig: &Rig, rng: &mut Rng) {
+    pub fn act(&mut self, proj: &Project, rng: &mut Rng) {
         let live = self.plans.iter().filter(|p| p.live()).count();
         let open_tasks = self.tasks.iter().filter(|t| !t.closed).count();
         match rng.below(100) {
@@ -318,10 +328,10 @@ impl World {
                     self.check_step(rng);
                 }
             }
-            30..=44 if open_tasks < 6 => self.add_task(rig),
+            30..=44 if open_tasks < 6 => self.add_task(proj),
             45..=54 => {
-                if !self.complete_task(rig, rng) {
-                    self.add_task(rig);
+                if !self.complete_task(proj, rng) {
+                    self.add_task(proj);
                 }
             }
             // Bounded: at most 8 live plans, so a long run reaches a

@@ -1,18 +1,23 @@
-//! Shared test harness: waiting on conditions with backoff, running the
-//! real daemon against a temporary project (`daemon`, started the one way
-//! `launch` says), and running the real systemd and journald (`systemd`).
+//! Shared test harness: waiting on conditions with backoff; the real daemon
+//! against a temporary project (`project` its directory and configuration,
+//! written by `config`; `daemon` the running process, started the one way
+//! `launch` says; `fifo` the one reader of session pipes; `plans` the plan
+//! files and the edits agents make to them); the real systemd and journald
+//! (`systemd`, `journald`), agents, the fake model and the real ollie-9p.
 
 #![allow(dead_code)] // each test module uses a different part of the harness
 
 pub mod agents;
+pub mod config;
 pub mod daemon;
 pub mod fakemodel;
+pub mod fifo;
 pub mod journald;
 pub mod launch;
+pub mod plans;
+pub mod project;
 pub mod realollie;
-pub mod rig;
 pub mod systemd;
-pub mod world;
 
 use std::time::{Duration, Instant};
 
