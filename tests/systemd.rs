@@ -8,17 +8,16 @@
 //! tests see READY/RELOADING/STOPPING/WATCHDOG themselves rather than
 //! their side effects only.
 
-use std::fs::File;
-use std::io::{ErrorKind, Read};
-use std::os::unix::fs::{chown, OpenOptionsExt};
+use std::os::unix::fs::chown;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
-use nix::sys::stat::Mode;
 use nix::unistd::Pid;
 use serde_json::Value;
 
+use crate::util::fifo::{mkfifo, Reader};
+use crate::util::plans::task_complete;
 use crate::util::systemd::SystemdUser;
 use crate::util::wait_until;
 
@@ -196,59 +195,17 @@ fn position(entries: &[Value], what: &str, pred: impl Fn(&str) -> bool) -> usize
 
 /// A session directory `~/s/<id>/` holding a named pipe `fifo.in`, owned by
 /// the manager's user (the daemon opens it for writing), and the test's
-/// non-blocking reader on it.
-struct FifoReader {
-    file: File,
-    buf: Vec<u8>,
+/// reader on it.
+fn session_reader(sd: &SystemdUser, session: &str) -> Reader {
+    let dir = sd.make_home_dir(&format!("s/{session}"));
+    let path = dir.join("fifo.in");
+    mkfifo(&path);
+    chown(&path, Some(sd.uid()), Some(sd.gid())).unwrap();
+    Reader::open(&path)
 }
 
-impl FifoReader {
-    fn create(sd: &SystemdUser, session: &str) -> Self {
-        let dir = sd.make_home_dir(&format!("s/{session}"));
-        let path = dir.join("fifo.in");
-        nix::unistd::mkfifo(&path, Mode::from_bits_truncate(0o600)).unwrap();
-        chown(&path, Some(sd.uid()), Some(sd.gid())).unwrap();
-        let file = File::options()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(&path)
-            .unwrap();
-        Self {
-            file,
-            buf: Vec::new(),
-        }
-    }
-
-    /// Reads what is in the pipe now (EOF or EAGAIN end it).
-    fn drain(&mut self) {
-        let mut chunk = [0u8; 8192];
-        loop {
-            match self.file.read(&mut chunk) {
-                Ok(0) => return,
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                Err(e) => panic!("read fifo: {e}"),
-            }
-        }
-    }
-
-    /// Waits for the next NUL-framed prompt (framing `auto` on a pipe).
-    fn next_prompt(&mut self, what: &str) -> String {
-        wait_until(what, Duration::from_secs(10), || {
-            self.drain();
-            let end = self.buf.iter().position(|&b| b == 0)?;
-            let prompt = String::from_utf8(self.buf[..end].to_vec()).unwrap();
-            self.buf.drain(..=end);
-            Some(prompt)
-        })
-    }
-
-    /// Whatever arrived and was not taken as a prompt yet.
-    fn leftover(&mut self) -> String {
-        self.drain();
-        String::from_utf8_lossy(&self.buf).into_owned()
-    }
-}
+/// How long a prompt may take through the service manager.
+const PROMPT_WAIT: Duration = Duration::from_secs(10);
 
 #[test]
 fn reveille_unit_passes_systemd_analyze_verify() {
@@ -369,26 +326,25 @@ fn plan_changes_wake_a_fifo_reader_and_log_fields() {
     install_reveille(&sd);
     write_config(&sd, "sess1", "");
     sd.make_home_dir("pl");
-    let mut reader = FifoReader::create(&sd, "sess1");
+    let reader = session_reader(&sd, "sess1");
     sd.systemctl_ok(&["start", "reveille@proj"]);
 
     let plan = write_plan(&sd, PLAN_ID, "ship-the-parser", STOCK_PLAN);
-    let first = reader.next_prompt("the prompt for step 1");
+    let first = reader.next(PROMPT_WAIT);
     assert!(first.contains("Write the parser"), "{first}");
     assert!(first.contains("Parse the checklist format."), "{first}");
     assert!(first.contains(&plan.file_name().unwrap().to_string_lossy().into_owned()));
 
-    // task_complete(file, "Write the parser"): flip the first box in place.
-    let done = STOCK_PLAN.replacen("- [ ] Write the parser", "- [x] Write the parser", 1);
-    std::fs::write(&plan, done).unwrap();
-    let second = reader.next_prompt("the prompt for step 2");
+    // Flip the first box in place, as an agent does.
+    task_complete(&plan, "Write the parser");
+    let second = reader.next(PROMPT_WAIT);
     assert!(second.contains("Test the parser"), "{second}");
 
     let announced = sd.wait_for_journal(UNIT, "announced s2", |e| {
         field(e, "STEP") == "s2" && field(e, "MESSAGE").starts_with("announced")
     });
     // Step 3 still waits for step 2: nothing else was written.
-    assert_eq!(reader.leftover(), "", "only the unblocked steps are sent");
+    assert_eq!(reader.rest(), "", "only the unblocked steps are sent");
     assert_eq!(field(&announced, "_TRANSPORT"), "journal");
     assert_eq!(field(&announced, "PLAN"), PLAN_ID);
     assert_eq!(field(&announced, "SESSION"), "sess1");
@@ -441,8 +397,8 @@ fn reload_keeps_the_process_refuses_bad_config_and_applies_good_config() {
     sd.systemctl_ok(&["log-level", "debug"]);
     write_config(&sd, "sess1", "");
     sd.make_home_dir("pl");
-    let mut sess1 = FifoReader::create(&sd, "sess1");
-    let mut sess2 = FifoReader::create(&sd, "sess2");
+    let sess1 = session_reader(&sd, "sess1");
+    let sess2 = session_reader(&sd, "sess2");
     sd.systemctl_ok(&["start", "reveille@proj"]);
     let pid = sd.property(UNIT, "MainPID");
 
@@ -520,9 +476,9 @@ fn reload_keeps_the_process_refuses_bad_config_and_applies_good_config() {
         })
     });
     write_plan(&sd, PLAN_ID, "one", STOCK_PLAN);
-    let p = sess1.next_prompt("a prompt to sess1: the old default_session");
+    let p = sess1.next(PROMPT_WAIT);
     assert!(p.contains("Write the parser"), "{p}");
-    assert_eq!(sess2.leftover(), "");
+    assert_eq!(sess2.rest(), "");
 
     // A valid change: new plans go to the new default session, and the
     // status no longer says a reload was refused.
@@ -534,9 +490,9 @@ fn reload_keeps_the_process_refuses_bad_config_and_applies_good_config() {
     let status = sd.property(UNIT, "StatusText");
     assert!(!status.contains("refused"), "{status}");
     write_plan(&sd, PLAN_ID_2, "two", STOCK_PLAN);
-    let p = sess2.next_prompt("a prompt to sess2: the new default_session");
+    let p = sess2.next(PROMPT_WAIT);
     assert!(p.contains(PLAN_ID_2), "{p}");
-    assert_eq!(sess1.leftover(), "");
+    assert_eq!(sess1.rest(), "");
     assert_eq!(sd.property(UNIT, "SubState"), "running");
 }
 

@@ -9,7 +9,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::fifo::Readers;
+use super::fifo::Reader;
 use super::plans::{rewrite, Plans};
 use super::process::{Daemon, Script, Setup};
 use super::Env;
@@ -52,7 +52,7 @@ pub fn measure(env: &Env, waker: Waker, plans: usize, steps: usize) -> Samples {
     let tmp = env.tempdir(&format!("lat-{waker:?}"));
     let setup = Setup::new(tmp.path());
     let fifo = setup.add_session("bench");
-    let readers = Readers::open(&[&fifo]);
+    let readers = Reader::open_all(&[&fifo]);
     let running = match waker {
         Waker::Reveille => {
             let mut d = Daemon::start(&env.daemon, &setup);
@@ -90,7 +90,7 @@ pub fn measure(env: &Env, waker: Waker, plans: usize, steps: usize) -> Samples {
     let mut wakes = Vec::with_capacity(plans * (steps - 1));
     for i in 0..plans {
         rewrite(&p.path(i), &p.text(i));
-        let first = readers.next(TIMEOUT);
+        let first = readers.try_next_receipt(TIMEOUT);
         assert!(
             first.is_some(),
             "{waker:?}: no prompt for the first step of a new plan{}",
@@ -99,7 +99,7 @@ pub fn measure(env: &Env, waker: Waker, plans: usize, steps: usize) -> Samples {
         for _ in 1..steps {
             std::thread::sleep(Duration::from_millis(3));
             let t0 = p.complete_next(i);
-            let Some(prompt) = readers.next(TIMEOUT) else {
+            let Some(prompt) = readers.try_next_receipt(TIMEOUT) else {
                 panic!(
                     "{waker:?}: no prompt within {TIMEOUT:?} after ticking step {} of plan {i}{}",
                     p.checked[i],

@@ -10,7 +10,14 @@
 #![allow(dead_code)] // the smoke test uses less of it than the benchmark
 
 pub mod agents;
+/// The test suite's config writer: the daemon's `reveille.toml` is written
+/// here exactly as in the tests.
+#[path = "../../../tests/util/config.rs"]
+pub mod config;
 pub mod doubles;
+/// The test suite's FIFO reader (one epoll thread over every session's
+/// FIFO, each prompt stamped when its read returned).
+#[path = "../../../tests/util/fifo.rs"]
 pub mod fifo;
 pub mod latency;
 /// The test suite's launcher: the daemon starts here exactly as in the tests.

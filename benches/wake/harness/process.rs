@@ -1,4 +1,5 @@
-//! Running the real daemon: a config file per run, `NOTIFY_SOCKET` pointing
+//! Running the real daemon: a config file per run (written by the tests'
+//! `config::Config`, started by the tests' `launch`), `NOTIFY_SOCKET` pointing
 //! at a datagram socket of our own (so `READY=1` is timed exactly), stderr
 //! drained by a thread (its tail is shown when something goes wrong), and
 //! the `/proc` figures the benchmark reports: peak RSS, CPU time, context
@@ -12,6 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use super::config::Config;
 
 /// The directories of one benchmark setup and the config that names them.
 pub struct Setup {
@@ -59,36 +62,25 @@ impl Setup {
         fifo
     }
 
+    /// Write `reveille.toml` (through the tests' `Config`); its path.
     pub fn write_config(&self) -> PathBuf {
-        let q = |p: &Path| format!("{:?}", p.display().to_string());
-        let mut t = String::new();
-        t.push_str("[project]\nname = \"bench\"\n");
-        t.push_str(&format!("plan_dir = {}\n", q(&self.plan_dir)));
+        let mut c = Config::new();
+        c.name("bench")
+            .plan_dir(&self.plan_dir)
+            .sessions_dir(&self.sessions_dir)
+            .events(self.events.as_deref())
+            .beads(&self.beads_root, &["bench"])
+            .issues(self.issues.as_deref())
+            .state_dir(&self.state_dir)
+            .log("stderr", "info");
         if let Some(s) = &self.default_session {
-            t.push_str(&format!("default_session = {s:?}\n"));
+            c.default_session(s);
         }
-        t.push_str("[sessions]\n");
-        t.push_str(&format!("dir = {}\n", q(&self.sessions_dir)));
-        t.push_str("[events]\n");
-        match &self.events {
-            Some(p) => t.push_str(&format!("path = {}\n", q(p))),
-            None => t.push_str("path = \"\"\n"),
+        for (assignee, session) in &self.assignees {
+            c.assignee(assignee, session);
         }
-        t.push_str(&format!("beads_root = {}\n", q(&self.beads_root)));
-        t.push_str("mounts = [\"bench\"]\n");
-        t.push_str("[events.assignees]\n");
-        for (a, s) in &self.assignees {
-            t.push_str(&format!("{a:?} = {s:?}\n"));
-        }
-        t.push_str("[beads]\n");
-        match &self.issues {
-            Some(p) => t.push_str(&format!("issues_jsonl = {}\n", q(p))),
-            None => t.push_str("issues_jsonl = \"\"\n"),
-        }
-        t.push_str(&format!("[state]\ndir = {}\n", q(&self.state_dir)));
-        t.push_str("[log]\ntarget = \"stderr\"\nlevel = \"info\"\n");
         let path = self.root.join("reveille.toml");
-        std::fs::write(&path, t).unwrap();
+        c.write(&path);
         path
     }
 }

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::doubles::fuse::{Mount, Node, Tree};
+use super::doubles::plan_edit;
 use super::plans::plan_name;
 use super::process::{Daemon, Setup};
 use super::Env;
@@ -148,19 +149,13 @@ fn after_chain(env: &Env, n: usize) -> Vec<f64> {
     out
 }
 
-/// Tick `title` in place; the instant of the close.
+/// Tick `title` in place (the tests' `task_complete`, `plan_edit`); the
+/// unix time just before the rewrite's close.
 fn tick(path: &Path, title: &str) -> f64 {
-    let text = std::fs::read_to_string(path).unwrap();
-    let text = text.replacen(&format!("- [ ] {title}"), &format!("- [x] {title}"), 1);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .truncate(true)
-        .open(path)
-        .unwrap();
-    std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
-    let at = unix_now();
-    drop(f);
-    at
+    let closing = plan_edit::flip(path, title, "- [ ] ", "- [x] ")
+        .unwrap()
+        .unwrap_or_else(|| panic!("no open step {title:?} in {}", path.display()));
+    unix_now() - closing.elapsed().as_secs_f64()
 }
 
 /// `n` claims: a `claimed` event appended to a 9beads-like log on a FUSE

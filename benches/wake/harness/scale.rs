@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::fifo::Readers;
+use super::fifo::Reader;
 use super::plans::Plans;
 use super::process::{switches, Daemon, Setup};
 use super::{percentile, Env};
@@ -59,7 +59,7 @@ pub fn measure(
         sessions: (0..plans).map(|i| ids[i % sessions].clone()).collect(),
     };
     p.write_all();
-    let readers = Readers::open(&fifos);
+    let readers = Reader::open_all(&fifos);
 
     // First start: what is ready now is the baseline, announced to no one.
     let mut d = Daemon::start(&env.daemon, &setup);
@@ -92,7 +92,7 @@ pub fn measure(
         std::thread::sleep(Duration::from_millis(3));
         let t0 = p.complete_next(i);
         let prompt = loop {
-            let Some(prompt) = readers.next(Duration::from_secs(10)) else {
+            let Some(prompt) = readers.try_next_receipt(Duration::from_secs(10)) else {
                 panic!(
                     "no prompt after ticking plan {i} with {plans} plans; stderr:\n{}",
                     d.log_tail()
@@ -123,7 +123,7 @@ pub fn measure(
     let mut left = sessions;
     let mut last = t0;
     while left > 0 {
-        let Some(prompt) = readers.next(Duration::from_secs(60)) else {
+        let Some(prompt) = readers.try_next_receipt(Duration::from_secs(60)) else {
             panic!(
                 "burst: {left} of {sessions} sessions got no prompt; stderr:\n{}",
                 d.log_tail()

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use reveille::core::beads::{parse_issues, ready};
 use reveille::shell::store::read_memory;
 
-use super::fifo::Readers;
+use super::fifo::Reader;
 use super::process::{Daemon, Setup};
 use super::{percentile, Env};
 
@@ -177,7 +177,7 @@ pub fn beads(env: &Env, n: usize, trials: usize) -> BeadsRun {
     setup.issues = Some(file.clone());
     setup.assignees = vec![("agent-0".into(), "sess-0".into())];
     let fifo = setup.add_session("sess-0");
-    let readers = Readers::open(&[&fifo]);
+    let readers = Reader::open_all(&[&fifo]);
     let mut closed: Vec<usize> = Vec::new();
     std::fs::write(&file, issues_text(n, &closed)).unwrap();
     let mut d = Daemon::start(&env.daemon, &setup);
@@ -199,7 +199,7 @@ pub fn beads(env: &Env, n: usize, trials: usize) -> BeadsRun {
         std::fs::rename(&tmpfile, &file).unwrap();
         let want = format!("bench-{:05}", head + 1);
         let prompt = loop {
-            let Some(p) = readers.next(Duration::from_secs(20)) else {
+            let Some(p) = readers.try_next_receipt(Duration::from_secs(20)) else {
                 panic!("no prompt for {want}; stderr:\n{}", d.log_tail());
             };
             if p.text.contains(&want) {
