@@ -7,26 +7,29 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 
 use super::{at_home, run_into, stderr, stdout};
+use crate::util::config::Config;
 use crate::util::daemon::WAIT;
 use crate::util::fifo::Reader;
 use crate::util::plans::{task_plan, Step};
 use crate::util::wait_until;
 
 /// `~/.config/reveille/<name>.toml` for a project living in `~/<name>/`.
-fn configure(home: &Path, name: &str, extra: &str) -> PathBuf {
+/// `tweak` adds to the stock settings.
+fn configure(home: &Path, name: &str, tweak: impl FnOnce(&mut Config)) -> PathBuf {
     let root = home.join(name);
     fs::create_dir_all(root.join("pl")).unwrap();
     fs::create_dir_all(root.join("s")).unwrap();
     let conf = home.join(".config/reveille");
     fs::create_dir_all(&conf).unwrap();
-    let r = root.display();
-    fs::write(
-        conf.join(format!("{name}.toml")),
-        format!(
-            "[project]\nplan_dir = \"{r}/pl\"\ndefault_session = \"agent\"\n{extra}\n[sessions]\ndir = \"{r}/s\"\n[state]\ndir = \"{r}/state\"\n[events]\npath = \"\"\n[log]\ntarget = \"stderr\"\n"
-        ),
-    )
-    .unwrap();
+    let mut c = Config::new();
+    c.plan_dir(&root.join("pl"))
+        .default_session("agent")
+        .sessions_dir(&root.join("s"))
+        .state_dir(&root.join("state"))
+        .events(None)
+        .str("log", "target", "stderr");
+    tweak(&mut c);
+    c.write(&conf.join(format!("{name}.toml")));
     root
 }
 
@@ -62,7 +65,7 @@ impl Drop for Running {
 #[test]
 fn the_only_configured_project_needs_no_flag() {
     let home = tempfile::tempdir().unwrap();
-    configure(home.path(), "alpha", "");
+    configure(home.path(), "alpha", |_| {});
     let out = run_into(at_home(home.path(), &["status"]), Stdio::piped());
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
@@ -81,8 +84,10 @@ fn the_only_configured_project_needs_no_flag() {
 #[test]
 fn with_several_projects_why_and_ready_find_the_one_holding_the_file() {
     let home = tempfile::tempdir().unwrap();
-    configure(home.path(), "alpha", "");
-    let beta = configure(home.path(), "beta", "max_plan_bytes = 1024");
+    configure(home.path(), "alpha", |_| {});
+    let beta = configure(home.path(), "beta", |c| {
+        c.num("project", "max_plan_bytes", 1024);
+    });
     // `status` cannot guess: it says which projects there are.
     let out = run_into(at_home(home.path(), &["status"]), Stdio::piped());
     assert_eq!(out.status.code(), Some(1));
