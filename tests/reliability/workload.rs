@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use super::setup::{ready_file, Rng};
 use crate::util::fifo::Receipt;
-use crate::util::plans::{write_atomic, write_in_place};
+use crate::util::plans::{task_complete, write_atomic, write_in_place};
 use crate::util::project::Project;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -220,7 +220,7 @@ impl World {
         let s = ready[rng.below(ready.len() as u64) as usize];
         self.plans[i].steps[s].checked_at = Some(Instant::now());
         let path = self.path(&self.plans[i]);
-        write_in_place(&path, self.plans[i].render().as_bytes());
+        task_complete(&path, &self.plans[i].steps[s].title);
         true
     }
 

@@ -1,5 +1,5 @@
-//! Plan files as the planning tool writes them, and `task_complete`'s
-//! in-place rewrite: open, truncate, write, close.
+//! Plan files as the planning tool writes them, their in-place rewrite
+//! (open, truncate, write, close), and a step ticked as an agent ticks it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -69,9 +69,15 @@ impl Plans {
         plan_text(i, self.steps, self.checked[i], &self.sessions[i])
     }
 
-    /// Tick one more step of plan `i`; the instant the rewrite returned.
+    /// Tick one more step of plan `i` as an agent does (the tests'
+    /// `task_complete`, `plan_edit::flip`); the instant just before the
+    /// rewrite's `close(2)`.
     pub fn complete_next(&mut self, i: usize) -> Instant {
         self.checked[i] += 1;
-        rewrite(&self.path(i), &self.text(i))
+        let s = self.checked[i];
+        let title = format!("Step {s}: implement part {s} of goal {i}");
+        super::doubles::plan_edit::flip(&self.path(i), &title, "- [ ] ", "- [x] ")
+            .unwrap()
+            .unwrap_or_else(|| panic!("no open step {title:?} in plan {i}"))
     }
 }
