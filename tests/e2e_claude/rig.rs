@@ -261,15 +261,7 @@ impl Rig {
 
     /// Every log line of every daemon this rig started.
     pub fn all_logs(&self) -> String {
-        let mut out = String::new();
-        for n in 1.. {
-            let path = self.project.root.join(format!("daemon-{n}.log"));
-            let Ok(text) = std::fs::read_to_string(path) else {
-                break;
-            };
-            out.push_str(&text);
-        }
-        out
+        self.project.logs()
     }
 }
 
