@@ -91,6 +91,14 @@ struct Shared {
     changed: Condvar,
 }
 
+impl Shared {
+    /// The state, even after a panic elsewhere (a failing test must not
+    /// abort in the reader's drop).
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// A reader over one or many session FIFOs, until dropped or `close`d.
 pub struct Reader {
     paths: Vec<PathBuf>,
@@ -121,14 +129,14 @@ impl Reader {
         let (wake_r, wake_w) =
             unsafe { (OwnedFd::from_raw_fd(pipe[0]), OwnedFd::from_raw_fd(pipe[1])) };
         let shared = Arc::new(Shared::default());
-        shared.state.lock().unwrap().partial = vec![Vec::new(); fds.len()];
+        shared.lock().partial = vec![Vec::new(); fds.len()];
         let thread = {
             let shared = shared.clone();
             std::thread::Builder::new()
                 .name("fifo-reader".into())
                 .spawn(move || {
                     if let Err(e) = read_loop(&fds, &wake_r, &shared) {
-                        shared.state.lock().unwrap().error = Some(e);
+                        shared.lock().error = Some(e);
                         shared.changed.notify_all();
                     }
                 })
@@ -148,7 +156,7 @@ impl Reader {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.shared.state.lock().unwrap()
+        self.shared.lock()
     }
 
     /// Wait (at most `timeout`) until `done` holds of the state.
@@ -163,14 +171,18 @@ impl Reader {
             if done(&state) {
                 return state;
             }
-            if let Some(e) = &state.error {
+            if let Some(e) = state.error.clone() {
+                drop(state);
                 panic!("the reader of {:?} failed: {e}", self.paths);
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return state;
             }
-            state = self.shared.changed.wait_timeout(state, left).unwrap().0;
+            state = match self.shared.changed.wait_timeout(state, left) {
+                Ok((s, _)) => s,
+                Err(e) => e.into_inner().0,
+            };
         }
     }
 
@@ -230,20 +242,17 @@ impl Reader {
     pub fn wait_for(&self, needle: &str, timeout: Duration) -> String {
         let find = |s: &State| s.got.iter().find(|r| r.text.contains(needle)).cloned();
         let state = self.wait(timeout, |s| find(s).is_some());
-        match find(&state) {
-            Some(r) => r.text,
-            None => panic!(
-                "timed out after {timeout:?} waiting for a prompt containing {needle:?} on {}; \
-                 received:\n{}",
-                self.describe(),
-                state
-                    .got
-                    .iter()
-                    .map(|r| r.text.as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n----\n")
-            ),
+        if let Some(r) = find(&state) {
+            return r.text;
         }
+        let got: Vec<String> = state.got.iter().map(|r| r.text.clone()).collect();
+        drop(state);
+        panic!(
+            "timed out after {timeout:?} waiting for a prompt containing {needle:?} on {}; \
+             received:\n{}",
+            self.describe(),
+            got.join("\n----\n")
+        )
     }
 
     /// Everything read and not taken, as the bytes came: each untaken
@@ -269,8 +278,8 @@ impl Reader {
     pub fn mark_epoch(&self, n: u64) {
         self.lock().want_epoch = n;
         self.poke();
-        let state = self.wait(Duration::from_secs(10), |s| s.epoch >= n);
-        assert!(state.epoch >= n, "the reader did not drain its FIFOs");
+        let reached = self.wait(Duration::from_secs(10), |s| s.epoch >= n).epoch >= n;
+        assert!(reached, "the reader did not drain its FIFOs");
     }
 
     fn poke(&self) {
@@ -323,7 +332,7 @@ fn read_ready(fd: &OwnedFd, i: usize, buf: &mut [u8], shared: &Shared) -> Result
         if r == 0 {
             return Ok(());
         }
-        let mut state = shared.state.lock().unwrap();
+        let mut state = shared.lock();
         let epoch = state.epoch;
         let mut start = 0;
         let got = &buf[..r as usize];
@@ -401,7 +410,7 @@ fn read_loop(fds: &[OwnedFd], wake: &OwnedFd, shared: &Shared) -> Result<(), Str
             for (k, fd) in fds.iter().enumerate() {
                 read_ready(fd, k, &mut buf, shared)?;
             }
-            let mut state = shared.state.lock().unwrap();
+            let mut state = shared.lock();
             if state.want_epoch > state.epoch {
                 if state.partial.iter().any(|p| !p.is_empty()) {
                     return Err("a prompt was cut in the middle at an epoch mark".into());
@@ -409,7 +418,7 @@ fn read_loop(fds: &[OwnedFd], wake: &OwnedFd, shared: &Shared) -> Result<(), Str
                 state.epoch = state.want_epoch;
                 drop(state);
                 shared.changed.notify_all();
-                state = shared.state.lock().unwrap();
+                state = shared.lock();
             }
             if state.stop {
                 return Ok(());
