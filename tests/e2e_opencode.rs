@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crate::util::agents::opencode::Mode;
 use crate::util::daemon::Daemon;
 use crate::util::plans::Step;
-use crate::util::wait_until;
+use crate::util::{try_wait_until, wait_until};
 use plan_watch::PlanWatch;
 use rig::{spread, Rig, T};
 
@@ -182,7 +182,9 @@ fn every_step_runs_though_reveille_is_killed_mid_plan() {
         }),
     ];
     for (point, reached) in points {
-        wait_until(point, T, || reached(&d).then_some(()));
+        if try_wait_until(T, || reached(&d).then_some(())).is_none() {
+            panic!("timed out waiting for {point}; {}", rig.explain());
+        }
         d.kill9();
         d = Daemon::start(&rig.project);
     }

@@ -159,24 +159,41 @@ impl Rig {
                 .then_some(())
         });
         if ticked.is_none() {
-            let requests: Vec<String> = self
-                .model
-                .requests()
-                .iter()
-                .map(|r| {
-                    format!(
-                        "{} tool={} aux={} {:?}",
-                        r.n, r.after_tool, r.auxiliary, r.last_user
-                    )
-                })
-                .collect();
             panic!(
-                "timed out after {T:?} waiting for the agent to tick {titles:?}; the plan:\n{}\nthe model was asked:\n{}",
+                "timed out after {T:?} waiting for the agent to tick {titles:?}; the plan:\n{}\n{}",
                 std::fs::read_to_string(plan).unwrap_or_default(),
-                requests.join("\n")
+                self.explain()
             );
         }
         self.oc.wait_idle(&self.session, T);
+    }
+
+    /// What the model was asked and what the server says of the session:
+    /// the words of a failure.
+    pub fn explain(&self) -> String {
+        let requests: Vec<String> = self
+            .model
+            .requests()
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} tool={} aux={} {:?}",
+                    r.n, r.after_tool, r.auxiliary, r.last_user
+                )
+            })
+            .collect();
+        let last: Vec<_> = self
+            .oc
+            .transcript(&self.session)
+            .into_iter()
+            .rev()
+            .take(2)
+            .collect();
+        format!(
+            "the model was asked:\n{}\nopencode says the session is {}; its last messages: {last:?}",
+            requests.join("\n"),
+            self.oc.status(&self.session),
+        )
     }
 }
 

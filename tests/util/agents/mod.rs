@@ -19,7 +19,9 @@ use std::process::Command;
 /// why there is none.
 pub fn cli_bin(name: &str) -> Result<PathBuf, String> {
     let root = match std::env::var_os("REVEILLE_AGENT_CLIS") {
-        Some(dir) => PathBuf::from(dir),
+        // Made absolute: the programs run with a working directory of their
+        // own, where a relative path would name nothing.
+        Some(dir) => std::path::absolute(dir).expect("an absolute REVEILLE_AGENT_CLIS"),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/agent-clis"),
     };
     let bin = root.join("node_modules/.bin").join(name);

@@ -11,8 +11,11 @@ use crate::core::session::AgentState;
 /// One event of the stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
-    /// `server.connected`: the first event of a new stream.
+    /// `server.connected`: the first event of a new stream, written once
+    /// the server listens for the stream's events (its head comes before).
     Connected,
+    /// `server.heartbeat`: sent every 10 s on an otherwise quiet stream.
+    Heartbeat,
     /// `session.status`: idle, busy, or retrying a failed model call.
     Status { session: String, state: AgentState },
     /// `session.idle`: a session's run of turns ended.
@@ -30,7 +33,7 @@ pub enum Event {
     },
     /// `session.deleted`.
     Deleted { session: String },
-    /// Anything else (deltas, heartbeats, other kinds of event).
+    /// Anything else (deltas, other kinds of event).
     Other,
 }
 
@@ -45,6 +48,7 @@ pub fn parse(data: &str) -> Event {
     let session = || props["sessionID"].as_str().map(str::to_string);
     match payload["type"].as_str().unwrap_or("") {
         "server.connected" => Event::Connected,
+        "server.heartbeat" => Event::Heartbeat,
         "session.status" => match (session(), status(&props["status"])) {
             (Some(session), Some(state)) => Event::Status { session, state },
             _ => Event::Other,
@@ -174,7 +178,6 @@ mod tests {
     fn what_is_not_followed_or_not_json_is_other() {
         for data in [
             "not json",
-            r#"{"payload":{"type":"server.heartbeat","properties":{}}}"#,
             r#"{"payload":{"type":"message.part.delta","properties":{"sessionID":"s"}}}"#,
             r#"{"payload":{"type":"session.status","properties":{"sessionID":"s"}}}"#,
         ] {
@@ -183,6 +186,10 @@ mod tests {
         assert_eq!(
             parse(r#"{"payload":{"type":"server.connected","properties":{}}}"#),
             Event::Connected
+        );
+        assert_eq!(
+            parse(r#"{"payload":{"type":"server.heartbeat","properties":{}}}"#),
+            Event::Heartbeat
         );
     }
 }

@@ -347,6 +347,13 @@ impl Followed {
         }
     }
 
+    /// The sessions a refused prompt waits on to be idle, and no idle
+    /// was reported since.
+    pub fn owing_idle(&self) -> Vec<String> {
+        let owing = self.sessions.iter().filter(|(_, s)| s.owe_idle);
+        owing.map(|(id, _)| id.clone()).collect()
+    }
+
     /// A state the event stream gave (`None`: the session was deleted).
     pub fn streamed(&mut self, id: &str, state: Option<AgentState>) {
         if let Some(s) = self.sessions.get_mut(id) {
@@ -605,9 +612,12 @@ mod tests {
         // Refused while busy: the idle that ends the turn is reported.
         f.state("ses_a", busy("busy"));
         f.owe_idle("ses_a");
+        assert_eq!(f.owing_idle(), ["ses_a"], "read again at each heartbeat");
         f.state("ses_a", Some(AgentState::Idle));
+        assert!(f.owing_idle().is_empty());
         // Refused after the idle was already reported: said again at once.
         f.owe_idle("ses_a");
+        assert!(f.owing_idle().is_empty());
         f.state("ses_a", Some(AgentState::Idle));
         let idle = state(Some(AgentState::Idle));
         assert_eq!(

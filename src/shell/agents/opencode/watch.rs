@@ -10,8 +10,13 @@
 //! connect on this machine costs microseconds — until the server is back;
 //! then each followed session's record and status are read once
 //! ([`refresh`]), which reports it present again, so the engine retries
-//! what waits for it. A stream silent for 30 s (the server sends a
-//! heartbeat every 10 s) is taken as broken.
+//! what waits for it. That read waits for the stream's `server.connected`:
+//! the stream's head comes before the server listens for its events, and
+//! an idle in that gap would be in neither the read nor the stream. A
+//! stream silent for 30 s (the server sends a heartbeat every 10 s) is
+//! taken as broken; at each heartbeat a session that a prompt waits on to
+//! be idle, and that was not reported idle since, is read again — a net
+//! under the stream, so no lost event can hold a prompt for longer.
 
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex};
@@ -46,12 +51,20 @@ pub fn follow(api: Api, shared: Arc<Shared>, stop: Arc<Stop>, closed: Receiver<(
                 return;
             }
             tracing::debug!("following the event stream of {url}");
-            refresh(&api, &shared);
+            let mut connected = false;
             let ended = loop {
-                match stream.next_event() {
-                    Ok(Some(data)) => apply(&shared, events::parse(&data)),
+                let event = match stream.next_event() {
+                    Ok(Some(data)) => events::parse(&data),
                     Ok(None) => break "the server ended it".to_string(),
                     Err(e) => break e.to_string(),
+                };
+                match event {
+                    Event::Connected if !connected => {
+                        connected = true;
+                        refresh(&api, &shared);
+                    }
+                    Event::Heartbeat => recheck_owed(&api, &shared),
+                    event => apply(&shared, event),
                 }
             };
             tracing::debug!("the event stream of {url} broke ({ended}); every session of it is not running until it is back");
@@ -92,7 +105,7 @@ fn apply(shared: &Shared, event: Event) {
         }
         Event::Tool { session, running } => f.tool(&session, running),
         Event::Deleted { session } => f.streamed(&session, None),
-        Event::Connected | Event::Other => {}
+        Event::Connected | Event::Heartbeat | Event::Other => {}
     }
 }
 
@@ -103,6 +116,17 @@ fn refresh(api: &Api, shared: &Shared) {
     for (id, _) in followed {
         // The server went away: the stream breaks too, and the next
         // connection refreshes again.
+        if refresh_one(api, shared, &id) == Err(Gone::Server) {
+            return;
+        }
+    }
+}
+
+/// Read again each session a refused prompt waits on to be idle: its
+/// idle may have come where no stream heard it.
+fn recheck_owed(api: &Api, shared: &Shared) {
+    let owing = shared.lock().owing_idle();
+    for id in owing {
         if refresh_one(api, shared, &id) == Err(Gone::Server) {
             return;
         }
