@@ -347,11 +347,12 @@ impl Followed {
         }
     }
 
-    /// The sessions a refused prompt waits on to be idle, and no idle
-    /// was reported since.
-    pub fn owing_idle(&self) -> Vec<String> {
-        let owing = self.sessions.iter().filter(|(_, s)| s.owe_idle);
-        owing.map(|(id, _)| id.clone()).collect()
+    /// The sessions whose idle the engine may be waiting for: reported
+    /// busy, or owed an idle by a refused prompt.
+    pub fn awaiting_idle(&self) -> Vec<String> {
+        let busy = |s: &Session| matches!(s.reported, Some(Some(AgentState::Busy(_))));
+        let waiting = self.sessions.iter().filter(|(_, s)| s.owe_idle || busy(s));
+        waiting.map(|(id, _)| id.clone()).collect()
     }
 
     /// A state the event stream gave (`None`: the session was deleted).
@@ -509,6 +510,14 @@ impl Followed {
             s.owe_idle = false;
         }
         s.reported = Some(state.clone());
+        tracing::debug!(
+            "opencode session {id} is {state:?}{}",
+            if owed {
+                " (an idle a refused prompt waits for)"
+            } else {
+                ""
+            }
+        );
         self.send(Input::SessionState {
             session: self.engine_name(id),
             state,
@@ -612,12 +621,12 @@ mod tests {
         // Refused while busy: the idle that ends the turn is reported.
         f.state("ses_a", busy("busy"));
         f.owe_idle("ses_a");
-        assert_eq!(f.owing_idle(), ["ses_a"], "read again at each heartbeat");
+        assert_eq!(f.awaiting_idle(), ["ses_a"], "read again at each heartbeat");
         f.state("ses_a", Some(AgentState::Idle));
-        assert!(f.owing_idle().is_empty());
+        assert!(f.awaiting_idle().is_empty());
         // Refused after the idle was already reported: said again at once.
         f.owe_idle("ses_a");
-        assert!(f.owing_idle().is_empty());
+        assert!(f.awaiting_idle().is_empty());
         f.state("ses_a", Some(AgentState::Idle));
         let idle = state(Some(AgentState::Idle));
         assert_eq!(

@@ -14,9 +14,10 @@
 //! the stream's head comes before the server listens for its events, and
 //! an idle in that gap would be in neither the read nor the stream. A
 //! stream silent for 30 s (the server sends a heartbeat every 10 s) is
-//! taken as broken; at each heartbeat a session that a prompt waits on to
-//! be idle, and that was not reported idle since, is read again — a net
-//! under the stream, so no lost event can hold a prompt for longer.
+//! taken as broken; at each heartbeat a followed session last reported
+//! busy (or owed an idle by a refused prompt) is read again — a net under
+//! the stream, so a lost idle holds a prompt for one heartbeat, not for
+//! ever.
 
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex};
@@ -60,10 +61,11 @@ pub fn follow(api: Api, shared: Arc<Shared>, stop: Arc<Stop>, closed: Receiver<(
                 };
                 match event {
                     Event::Connected if !connected => {
+                        tracing::debug!("the event stream of {url} is connected");
                         connected = true;
                         refresh(&api, &shared);
                     }
-                    Event::Heartbeat => recheck_owed(&api, &shared),
+                    Event::Heartbeat => recheck_busy(&api, &shared),
                     event => apply(&shared, event),
                 }
             };
@@ -122,13 +124,17 @@ fn refresh(api: &Api, shared: &Shared) {
     }
 }
 
-/// Read again each session a refused prompt waits on to be idle: its
-/// idle may have come where no stream heard it.
-fn recheck_owed(api: &Api, shared: &Shared) {
-    let owing = shared.lock().owing_idle();
-    for id in owing {
+/// Read again each session whose idle the engine may wait for: the
+/// stream was seen, on a loaded machine right after a reconnection, not to
+/// carry the idle that ended a turn, and nothing else would tell it.
+fn recheck_busy(api: &Api, shared: &Shared) {
+    let waiting = shared.lock().awaiting_idle();
+    for id in waiting {
         if refresh_one(api, shared, &id) == Err(Gone::Server) {
             return;
+        }
+        if !shared.lock().awaiting_idle().contains(&id) {
+            tracing::info!("opencode session {id} is idle, though the event stream did not say so: read at its heartbeat");
         }
     }
 }
