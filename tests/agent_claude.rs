@@ -35,7 +35,7 @@ struct Rig {
     inputs: UnboundedReceiver<Input>,
     /// Every input reported so far, in order.
     seen: Vec<Input>,
-    _one: std::sync::MutexGuard<'static, ()>,
+    _one: crate::util::agents::AgentTurn,
 }
 
 impl Rig {

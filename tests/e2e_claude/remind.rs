@@ -23,11 +23,14 @@ fn an_idle_claude_that_left_its_step_open_is_reminded_and_the_reminder_reaches_t
     };
     let name = "20260101T000000_0e0e0e0e--remind__todo.md";
     let (path, _) = rig.plan(name, "Remind", &[Step::new(TITLE)]);
-    let first = rig.wait_model(&ready(TITLE));
+    rig.wait_model(&ready(TITLE));
     let reminder = format!("Reminder 1 of 3: s1 is still open: {TITLE}");
     let reminded = rig.wait_model(&reminder);
     rig.wait_ticked(&path, TITLE);
     rig.idle();
+    // Read again now: the record taken as the turn began may be from
+    // before its answer was written.
+    let first = rig.wait_model(&ready(TITLE));
     let first_done = first.done.expect("the first turn's answer was written");
     println!(
         "claude e2e remind: the reminder asked the model {} after the step's own turn answered (remind_after_ms 1000)",

@@ -5,8 +5,8 @@
 //! plan directory is inside the session's working directory, where the
 //! agent's shell tool edits files.
 
+use crate::util::agents::AgentTurn;
 use std::path::{Path, PathBuf};
-use std::sync::MutexGuard;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
@@ -29,7 +29,7 @@ pub struct Rig {
     pub project: Project,
     daemon: Option<Daemon>,
     pub plan_dir: PathBuf,
-    _one: MutexGuard<'static, ()>,
+    _one: AgentTurn,
 }
 
 /// A TOML string.

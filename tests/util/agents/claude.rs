@@ -15,7 +15,7 @@
 use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -34,9 +34,8 @@ const START: Duration = Duration::from_secs(30);
 /// Held by every test that runs a Claude Code (the backend's and the
 /// daemon's): one at a time, since each starts a heavy TUI of its own and
 /// the latency figures mean nothing on a machine busy starting others.
-pub fn one_at_a_time() -> MutexGuard<'static, ()> {
-    static ONE: Mutex<()> = Mutex::new(());
-    ONE.lock().unwrap_or_else(|e| e.into_inner())
+pub fn one_at_a_time() -> super::AgentTurn {
+    super::one_agent_at_a_time()
 }
 
 /// A running session as its registry entry says.

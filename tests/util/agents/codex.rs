@@ -184,18 +184,22 @@ pub struct Codex {
     pub cwd: PathBuf,
     /// The thread id the TUI shows (`codex:<thread>` for reveille).
     pub thread: String,
+    /// One agent program of the tests at a time (`one_agent_at_a_time`).
+    _turn: super::AgentTurn,
 }
 
 impl Codex {
     /// Start `codex` in `home.work()`, as a person does, and wait until its
     /// daemon serves the TUI's new thread.
     pub fn start(home: CodexHome) -> Codex {
+        let turn = super::one_agent_at_a_time();
         let cwd = home.work();
         let mut codex = Codex {
             home,
             tui: None,
             cwd,
             thread: String::new(),
+            _turn: turn,
         };
         codex.tui = Some(codex.open(&[]));
         codex.thread = wait_until("the codex TUI's thread", START, || codex.tui_thread());
@@ -388,6 +392,8 @@ pub struct ListeningServer {
     child: Child,
     /// `ws://127.0.0.1:<port>` or `unix://<path>`.
     pub endpoint: String,
+    /// One agent program of the tests at a time (`one_agent_at_a_time`).
+    _turn: super::AgentTurn,
 }
 
 impl ListeningServer {
@@ -409,6 +415,7 @@ impl ListeningServer {
 
     fn start(home: &CodexHome, endpoint: String) -> ListeningServer {
         use std::os::unix::process::CommandExt;
+        let turn = super::one_agent_at_a_time();
         let child = home
             .command(&["app-server", "--listen", &endpoint], &home.work())
             .stdin(Stdio::null())
@@ -417,7 +424,11 @@ impl ListeningServer {
             .process_group(0)
             .spawn()
             .expect("spawn codex app-server");
-        let server = ListeningServer { child, endpoint };
+        let server = ListeningServer {
+            child,
+            endpoint,
+            _turn: turn,
+        };
         wait_until("codex app-server --listen", START, || {
             AppServer::connect(&server.endpoint).ok().map(|_| ())
         });

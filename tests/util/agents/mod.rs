@@ -15,6 +15,36 @@ pub mod opencode;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Held while a real agent program of the tests runs (a Codex, a Claude
+/// Code, an opencode): one at a time across the kinds. Each is hundreds of
+/// MB and a core's worth at its start, and on 2 cores an opencode's first
+/// turn was seen to start 1.7 s after its step became ready while other
+/// kinds' tests ran beside it — a figure of the machine, not of reveille.
+/// A thread that holds it already gets an empty turn (a test may start
+/// two programs of one kind).
+pub fn one_agent_at_a_time() -> AgentTurn {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    HELD.with(|held| {
+        let guard = (held.get() == 0).then(|| ONE.lock().unwrap_or_else(|e| e.into_inner()));
+        held.set(held.get() + 1);
+        AgentTurn(guard)
+    })
+}
+
+thread_local! {
+    /// How many turns this thread holds.
+    static HELD: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// See [`one_agent_at_a_time`]; the turn ends when it is dropped.
+pub struct AgentTurn(#[allow(dead_code)] Option<std::sync::MutexGuard<'static, ()>>);
+
+impl Drop for AgentTurn {
+    fn drop(&mut self) {
+        HELD.with(|held| held.set(held.get().saturating_sub(1)));
+    }
+}
+
 /// The installed binary of CLI `name` (`codex`, `claude`, `opencode`), or
 /// why there is none.
 pub fn cli_bin(name: &str) -> Result<PathBuf, String> {

@@ -19,7 +19,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
+
 use std::time::Duration;
 
 use reveille::shell::agents::opencode::http::Server;
@@ -31,12 +31,6 @@ use crate::util::{try_wait_until, wait_until};
 /// How long opencode may take to start listening (it loads its plugins
 /// and database first; seconds on a loaded machine).
 const START: Duration = Duration::from_secs(60);
-
-/// One opencode of the tests at a time: each is hundreds of MB and a few
-/// cores' worth at its start, and the tests measure latencies that a
-/// second one starting beside it would distort (on 2 cores, two at once
-/// made turns and idle reports seconds late).
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// An isolated home for opencode, configured for the fake model.
 pub struct Home {
@@ -179,7 +173,7 @@ pub struct Opencode {
     resume: Option<String>,
     /// Held while this one lives (a failed test's poison is no matter);
     /// dropped after the process is killed (fields drop in order).
-    _turn: MutexGuard<'static, ()>,
+    _turn: super::AgentTurn,
 }
 
 impl Opencode {
@@ -196,7 +190,7 @@ impl Opencode {
 
     /// Start opencode in `home`, on a free port, and wait until it serves.
     pub fn start(home: Home, mode: Mode) -> Opencode {
-        let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let turn = super::one_agent_at_a_time();
         let port = free_port();
         let server = Server::parse(&format!("http://127.0.0.1:{port}")).unwrap();
         let mut oc = Opencode {

@@ -134,7 +134,7 @@ fn recheck_busy(api: &Api, shared: &Shared) {
             return;
         }
         if !shared.lock().awaiting_idle().contains(&id) {
-            tracing::info!("opencode session {id} is idle, though the event stream did not say so: read at its heartbeat");
+            tracing::info!("opencode session {id} is no longer busy, though the event stream did not say so: read again at its heartbeat");
         }
     }
 }
