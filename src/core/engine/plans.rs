@@ -356,23 +356,14 @@ impl Plans {
                 // its error and `STATUS=` counts it invalid.
                 self.track(pp, path, cx);
                 let msg = format!("cannot read it: {err}");
-                let plan = self.plans.get_mut(&pp.source)?;
-                if plan.error.as_deref() != Some(&msg) {
-                    cx.fx.push(Effect::Log(
-                        Log::new(
-                            Level::Error,
-                            format!(
-                                "cannot read plan {}: {err}; no wake-ups from it until it can be read",
-                                path.display()
-                            ),
-                        )
-                        .plan(&pp.source)
-                        .plan_file(path),
-                    ));
-                    if plan.error.replace(msg).is_none() {
-                        self.invalid += 1;
-                    }
-                }
+                let log = Log::new(
+                    Level::Error,
+                    format!(
+                        "cannot read plan {}: {err}; no wake-ups from it until it can be read",
+                        path.display()
+                    ),
+                );
+                self.set_error(pp, path, msg, log, cx);
                 None
             }
         }

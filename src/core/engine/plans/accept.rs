@@ -44,86 +44,116 @@ impl Plans {
             {
                 None
             }
-            // A plan file with no step in it wakes nobody: said once, and
-            // listed with the reason (a fresh read may be a writer's first
-            // half: judged once it has settled, as an error is).
+            // A fresh read may be a writer's first half: judged once it has
+            // settled, so a transient error (or emptiness) is never said.
             Ok(plan) if plan.steps.is_empty() && !matches!(pp.origin, Origin::Session(_)) => {
                 if trust.fresh {
                     self.recheck(now, path, trust.rechecked, cx);
-                    return None;
+                } else {
+                    self.steps_less(pp, path, &plan, parsed.near_miss.as_ref(), cx);
                 }
-                let msg = no_steps(pp, parsed.near_miss.as_ref());
-                if state.error.as_deref() != Some(msg.as_str()) {
-                    let mut log = Log::new(
-                        Level::Warn,
-                        format!(
-                            "plan {} has no steps: {msg}; it is tracked and wakes nobody until it has one",
-                            path.display()
-                        ),
-                    )
-                    .plan(&pp.source)
-                    .plan_file(path);
-                    if let Some((line, _)) = &parsed.near_miss {
-                        log = log.line(*line);
-                    }
-                    cx.fx.push(Effect::Log(log));
-                    if state.error.replace(msg).is_none() {
-                        self.invalid += 1;
-                    }
-                }
-                state.summary = Some(Summary::of(&plan, |_| false));
                 None
             }
             Ok(plan) => {
-                if state.error.take().is_some() {
-                    self.invalid -= 1;
-                    cx.fx.push(Effect::Log(
-                        Log::new(
-                            Level::Info,
-                            format!("plan {} is valid again", path.display()),
-                        )
-                        .plan(&pp.source)
-                        .plan_file(path),
-                    ));
-                }
-                // The few announced steps of this plan, looked up once.
-                let announced: Vec<&str> = cx.ledger.plans().step_keys(&pp.source).collect();
-                let announced = |key: &str| announced.contains(&key);
-                match &mut state.summary {
-                    // The same steps as the last parse, some ticked or
-                    // unticked: goal and session are kept as they were.
-                    Some(summary) if parsed.ticks_only => summary.follow_ticks(&plan, announced),
-                    summary => *summary = Some(Summary::of(&plan, announced)),
-                }
+                self.valid(pp, path, &plan, parsed.ticks_only, cx);
                 Some(plan)
             }
             Err(_) if trust.fresh => {
-                // Maybe the next version half written: judged when it
-                // has settled, so a transient error is never reported.
                 self.recheck(now, path, trust.rechecked, cx);
                 None
             }
             Err(e) => {
                 let msg = e.to_string();
-                if state.error.as_deref() != Some(msg.as_str()) {
-                    cx.fx.push(Effect::Log(
-                        Log::new(
-                            Level::Error,
-                            format!(
-                                "invalid plan {}: {msg}; no wake-ups from it until it is fixed",
-                                path.display()
-                            ),
-                        )
-                        .plan(&pp.source)
-                        .plan_file(path)
-                        .line(e.line),
-                    ));
-                    if state.error.replace(msg).is_none() {
-                        self.invalid += 1;
-                    }
-                }
+                let log = Log::new(
+                    Level::Error,
+                    format!(
+                        "invalid plan {}: {msg}; no wake-ups from it until it is fixed",
+                        path.display()
+                    ),
+                )
+                .line(e.line);
+                self.set_error(pp, path, msg, log, cx);
                 None
             }
+        }
+    }
+
+    /// A plan file with no step in it wakes nobody: said once, and listed
+    /// with the reason.
+    fn steps_less(
+        &mut self,
+        pp: &PlanPath,
+        path: &Path,
+        plan: &Plan,
+        near_miss: Option<&(usize, String)>,
+        cx: &mut Cx,
+    ) {
+        let msg = no_steps(pp, near_miss);
+        let mut log = Log::new(
+            Level::Warn,
+            format!(
+                "plan {} has no steps: {msg}; it is tracked and wakes nobody until it has one",
+                path.display()
+            ),
+        );
+        if let Some((line, _)) = near_miss {
+            log = log.line(*line);
+        }
+        self.set_error(pp, path, msg, log, cx);
+        if let Some(state) = self.plans.get_mut(&pp.source) {
+            state.summary = Some(Summary::of(plan, |_| false));
+        }
+    }
+
+    /// A plan with steps: its error (if any) is over, and its summary
+    /// follows the parse.
+    fn valid(&mut self, pp: &PlanPath, path: &Path, plan: &Plan, ticks_only: bool, cx: &mut Cx) {
+        let Some(state) = self.plans.get_mut(&pp.source) else {
+            return;
+        };
+        if state.error.take().is_some() {
+            self.invalid -= 1;
+            cx.fx.push(Effect::Log(
+                Log::new(
+                    Level::Info,
+                    format!("plan {} is valid again", path.display()),
+                )
+                .plan(&pp.source)
+                .plan_file(path),
+            ));
+        }
+        // The few announced steps of this plan, looked up once.
+        let announced: Vec<&str> = cx.ledger.plans().step_keys(&pp.source).collect();
+        let announced = |key: &str| announced.contains(&key);
+        match &mut state.summary {
+            // The same steps as the last parse, some ticked or unticked:
+            // goal and session are kept as they were.
+            Some(summary) if ticks_only => summary.follow_ticks(plan, announced),
+            summary => *summary = Some(Summary::of(plan, announced)),
+        }
+    }
+
+    /// The plan's error is `msg`: said with `log` (given its plan and
+    /// file here) only when it differs from the error already said, and
+    /// counted invalid once.
+    pub(super) fn set_error(
+        &mut self,
+        pp: &PlanPath,
+        path: &Path,
+        msg: String,
+        log: Log,
+        cx: &mut Cx,
+    ) {
+        let Some(state) = self.plans.get_mut(&pp.source) else {
+            return;
+        };
+        if state.error.as_deref() == Some(msg.as_str()) {
+            return;
+        }
+        cx.fx
+            .push(Effect::Log(log.plan(&pp.source).plan_file(path)));
+        if state.error.replace(msg).is_none() {
+            self.invalid += 1;
         }
     }
 }
