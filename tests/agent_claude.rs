@@ -83,6 +83,7 @@ impl Rig {
             plan: String::new(),
             step: String::new(),
             parent: None,
+            again: false,
         };
         let at = Instant::now();
         let now = self.backend.as_mut().unwrap().deliver(&d);
@@ -540,6 +541,7 @@ fn spawn_is_refused_at_once_and_other_kinds_are_not_delivered() {
         plan: String::new(),
         step: String::new(),
         parent: None,
+        again: false,
     };
     assert_eq!(backend.deliver(&d), None);
     let answer = wait_until("an answer", T, || rx.try_recv().ok());

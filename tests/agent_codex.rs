@@ -5,6 +5,7 @@
 //! checks what the agent experienced — the fake model's requests, the
 //! thread's own history, the plan file — beside what the backend reported.
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use reveille::config::CodexSettings;
@@ -45,6 +46,9 @@ struct Reveille {
     backend: CodexBackend,
     rx: UnboundedReceiver<Input>,
     seen: Vec<Input>,
+    /// The prompts handed out: handed out again, they are `again`, as the
+    /// engine's lanes say.
+    handed: BTreeSet<u64>,
 }
 
 impl Reveille {
@@ -54,6 +58,7 @@ impl Reveille {
             backend: CodexBackend::new(&settings, PROJECT, tx),
             rx,
             seen: Vec::new(),
+            handed: BTreeSet::new(),
         }
     }
 
@@ -66,6 +71,18 @@ impl Reveille {
     }
 
     fn deliver(&mut self, session: &str, seq: u64, text: &str) -> Instant {
+        let again = !self.handed.insert(seq);
+        self.hand_out(session, seq, text, again)
+    }
+
+    /// Deliver a prompt an earlier reveille handed out (pending when this
+    /// one began: the engine says `again`).
+    fn deliver_again(&mut self, session: &str, seq: u64, text: &str) -> Instant {
+        self.handed.insert(seq);
+        self.hand_out(session, seq, text, true)
+    }
+
+    fn hand_out(&mut self, session: &str, seq: u64, text: &str, again: bool) -> Instant {
         let at = Instant::now();
         let now = self.backend.deliver(&Delivery {
             session: session.to_string(),
@@ -74,6 +91,7 @@ impl Reveille {
             plan: "plan.md".into(),
             step: format!("s{seq}"),
             parent: None,
+            again,
         });
         assert_eq!(now, None, "a codex delivery is answered by the worker");
         at
@@ -286,7 +304,7 @@ fn a_prompt_delivered_again_after_a_reveille_restart_reaches_the_model_once() {
         // its delivered mark was written.
     }
     let mut again = Reveille::of(&codex);
-    again.deliver(&session, 5, text);
+    again.deliver_again(&session, 5, text);
     again.wait(
         "delivered again, without sending",
         0,
@@ -438,8 +456,13 @@ fn idle_wake_latency_beside_codexs_own_queue() {
     }
     let (p50, max) = summary(&mut ours);
     let (d50, dmax) = summary(&mut theirs);
+    // The figures, side by side, for doc/PERFORMANCE.md; what is checked
+    // is that each prompt ran as one turn of its own.
     println!("idle wake, deliver → model request, 10 prompts: reveille p50 {p50:?} max {max:?}; thread/queue/add sent by the test p50 {d50:?} max {dmax:?}");
-    assert!(p50 < Duration::from_millis(250), "p50 {p50:?}");
+    for i in 1..=10u64 {
+        let text = format!("reveille latency prompt {i} of 10");
+        assert_eq!(model.turns_on(&text).len(), 1, "{:#?}", model.requests());
+    }
 }
 
 fn summary(v: &mut [Duration]) -> (Duration, Duration) {
@@ -602,7 +625,7 @@ fn a_prompt_codex_is_starting_unseen_when_reveille_restarts_runs_once() {
     let mut probe = codex.client().expect("the daemon serves");
     let id = format!("reveille:{PROJECT}:2");
     let left = left_the_queue(&mut probe, &codex.thread, &id);
-    let sent = again.deliver(&session, 2, text);
+    let sent = again.deliver_again(&session, 2, text);
     again.wait("delivered again", 0, delivered(&session, 2));
     println!("delivered again {:?} after it left the queue", sent - left);
     again.wait("its turn known as started", 0, started(&session, 2));

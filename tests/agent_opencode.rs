@@ -74,6 +74,7 @@ impl Rig {
             plan: String::new(),
             step: String::new(),
             parent: None,
+            again: false,
         };
         if let Some(now) = self.backend.as_mut().unwrap().deliver(&d) {
             self.seen

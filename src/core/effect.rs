@@ -103,6 +103,12 @@ pub struct Delivery {
     /// The parent, when the session is a child reveille made (fan-out),
     /// for the journal.
     pub parent: Option<String>,
+    /// It may have reached the agent already: it was handed out before
+    /// without its outcome heard — by an earlier run of reveille (it was
+    /// pending when this one began) or by an earlier try in this one. A
+    /// backend that can find its own prompts in the agent looks for it
+    /// before writing it again; a first delivery needs no look.
+    pub again: bool,
 }
 
 /// An effect for the shell to carry out.

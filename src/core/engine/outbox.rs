@@ -106,6 +106,9 @@ pub(super) struct Lane {
     /// The prompt said to wait for the session to be idle (a kind that
     /// takes one only while idle), so it is said once.
     held_said: Option<u64>,
+    /// The prompt last handed out: handed out again (after a failed
+    /// write), it may have reached the agent all the same.
+    handed: Option<u64>,
 }
 
 impl Lane {
@@ -208,10 +211,11 @@ impl Lanes {
         self.wake(session);
     }
 
-    /// The next session that may write its front prompt now, and that
-    /// prompt; its lane is marked writing. `front` gives a session's first
-    /// pending prompt, `planned` whether it is a child not yet seen to
-    /// exist (its prompt waits for it), `observed` its state.
+    /// The next session that may write its front prompt now, that prompt,
+    /// and whether it was handed out before in this run; its lane is
+    /// marked writing. `front` gives a session's first pending prompt,
+    /// `planned` whether it is a child not yet seen to exist (its prompt
+    /// waits for it), `observed` its state.
     pub(super) fn next<'m>(
         &mut self,
         now: Now,
@@ -219,7 +223,7 @@ impl Lanes {
         front: impl Fn(&str) -> Option<&'m Pending>,
         planned: impl Fn(&str) -> bool,
         observed: &BTreeMap<String, Observed>,
-    ) -> Option<(String, &'m Pending)> {
+    ) -> Option<(String, &'m Pending, bool)> {
         while let Some(session) = self.dirty.pop_first() {
             let retry = Timer::Retry(session.clone());
             let lane = self.lanes.entry(session.clone()).or_default();
@@ -243,7 +247,8 @@ impl Lanes {
             };
             lane.writing = Some(p.seq);
             lane.writing_seen = observed.get(&session).cloned();
-            return Some((session, p));
+            let tried = lane.handed.replace(p.seq) == Some(p.seq);
+            return Some((session, p, tried));
         }
         None
     }

@@ -58,6 +58,8 @@ struct Sim {
     /// Child creates refused at once, as by a kind that cannot create
     /// sessions (Claude Code's backend answers `spawn` with `Some`).
     refuse_spawns: bool,
+    /// Every delivery handed out, written or not: its step and `again`.
+    handed: Vec<(String, bool)>,
 }
 
 impl Sim {
@@ -132,6 +134,7 @@ impl World for Sim {
         self.reaped.push(child.to_string());
     }
     fn deliver(&mut self, d: &Delivery) -> Option<Result<Reached, Undeliverable>> {
+        self.handed.push((d.step.clone(), d.again));
         if !self.readers.get(&d.session).copied().unwrap_or(false) {
             return Some(Err(Undeliverable {
                 reason: "no reader (ENXIO)".into(),
@@ -183,6 +186,7 @@ impl Rig {
                 reaches: BTreeMap::new(),
                 later: BTreeSet::new(),
                 refuse_spawns: false,
+                handed: Vec::new(),
             },
         }
     }

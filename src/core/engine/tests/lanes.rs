@@ -322,3 +322,29 @@ fn the_close_instruction_quotes_the_line_as_written() {
         texts[0]
     );
 }
+
+/// `again` marks a prompt that may have reached the agent already: tried
+/// before in this run, or pending when this run began — never a first try.
+#[test]
+fn a_prompt_is_handed_out_again_after_a_failed_try_or_a_restart_only() {
+    let mut rig = Rig::started();
+    rig.world.readers.insert("s1".into(), false);
+    rig.write(NAME, &stock(&[false, false]));
+    let retry = rig.engine.poll_timeout().unwrap();
+    rig.advance(retry - rig.now);
+    assert_eq!(
+        rig.world.handed,
+        [("s1".to_string(), false), ("s1".to_string(), true)]
+    );
+
+    let memory = rig.engine.memory().clone();
+    let mut again = Rig::new(rig.engine.config().clone(), Some(memory));
+    again.world.readers.insert("s1".into(), true);
+    again.world.files = rig.world.files.clone();
+    again.startup();
+    // Announced by the run before: it may have written it.
+    assert_eq!(again.world.handed, [("s1".to_string(), true)]);
+    // Announced in this run: a first delivery.
+    again.write(NAME, &stock(&[true, false]));
+    assert_eq!(again.world.handed[1], ("s2".to_string(), false));
+}

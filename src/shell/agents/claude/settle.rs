@@ -74,6 +74,7 @@ mod tests {
             plan: String::new(),
             step: String::new(),
             parent: None,
+            again: false,
         }
     }
 

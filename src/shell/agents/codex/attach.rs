@@ -12,7 +12,7 @@ use super::rpc::CallError;
 use super::sessions::Held;
 use super::worker::Worker;
 use crate::core::input::Input;
-use crate::core::session::{AgentState, Kind};
+use crate::core::session::Kind;
 
 /// How many of a thread's latest turns are read for reveille's prompts:
 /// a prompt repeated after a restart is one of the last few.
@@ -49,8 +49,7 @@ impl Worker {
 
     /// `thread/resume` on this connection, then what the thread holds of
     /// ours and its state; a turn started on one of ours that the engine
-    /// was not told of yet is told now. A thread busy when first attached
-    /// may be starting one of ours unseen: `unsure` until idle (`settle`).
+    /// was not told of yet is told now.
     pub(super) fn subscribe(&mut self, name: &str, thread: &str) -> Result<(), CallError> {
         let resumed = self.call("thread/resume", protocol::resume(thread))?;
         let info = ThreadInfo::of(&resumed["thread"]);
@@ -61,10 +60,6 @@ impl Worker {
         }
         self.read_held(name, thread).map_err(CallError::Lost)?;
         let state = info.and_then(|i| i.state);
-        if let Some(s) = self.sessions.get(name) {
-            s.unsure |= !s.attached_before && matches!(state, Some(AgentState::Busy(_)));
-            s.attached_before = true;
-        }
         let input = self.sessions.set_state(name, state);
         self.report_all(input);
         self.tell_started(name);
@@ -88,7 +83,6 @@ impl Worker {
         if let Some(s) = self.sessions.get(name) {
             s.attached = true;
             s.subscribed = false;
-            s.attached_before = true;
             s.resumed = json!({ "cwd": info.as_ref().map(|i| i.cwd.clone()) });
         }
         let input = self.sessions.set_state(name, info.and_then(|i| i.state));

@@ -19,13 +19,9 @@ use crate::core::input::{Input, Reached, Undeliverable};
 
 impl Worker {
     /// Deliver `d`; the outcome for the engine (`None`: parked, told
-    /// later — `settle`).
+    /// later — `settle.rs`).
     pub(super) fn deliver(&mut self, d: &Delivery) -> Option<Input> {
-        let refuse = |reason: String| Input::Undeliverable {
-            session: d.session.clone(),
-            seq: d.seq,
-            why: Undeliverable { reason },
-        };
+        let refuse = |reason: String| refused(d, reason);
         if self.conn.is_none() {
             self.connect();
         }
@@ -45,40 +41,52 @@ impl Worker {
         if let Some(input) = self.already_held(d, &id) {
             return Some(input);
         }
-        if self.park(d) {
+        if d.again {
+            // What the thread holds now, not when it was attached.
+            if let Err(why) = self.read_held(&d.session, &thread) {
+                return Some(refuse(why));
+            }
+            if let Some(input) = self.already_held(d, &id) {
+                return Some(input);
+            }
+            self.park(d);
             return None;
         }
-        Some(
-            match self.call(
-                "thread/queue/add",
-                protocol::queue_add(&thread, &d.text, &id),
-            ) {
-                Ok(_) => {
-                    if let Some(s) = self.sessions.get(&d.session) {
-                        s.held.insert(
-                            id,
-                            Held {
-                                text: d.text.clone(),
-                                started: false,
-                                told: false,
-                            },
-                        );
-                    }
-                    delivered(d)
+        Some(self.queue(d, &thread, id))
+    }
+
+    /// `thread/queue/add` of `d` with its id `id`: the outcome.
+    pub(super) fn queue(&mut self, d: &Delivery, thread: &str, id: String) -> Input {
+        match self.call(
+            "thread/queue/add",
+            protocol::queue_add(thread, &d.text, &id),
+        ) {
+            Ok(_) => {
+                if let Some(s) = self.sessions.get(&d.session) {
+                    let held = Held {
+                        text: d.text.clone(),
+                        started: false,
+                        told: false,
+                    };
+                    s.held.insert(id, held);
                 }
-                Err(CallError::Lost(why)) => refuse(why),
-                Err(CallError::Refused(m)) => refuse(format!(
+                delivered(d)
+            }
+            Err(CallError::Lost(why)) => refused(d, why),
+            Err(CallError::Refused(m)) => refused(
+                d,
+                format!(
                     "codex refused the prompt for thread {thread} at {}: {m}",
                     self.endpoint
-                )),
-            },
-        )
+                ),
+            ),
+        }
     }
 
     /// The thread already holds this very prompt (a delivery repeated after
     /// a reveille restart): delivered, without sending it again — and if a
     /// turn already started on it, the engine hears that too.
-    fn already_held(&mut self, d: &Delivery, id: &str) -> Option<Input> {
+    pub(super) fn already_held(&mut self, d: &Delivery, id: &str) -> Option<Input> {
         let held = self.sessions.get(&d.session)?.held.get(id)?.clone();
         if held.text != d.text {
             // The same seq with another text: reveille's state was reset
@@ -101,6 +109,14 @@ impl Worker {
             });
         }
         Some(delivered(d))
+    }
+}
+
+fn refused(d: &Delivery, reason: String) -> Input {
+    Input::Undeliverable {
+        session: d.session.clone(),
+        seq: d.seq,
+        why: Undeliverable { reason },
     }
 }
 

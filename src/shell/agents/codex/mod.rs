@@ -11,7 +11,8 @@
 //! - `sessions`: what is known of each session;
 //! - `worker`: the thread that owns the connection, and its loop;
 //! - `attach`, `deliver`, `children`: what it does for a session;
-//! - `settle`: a prompt that may be starting unseen, parked until idle.
+//! - `settle`: a prompt handed out again that may be starting unseen,
+//!   parked until it can be judged.
 //!
 //! [`CodexBackend`] only hands commands to the worker: `deliver`, `spawn`,
 //! `reap` and `observe` never block the caller, and every outcome comes back as an

@@ -196,7 +196,11 @@ pub fn wait_readable(fds: &[RawFd], timeout: Option<Duration>) {
             revents: 0,
         })
         .collect();
-    let ms = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as libc::c_int);
+    // Rounded up: a deadline a fraction of a millisecond away is slept
+    // to, not spun on.
+    let ms = timeout.map_or(-1, |t| {
+        t.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int
+    });
     // SAFETY: a valid array of pollfds, its length passed with it.
     unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, ms) };
 }

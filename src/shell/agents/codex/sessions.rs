@@ -6,6 +6,7 @@
 //! again and the engine retries.
 
 use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
 
 use serde_json::Value;
 
@@ -42,21 +43,21 @@ pub struct Session {
     reported: Option<Option<AgentState>>,
     /// reveille's prompts in the thread, by client id.
     pub held: HashMap<String, Held>,
-    /// Attached once already in this worker's life: what a reveille before
-    /// this one queued was read then (or could not be hidden: see
-    /// `unsure`).
-    pub attached_before: bool,
-    /// A turn was running when reveille first attached to the thread (at
-    /// its start, after a restart perhaps). Codex hides a
-    /// queued turn from both its queue and its history while it starts it
-    /// (`dispatching`, ~30 ms at the end of the turn before it), so a
-    /// prompt of ours found in neither may be starting right then — one a
-    /// reveille killed a moment earlier queued (what this one queued is in
-    /// `held`, found whatever Codex shows). Until the thread is next
-    /// idle and its history read again, such a prompt is parked, not sent.
-    pub unsure: bool,
-    /// The deliveries parked while `unsure`, in order.
+    /// Prompts that may be starting unseen, parked (`settle.rs`), in
+    /// order; when they are judged.
     pub parked: Vec<Delivery>,
+    pub settle: Option<Settle>,
+}
+
+/// When a session's parked prompts are looked for again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settle {
+    /// Once the thread is idle: a turn is running, which may be one of
+    /// them started unseen.
+    WhenIdle,
+    /// At this instant, unless a turn starts first: the thread was idle,
+    /// and a prompt Codex was starting unseen shows a turn by then.
+    At(Instant),
 }
 
 /// Every known session, by the qualified id the engine uses.
@@ -107,18 +108,14 @@ impl Sessions {
         })
     }
 
-    /// A turn started on prompt `client_id` (`seq`) of `name`: whether the engine
+    /// A turn started on prompt `client_id` of `name`: whether the engine
     /// is still to hear of it. A subscription made as the turn began
     /// (a thread's first turn) finds it in the history before its
     /// `item/started` arrives; the engine hears it once.
-    /// A parked prompt's start is told when it is settled.
-    pub fn turn_started(&mut self, name: &str, client_id: &str, seq: u64) -> bool {
+    pub fn turn_started(&mut self, name: &str, client_id: &str) -> bool {
         let Some(s) = self.get(name) else {
             return true;
         };
-        if s.parked.iter().any(|d| d.seq == seq) {
-            return false;
-        }
         let Some(held) = s.held.get_mut(client_id) else {
             return true;
         };
@@ -132,10 +129,34 @@ impl Sessions {
         self.map
             .values_mut()
             .flat_map(|s| {
-                s.unsure = false;
+                s.settle = None;
                 std::mem::take(&mut s.parked)
             })
             .collect()
+    }
+
+    /// Whether `name` was last reported busy (running a turn).
+    pub fn is_busy(&self, name: &str) -> bool {
+        let state = self.map.get(name).and_then(|s| s.reported.clone());
+        matches!(state, Some(Some(AgentState::Busy(_))))
+    }
+
+    /// The earliest instant some session's parked prompts are due.
+    pub fn next_settle(&self) -> Option<Instant> {
+        let at = self.map.values().filter_map(|s| match s.settle {
+            Some(Settle::At(at)) => Some(at),
+            _ => None,
+        });
+        at.min()
+    }
+
+    /// The sessions whose parked prompts are due at `now`.
+    pub fn due(&self, now: Instant) -> Vec<String> {
+        let due = self.map.iter().filter(|(_, s)| match s.settle {
+            Some(Settle::At(at)) => at <= now,
+            _ => false,
+        });
+        due.map(|(n, _)| n.clone()).collect()
     }
 
     /// The connection is gone: nothing is attached, every session's
@@ -191,8 +212,8 @@ mod tests {
             told: false,
         };
         s.know("codex:t").held.insert("reveille:p:1".into(), held);
-        assert!(s.turn_started("codex:t", "reveille:p:1", 1));
-        assert!(!s.turn_started("codex:t", "reveille:p:1", 1));
+        assert!(s.turn_started("codex:t", "reveille:p:1"));
+        assert!(!s.turn_started("codex:t", "reveille:p:1"));
         assert!(s.get("codex:t").unwrap().held["reveille:p:1"].started);
         // Seen in the history first (told there), then its notification.
         s.know("codex:t").held.insert(
@@ -203,12 +224,9 @@ mod tests {
                 told: true,
             },
         );
-        assert!(!s.turn_started("codex:t", "reveille:p:2", 2));
+        assert!(!s.turn_started("codex:t", "reveille:p:2"));
         // A prompt this run did not deliver: told.
-        assert!(s.turn_started("codex:t", "reveille:p:3", 3));
-        // A parked one: told once it is settled.
-        s.know("codex:t").parked.push(delivery(4));
-        assert!(!s.turn_started("codex:t", "reveille:p:4", 4));
+        assert!(s.turn_started("codex:t", "reveille:p:3"));
     }
 
     fn delivery(seq: u64) -> Delivery {
@@ -219,6 +237,7 @@ mod tests {
             plan: "p.md".into(),
             step: format!("s{seq}"),
             parent: None,
+            again: true,
         }
     }
 
@@ -226,12 +245,12 @@ mod tests {
     fn parked_deliveries_are_all_taken_when_the_connection_goes() {
         let mut s = Sessions::default();
         s.know("codex:a").parked.push(delivery(1));
-        s.know("codex:a").unsure = true;
+        s.know("codex:a").settle = Some(Settle::WhenIdle);
         s.know("codex:b").parked.push(delivery(2));
         s.know("codex:c");
         let seqs: Vec<u64> = s.unpark_all().iter().map(|d| d.seq).collect();
         assert_eq!(seqs, vec![1, 2]);
-        assert!(!s.get("codex:a").unwrap().unsure);
+        assert_eq!(s.get("codex:a").unwrap().settle, None);
         assert!(s.unpark_all().is_empty());
     }
 }

@@ -1,88 +1,157 @@
-//! Prompts that cannot be judged yet: while a session is `unsure` (a turn
-//! was running when reveille first attached to it — at its start, perhaps
-//! right after a crash), a prompt found neither in
-//! the thread's queue nor in its history may be one Codex is starting at
-//! that very moment — it hides a queued turn from both while it dispatches
-//! it, ~30 ms at the end of the turn before it (seen here with 0.171.0;
-//! `thread_queue_processor.rs`: "dispatching queued turns are not
-//! client-visible"). Sending it again then runs it twice (seen: a reveille
-//! killed -9 just after queueing a step behind a running turn, restarted
-//! as that turn ended). So it is parked, and settled once the thread is
-//! idle: its history read again, then found there (delivered, started)
-//! or sent.
+//! Prompts that cannot be judged yet. Codex hides a queued turn from both
+//! the thread's queue and its history while it starts it (`dispatching`:
+//! `thread_queue_processor.rs`, "dispatching queued turns are not
+//! client-visible"). The thread's status says idle for the first part of
+//! that, then active before the prompt shows in the history: seen here
+//! with 0.171.0, idle up to ~20 ms after the prompt left the queue and
+//! hidden up to ~70 ms on two loaded cores. So a prompt handed out again
+//! (`Delivery::again`: reveille restarted, or a write whose answer was
+//! lost) and found in neither may be starting at that very moment;
+//! writing it again runs it twice (seen in CI: a reveille restarted just
+//! as the turn before ended).
+//!
+//! Such a prompt is parked, not written. A busy thread is looked at again
+//! once idle — a turn running may be that very prompt, and a prompt
+//! written now would wait for the turn all the same. An idle one is looked
+//! at again after [`GRACE`], unless a turn starts first (then once idle):
+//! a prompt Codex was starting is a running turn well before that. Found
+//! then, it is delivered (and its turn told); not found, it is written.
+//! A turn seen starting on a parked prompt delivers it at once.
 
+use std::time::{Duration, Instant};
+
+use super::sessions::{Held, Settle};
 use super::worker::Worker;
 use crate::core::effect::Delivery;
 use crate::core::input::{Input, Undeliverable};
+use crate::core::session::AgentState;
+
+/// How long an idle thread is watched for a hidden start before a prompt
+/// not found is written again: several times the longest idle part of a
+/// dispatch seen here. Paid only by a prompt handed out again to an idle
+/// thread, never by a first delivery.
+pub const GRACE: Duration = Duration::from_millis(200);
 
 impl Worker {
-    /// Park `d` when its session is unsure; whether it was parked.
-    pub(super) fn park(&mut self, d: &Delivery) -> bool {
+    /// Park `d` (handed out again, found nowhere) until it can be judged.
+    pub(super) fn park(&mut self, d: &Delivery) {
+        let busy = self.sessions.is_busy(&d.session);
         let Some(s) = self.sessions.get(&d.session) else {
-            return false;
+            return;
         };
-        if !s.unsure {
-            return false;
-        }
         s.parked.push(d.clone());
-        tracing::debug!(SESSION = %d.session, "{} waits for the running turn of the codex thread to end: one of reveille's prompts may be starting in it", d.step);
-        true
+        s.settle = Some(match s.settle {
+            Some(Settle::WhenIdle) => Settle::WhenIdle,
+            _ if busy => Settle::WhenIdle,
+            Some(at) => at,
+            None => Settle::At(Instant::now() + GRACE),
+        });
+        tracing::debug!(SESSION = %d.session, "{} was handed out before and is not in the codex thread: waiting to see whether codex is starting it unseen", d.step);
     }
 
-    /// `name`'s thread is idle: what it holds of reveille's is read again,
-    /// and every parked prompt is delivered — found there, or sent.
-    pub(super) fn settle(&mut self, name: &str) {
+    /// `name`'s state changed to `state`: a turn running means waiting
+    /// for idle; idle settles what waited for it.
+    pub(super) fn settle_on(&mut self, name: &str, state: Option<&AgentState>) {
         let Some(s) = self.sessions.get(name) else {
             return;
         };
-        if !s.unsure {
-            return;
+        match (state, s.settle) {
+            (Some(AgentState::Busy(_)), Some(Settle::At(_))) => s.settle = Some(Settle::WhenIdle),
+            (Some(AgentState::Idle), Some(Settle::WhenIdle)) => self.settle(name),
+            _ => {}
         }
-        s.unsure = false;
-        let parked = std::mem::take(&mut s.parked);
-        let thread = s.thread.clone();
-        if let Some(thread) = thread {
-            if let Err(why) = self.read_held(name, &thread) {
-                tracing::warn!(SESSION = %name, "cannot read the codex thread's history: {why}");
+    }
+
+    /// Settle every session whose grace ended at `now` (one that went busy
+    /// meanwhile waits for idle instead).
+    pub(super) fn settle_due(&mut self, now: Instant) {
+        for name in self.sessions.due(now) {
+            if self.sessions.is_busy(&name) {
+                if let Some(s) = self.sessions.get(&name) {
+                    s.settle = Some(Settle::WhenIdle);
+                }
+            } else {
+                self.settle(&name);
             }
         }
-        for d in parked {
-            let input = self.deliver(&d);
-            self.report_all(input);
+    }
+
+    /// Look at `name`'s thread again, and deliver every parked prompt:
+    /// found there, or written.
+    fn settle(&mut self, name: &str) {
+        let Some(s) = self.sessions.get(name) else {
+            return;
+        };
+        s.settle = None;
+        let parked = std::mem::take(&mut s.parked);
+        let Some(thread) = s.thread.clone() else {
+            return self.refuse_all(parked, "the codex thread is not known any more");
+        };
+        if let Err(why) = self.read_held(name, &thread) {
+            return self.refuse_all(parked, &why);
         }
+        for d in parked {
+            let id = self.ids.id(d.seq);
+            let input = match self.already_held(&d, &id) {
+                Some(input) => input,
+                None => self.queue(&d, &thread, id),
+            };
+            self.report(input);
+        }
+    }
+
+    /// A turn started on parked prompt `seq` of `name`: it is delivered.
+    /// Whether it was parked.
+    pub(super) fn started_parked(&mut self, name: &str, client_id: &str, seq: u64) -> bool {
+        let Some(s) = self.sessions.get(name) else {
+            return false;
+        };
+        let Some(at) = s.parked.iter().position(|d| d.seq == seq) else {
+            return false;
+        };
+        let d = s.parked.remove(at);
+        if s.parked.is_empty() {
+            s.settle = None;
+        }
+        let held = Held {
+            text: d.text.clone(),
+            started: true,
+            told: false,
+        };
+        s.held.insert(client_id.to_string(), held);
+        let input = self.already_held(&d, client_id);
+        self.report_all(input);
+        true
     }
 
     /// The connection went: every parked prompt is undeliverable for now
     /// (the engine tries again when the server is back).
     pub(super) fn unpark_all(&mut self) {
         let reason = self.down.clone();
-        for d in self.sessions.unpark_all() {
-            self.refuse_parked(d, &reason);
-        }
+        let parked = self.sessions.unpark_all();
+        self.refuse_all(parked, &reason);
     }
 
     /// `name`'s thread is gone (archived, deleted): its parked prompts are
     /// undeliverable, for the engine to try again (and be told why).
     pub(super) fn unpark(&mut self, name: &str, reason: &str) {
-        let parked = match self.sessions.get(name) {
-            Some(s) => {
-                s.unsure = false;
-                std::mem::take(&mut s.parked)
-            }
-            None => return,
+        let Some(s) = self.sessions.get(name) else {
+            return;
         };
-        for d in parked {
-            self.refuse_parked(d, reason);
-        }
+        s.settle = None;
+        let parked = std::mem::take(&mut s.parked);
+        self.refuse_all(parked, reason);
     }
 
-    fn refuse_parked(&self, d: Delivery, reason: &str) {
-        self.report(Input::Undeliverable {
-            session: d.session,
-            seq: d.seq,
-            why: Undeliverable {
-                reason: reason.to_string(),
-            },
-        });
+    fn refuse_all(&self, parked: Vec<Delivery>, reason: &str) {
+        for d in parked {
+            self.report(Input::Undeliverable {
+                session: d.session,
+                seq: d.seq,
+                why: Undeliverable {
+                    reason: reason.to_string(),
+                },
+            });
+        }
     }
 }

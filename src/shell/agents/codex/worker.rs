@@ -14,7 +14,7 @@ use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::mpsc::{Receiver, TryRecvError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::endpoint::Endpoint;
 use super::prompt_id::PromptIds;
@@ -23,7 +23,6 @@ use super::rpc::{wait_readable, CallError, Connection};
 use super::sessions::Sessions;
 use crate::core::effect::{Delivery, Spawn};
 use crate::core::input::Input;
-use crate::core::session::AgentState;
 use crate::shell::backend::Reports;
 
 /// How often a down app-server is tried again while a session waits.
@@ -88,8 +87,7 @@ impl Worker {
             }
             let mut fds = vec![self.wake.as_raw_fd()];
             fds.extend(self.conn.as_ref().map(Connection::fd));
-            let timeout = self.conn.is_none().then_some(RETRY);
-            wait_readable(&fds, timeout);
+            wait_readable(&fds, self.timeout());
             if !self.drain_wake() {
                 return;
             }
@@ -102,10 +100,25 @@ impl Worker {
                 self.drain_events();
             }
             self.drain_events();
+            // After the events: a turn that started as the grace ended
+            // is known before the grace is judged.
+            self.settle_due(Instant::now());
             if self.reports.is_closed() {
                 return;
             }
         }
+    }
+
+    /// How long the loop may sleep: until a retry of a down server, or
+    /// until parked prompts are due; for ever when neither waits.
+    fn timeout(&self) -> Option<Duration> {
+        let retry = self.conn.is_none().then_some(RETRY);
+        let now = Instant::now();
+        let settle = self
+            .sessions
+            .next_settle()
+            .map(|at| at.saturating_duration_since(now));
+        retry.into_iter().chain(settle).min()
     }
 
     /// Empty the wake-up pipe; `false` when the backend closed it.
@@ -241,9 +254,7 @@ impl Worker {
                     let input = self.sessions.set_state(&name, state.clone());
                     self.report_all(input);
                     self.subscribe_late(&name, &thread);
-                    if state == Some(AgentState::Idle) {
-                        self.settle(&name);
-                    }
+                    self.settle_on(&name, state.as_ref());
                 }
             }
             Event::UserMessage { thread, client_id } => self.on_turn_started(&thread, &client_id),
@@ -303,7 +314,10 @@ impl Worker {
             return;
         };
         for name in self.sessions.of_thread(thread) {
-            if self.sessions.turn_started(&name, client_id, seq) {
+            if self.started_parked(&name, client_id, seq) {
+                continue;
+            }
+            if self.sessions.turn_started(&name, client_id) {
                 self.report(Input::TurnStarted {
                     session: name.clone(),
                     seq,
