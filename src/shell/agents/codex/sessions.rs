@@ -242,6 +242,22 @@ mod tests {
     }
 
     #[test]
+    fn parked_prompts_are_due_at_their_instant_and_never_when_waiting_for_idle() {
+        let mut s = Sessions::default();
+        let now = Instant::now();
+        let later = now + std::time::Duration::from_millis(200);
+        s.know("codex:a").settle = Some(Settle::At(later));
+        s.know("codex:b").settle = Some(Settle::WhenIdle);
+        s.know("codex:c");
+        assert_eq!(s.next_settle(), Some(later));
+        assert!(s.due(now).is_empty());
+        assert_eq!(s.due(later), vec!["codex:a".to_string()]);
+        assert!(!s.is_busy("codex:a"));
+        s.set_state("codex:a", Some(AgentState::Busy("active".into())));
+        assert!(s.is_busy("codex:a"));
+    }
+
+    #[test]
     fn parked_deliveries_are_all_taken_when_the_connection_goes() {
         let mut s = Sessions::default();
         s.know("codex:a").parked.push(delivery(1));
