@@ -151,12 +151,15 @@ impl Rig {
     }
 
     /// Wait for the latest state reported for the session to be `state`.
+    /// Wait until the last state reported is `state` (`None`: its
+    /// program is not running — unreachable, not gone).
     fn wait_state(&mut self, state: Option<AgentState>) {
         let session = self.session();
         wait_until(&format!("{session} reported {state:?}"), T, || {
             self.collect();
             let last = self.seen.iter().rev().find_map(|i| match i {
                 Input::SessionState { session: s, state } if *s == session => Some(state.clone()),
+                Input::SessionUnreachable { session: s } if *s == session => Some(None),
                 _ => None,
             });
             (last == Some(state.clone())).then_some(())

@@ -347,11 +347,11 @@ fn a_prompt_for_a_stopped_codex_is_refused_and_delivered_once_when_it_is_back() 
     codex.wait_status("idle", TURN);
 
     codex.stop();
-    let down = reveille.wait(
-        "the session gone with its program",
-        0,
-        state(&session, None),
-    );
+    let down = reveille.wait("the session unreachable with its program", 0, |i| {
+        *i == Input::SessionUnreachable {
+            session: session.clone(),
+        }
+    });
     let text = "reveille prompt while codex is down";
     reveille.deliver(&session, 2, text);
     let refused = reveille.wait("refused", down, |i| {

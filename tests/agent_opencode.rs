@@ -331,12 +331,12 @@ fn a_prompt_waits_while_the_program_is_down_and_is_delivered_once_when_it_is_bac
     let at = rig.outcome(&q, 1, "[reveille] first, while it runs");
     assert!(is_delivered(&rig.seen[at], 1));
     rig.oc.wait_idle(&session, T);
-    // kill -9: the server is gone; the session's state is None.
+    // kill -9: the server is gone; the session is unreachable, not gone.
     rig.oc.kill9();
     rig.wait_for(
-        "the session gone with its program",
+        "the session unreachable with its program",
         0,
-        |i| matches!(i, Input::SessionState { session, state: None } if *session == q),
+        |i| matches!(i, Input::SessionUnreachable { session } if *session == q),
     );
     let at = rig.outcome(&q, 2, "[reveille] second, while it is down");
     match &rig.seen[at] {
@@ -621,6 +621,26 @@ fn children_are_made_under_their_parent_once_and_reaped() {
     assert_eq!(kids[0]["parentID"], parent.as_str());
     assert_eq!(kids[0]["title"], format!("reveille child {name}").as_str());
     let id = kids[0]["id"].as_str().unwrap().to_string();
+    // Its server stopped: the child is unreachable, not gone — the engine
+    // keeps its step with it — and back, it is there under its name.
+    let down = rig.seen.len();
+    rig.oc.stop();
+    rig.wait_for(
+        "the child unreachable with its server",
+        down,
+        |i| matches!(i, Input::SessionUnreachable { session } if *session == name),
+    );
+    rig.oc.start_again();
+    rig.wait_for("the child back, idle, under its name", down, |i| {
+        is_idle(i, &name)
+    });
+    let gone =
+        |i: &Input| matches!(i, Input::SessionState { session, state: None } if *session == name);
+    assert!(
+        !rig.seen[down..].iter().any(gone),
+        "reported gone: {:?}",
+        &rig.seen[down..]
+    );
     // After another restart, the name alone leads to it: it works like
     // any session, and is reaped mid-turn.
     rig.restart_backend();
@@ -672,9 +692,9 @@ fn a_tui_killed_mid_turn_and_started_again_keeps_its_session_and_is_woken_once()
     });
     rig.oc.kill9();
     rig.wait_for(
-        "the session gone with its program",
+        "the session unreachable with its program",
         at,
-        |i| matches!(i, Input::SessionState { session, state: None } if *session == q),
+        |i| matches!(i, Input::SessionUnreachable { session } if *session == q),
     );
     let at = rig.outcome(&q, 2, "[reveille] the next step");
     assert!(

@@ -225,6 +225,13 @@ impl Engine {
                 self.on_session_state(now, session, state);
                 false
             }
+            Input::SessionUnreachable { session } => {
+                // As gone for delivery (its inbox went with the program,
+                // nothing is observed), but a child keeps its step.
+                cx.ledger.on_gone(&session, cx.timers, cx.fx);
+                self.on_session_state(now, session, None);
+                false
+            }
             Input::ChildSpawned { child, outcome } => {
                 let back = children::on_spawned(&mut cx, &child, outcome);
                 read_again(&self.plans, back, cx.fx);

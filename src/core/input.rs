@@ -133,13 +133,20 @@ pub enum Input {
     /// Something happened in a session's directory (its enqueue file was
     /// created or opened): a reader may have appeared, retry now.
     SessionActivity { session: String },
-    /// What an agent session is doing, as its tree reports it (ollie-9p's
-    /// `idx`): on every change, when it appears, and `None` when it is no
-    /// longer listed (killed, or renamed).
+    /// What an agent session is doing, as its backend reports it
+    /// (ollie-9p's `idx`, an agent program's events): on every change,
+    /// when it appears, and `None` when it is gone (no longer listed:
+    /// killed, renamed, deleted).
     SessionState {
         session: String,
         state: Option<AgentState>,
     },
+    /// The agent program that serves the session is not running or not
+    /// answering (a server stopped): nothing is known of the session until
+    /// it is back, and nothing can be delivered to it — but it is not
+    /// known to be gone (opencode and Codex keep their sessions on disk),
+    /// so a child keeps its step. Its next `SessionState` says which.
+    SessionUnreachable { session: String },
     /// The answer to `Effect::Spawn`: the child was seen to exist (at this
     /// wall-clock time, unix milliseconds), or could not be created.
     ChildSpawned {

@@ -16,7 +16,8 @@
 //! |---|---|
 //! | a delivery's outcome | `Input::Delivered { reached }` or `Input::Undeliverable` |
 //! | a turn started on a prompt of ours, by the agent's own identifiers | `Input::TurnStarted { session, seq }` |
-//! | a session's state (idle, busy, gone) — also when its program stops | `Input::SessionState` |
+//! | a session's state (idle, busy, gone) | `Input::SessionState` |
+//! | its program stopped or does not answer (the session may well be there) | `Input::SessionUnreachable` |
 //! | a child created (or not) | `Input::ChildSpawned` |
 //!
 //! Session ids arrive qualified as the engine knows them (`codex:<thread>`,

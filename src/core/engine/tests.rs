@@ -1764,6 +1764,38 @@ mod fanout {
         assert_eq!(rig.take_delivered(), vec!["s3"]);
     }
 
+    /// A child whose program stopped (an opencode server, a Codex
+    /// app-server) keeps its step: it goes on when the program is back.
+    /// Found gone then, it hands the step back.
+    #[test]
+    fn a_child_whose_program_is_unreachable_keeps_its_step_until_it_is_found_gone() {
+        let mut rig = rig(2, 8);
+        rig.write(NAME, &parallel([false; 4]));
+        let ids: Vec<String> = rig.world.spawned.iter().map(|s| s.child.clone()).collect();
+        appear(&mut rig, &ids[0], AgentState::Idle);
+        rig.settle();
+        rig.take_delivered();
+        rig.feed(Input::SessionUnreachable {
+            session: ids[0].clone(),
+        });
+        rig.write(NAME, &parallel([false; 4]));
+        assert!(rig.take_delivered().is_empty(), "nothing handed back");
+        assert!(
+            !rig.engine.sessions.observed().contains_key(&ids[0]),
+            "nothing is known of it while its program is away"
+        );
+        appear(&mut rig, &ids[0], AgentState::Idle);
+        assert!(rig.take_delivered().is_empty(), "its step is its own still");
+        rig.feed(Input::SessionUnreachable {
+            session: ids[0].clone(),
+        });
+        rig.feed(Input::SessionState {
+            session: ids[0].clone(),
+            state: None,
+        });
+        assert_eq!(rig.take_delivered(), vec!["s2"], "gone: handed back");
+    }
+
     #[test]
     fn a_create_refused_at_once_hands_the_step_back_and_the_journal_replays_to_the_same_memory() {
         let mut rig = rig(1, 8);

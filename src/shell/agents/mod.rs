@@ -10,3 +10,4 @@
 pub mod claude;
 pub mod codex;
 pub mod opencode;
+pub mod presence;

@@ -23,6 +23,7 @@ pub(super) fn shows(input: &Input) -> bool {
     matches!(
         input,
         Input::SessionState { .. }
+            | Input::SessionUnreachable { .. }
             | Input::Delivered { .. }
             | Input::TurnStarted { .. }
             | Input::Undeliverable { .. }

@@ -206,8 +206,9 @@ impl Observer {
         self.report_states();
     }
 
-    /// A `SessionState` for each session whose state changed, `None` for
-    /// each that no longer runs.
+    /// A `SessionState` for each session whose state changed, and
+    /// `SessionUnreachable` for each that no longer runs: no process holds
+    /// it, though `claude --resume` brings it back.
     fn report_states(&mut self) {
         let gone: Vec<String> = self
             .reported
@@ -217,9 +218,8 @@ impl Observer {
             .collect();
         for sid in gone {
             self.reported.remove(&sid);
-            self.report(Input::SessionState {
+            self.report(Input::SessionUnreachable {
                 session: Kind::Claude.qualify(&sid),
-                state: None,
             });
         }
         let states: Vec<(String, AgentState)> = self

@@ -29,8 +29,8 @@ impl Worker {
             // Known from now on: when the server is back, its state is
             // reported and the engine retries.
             self.sessions.know(&d.session);
-            let gone = self.sessions.set_state(&d.session, None);
-            self.report_all(gone);
+            let away = self.sessions.unreachable(&d.session);
+            self.report_all(away);
             return Some(refuse(self.down.clone()));
         }
         let thread = match self.attach(&d.session) {

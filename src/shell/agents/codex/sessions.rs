@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::core::effect::Delivery;
 use crate::core::input::Input;
 use crate::core::session::AgentState;
+use crate::shell::agents::presence::{self, Presence};
 
 /// One of reveille's prompts as the thread holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,8 +40,8 @@ pub struct Session {
     /// What `thread/resume` said of it, for a child's settings: `cwd`,
     /// `model`, `modelProvider`, `approvalPolicy`, `sandbox`.
     pub resumed: Value,
-    /// The state last reported; `None` until one was.
-    reported: Option<Option<AgentState>>,
+    /// What was last reported; `None` until something was.
+    reported: Option<Presence>,
     /// reveille's prompts in the thread, by client id.
     pub held: HashMap<String, Held>,
     /// Prompts that may be starting unseen, parked (`settle.rs`), in
@@ -94,18 +95,11 @@ impl Sessions {
             .collect()
     }
 
-    /// Record `state` for `name`: the `SessionState` to report when it
-    /// differs from the last one reported.
+    /// Record `state` for `name` (`None`: gone): the `SessionState` to
+    /// report when it differs from what was last reported.
     pub fn set_state(&mut self, name: &str, state: Option<AgentState>) -> Option<Input> {
         let s = self.map.get_mut(name)?;
-        if s.reported.as_ref() == Some(&state) {
-            return None;
-        }
-        s.reported = Some(state.clone());
-        Some(Input::SessionState {
-            session: name.to_string(),
-            state,
-        })
+        presence::tell(&mut s.reported, Presence::State(state), name)
     }
 
     /// A turn started on prompt `client_id` of `name`: whether the engine
@@ -137,8 +131,8 @@ impl Sessions {
 
     /// Whether `name` was last reported busy (running a turn).
     pub fn is_busy(&self, name: &str) -> bool {
-        let state = self.map.get(name).and_then(|s| s.reported.clone());
-        matches!(state, Some(Some(AgentState::Busy(_))))
+        let reported = self.map.get(name).and_then(|s| s.reported.as_ref());
+        reported.is_some_and(Presence::is_busy)
     }
 
     /// The earliest instant some session's parked prompts are due.
@@ -159,6 +153,13 @@ impl Sessions {
         due.map(|(n, _)| n.clone()).collect()
     }
 
+    /// `name`'s program cannot be reached (the server is down): the
+    /// `SessionUnreachable` to report, unless it was the last report.
+    pub fn unreachable(&mut self, name: &str) -> Option<Input> {
+        let s = self.map.get_mut(name)?;
+        presence::tell(&mut s.reported, Presence::Unreachable, name)
+    }
+
     /// The connection is gone: nothing is attached, every session's
     /// program is not reachable.
     pub fn all_down(&mut self) -> Vec<Input> {
@@ -169,7 +170,7 @@ impl Sessions {
                 let s = self.map.get_mut(n)?;
                 s.attached = false;
                 s.subscribed = false;
-                self.set_state(n, None)
+                self.unreachable(n)
             })
             .collect()
     }
@@ -192,14 +193,15 @@ mod tests {
             .is_some());
         assert_eq!(
             s.all_down(),
-            vec![Input::SessionState {
+            vec![Input::SessionUnreachable {
                 session: "codex:t".into(),
-                state: None
             }]
         );
         assert!(!s.get("codex:t").unwrap().attached);
         assert_eq!(s.all_down(), vec![]);
         assert_eq!(s.of_thread("t"), vec!["codex:t".to_string()]);
+        // Found gone once the server is back: news.
+        assert!(s.set_state("codex:t", None).is_some());
         assert_eq!(s.set_state("codex:unknown", None), None);
     }
 

@@ -257,7 +257,7 @@ impl Courier {
     fn failed(&self, id: &str, e: ApiError) -> String {
         match &e {
             ApiError::Unreachable(_) => {
-                self.shared.lock().state(id, None);
+                self.shared.lock().unreachable(id);
                 format!(
                     "{e}: start it with `opencode --port {port}` or `opencode serve --port {port}`",
                     port = self.api.server.port()

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use super::api::MessageInfo;
 use crate::core::input::Input;
 use crate::core::session::{AgentState, Kind};
+use crate::shell::agents::presence::{self, Presence};
 use crate::shell::backend::Reports;
 
 /// How long a prompt reveille posted may go without its turn being seen
@@ -50,7 +51,7 @@ struct Session {
     /// Its working directory, once its record was read.
     directory: Option<String>,
     /// What was last reported (`None`: nothing yet).
-    reported: Option<Option<AgentState>>,
+    reported: Option<Presence>,
     /// How many states the event stream gave for it: a state read by a
     /// call is stale if the stream spoke while the call was under way.
     streamed: u64,
@@ -336,7 +337,7 @@ impl Followed {
         let Some(s) = self.sessions.get_mut(id) else {
             return;
         };
-        if s.reported == Some(Some(AgentState::Idle)) {
+        if s.reported.as_ref().is_some_and(Presence::is_idle) {
             // It went idle before the refusal was told: say so again.
             self.send(Input::SessionState {
                 session: self.engine_name(id),
@@ -350,7 +351,7 @@ impl Followed {
     /// The sessions whose idle the engine may be waiting for: reported
     /// busy, or owed an idle by a refused prompt.
     pub fn awaiting_idle(&self) -> Vec<String> {
-        let busy = |s: &Session| matches!(s.reported, Some(Some(AgentState::Busy(_))));
+        let busy = |s: &Session| s.reported.as_ref().is_some_and(Presence::is_busy);
         let waiting = self.sessions.iter().filter(|(_, s)| s.owe_idle || busy(s));
         waiting.map(|(id, _)| id.clone()).collect()
     }
@@ -382,14 +383,17 @@ impl Followed {
             return state;
         };
         if s.streamed != before {
-            return s.reported.clone().flatten();
+            return match &s.reported {
+                Some(Presence::State(state)) => state.clone(),
+                _ => None,
+            };
         }
         self.state(id, state.clone());
         state
     }
 
-    /// The session's state as the server says (`None`: gone, or the
-    /// server is not running); reported when it changed.
+    /// The session's state as the server says (`None`: gone); reported
+    /// when it changed.
     pub fn state(&mut self, id: &str, state: Option<AgentState>) {
         let Some(s) = self.sessions.get_mut(id) else {
             return;
@@ -425,7 +429,7 @@ impl Followed {
         let Some(s) = self.sessions.get_mut(id) else {
             return;
         };
-        if !matches!(s.reported, Some(Some(AgentState::Busy(_)))) {
+        if !s.reported.as_ref().is_some_and(Presence::is_busy) {
             return;
         }
         s.busy_with_tool = running.clone();
@@ -490,11 +494,28 @@ impl Followed {
         }
     }
 
-    /// The server stopped answering: every followed session is `None`.
+    /// The server stopped answering: every followed session is
+    /// unreachable.
     pub fn server_gone(&mut self) {
         let ids: Vec<String> = self.sessions.keys().cloned().collect();
         for id in ids {
-            self.state(&id, None);
+            self.unreachable(&id);
+        }
+    }
+
+    /// The server does not answer for `id`: nothing is known of it until
+    /// it does (what it was running is forgotten, as for a gone session);
+    /// reported unless it was the last report.
+    pub fn unreachable(&mut self, id: &str) {
+        let name = self.engine_name(id);
+        let Some(s) = self.sessions.get_mut(id) else {
+            return;
+        };
+        s.busy_with_tool = None;
+        s.posted = None;
+        if let Some(input) = presence::tell(&mut s.reported, Presence::Unreachable, &name) {
+            tracing::debug!("opencode session {id} is unreachable");
+            self.send(input);
         }
     }
 
@@ -503,13 +524,14 @@ impl Followed {
             return;
         };
         let owed = s.owe_idle && state == Some(AgentState::Idle);
-        if s.reported.as_ref() == Some(&state) && !owed {
+        let now = Presence::State(state.clone());
+        if s.reported.as_ref() == Some(&now) && !owed {
             return;
         }
         if owed {
             s.owe_idle = false;
         }
-        s.reported = Some(state.clone());
+        s.reported = Some(now);
         tracing::debug!(
             "opencode session {id} is {state:?}{}",
             if owed {
@@ -571,9 +593,14 @@ mod tests {
                 state(busy("calling: bash")),
                 state(busy("busy")),
                 state(Some(AgentState::Idle)),
-                state(None),
+                Input::SessionUnreachable {
+                    session: "opencode:ses_a".into()
+                },
             ]
         );
+        // Found gone once the server is back: news.
+        f.state("ses_a", None);
+        assert_eq!(drain(&mut rx), vec![state(None)]);
     }
 
     #[test]
