@@ -8,6 +8,7 @@
 #![allow(dead_code)] // each test module uses a different part of the harness
 
 pub mod agents;
+pub mod civil;
 pub mod config;
 pub mod daemon;
 pub mod fakemodel;

@@ -1623,6 +1623,18 @@ mod fanout {
     }
 
     /// A child exists and reads its prompts.
+    /// A parallel plan with two children planned; the first exists and
+    /// was told its step (s2). The rig and the children's ids.
+    fn one_child_at_work() -> (Rig, Vec<String>) {
+        let mut rig = rig(2, 8);
+        rig.write(NAME, &parallel([false; 4]));
+        let ids: Vec<String> = rig.world.spawned.iter().map(|s| s.child.clone()).collect();
+        appear(&mut rig, &ids[0], AgentState::Idle);
+        rig.settle();
+        rig.take_delivered();
+        (rig, ids)
+    }
+
     fn appear(rig: &mut Rig, id: &str, state: AgentState) {
         rig.world.readers.insert(id.into(), true);
         rig.feed(Input::ChildSpawned {
@@ -1731,12 +1743,7 @@ mod fanout {
 
     #[test]
     fn a_child_gone_before_its_step_is_checked_hands_it_back_to_the_parent_once() {
-        let mut rig = rig(2, 8);
-        rig.write(NAME, &parallel([false; 4]));
-        let ids: Vec<String> = rig.world.spawned.iter().map(|s| s.child.clone()).collect();
-        appear(&mut rig, &ids[0], AgentState::Idle);
-        rig.settle();
-        rig.take_delivered();
+        let (mut rig, ids) = one_child_at_work();
         rig.feed(Input::SessionState {
             session: ids[0].clone(),
             state: None,
@@ -1769,12 +1776,7 @@ mod fanout {
     /// Found gone then, it hands the step back.
     #[test]
     fn a_child_whose_program_is_unreachable_keeps_its_step_until_it_is_found_gone() {
-        let mut rig = rig(2, 8);
-        rig.write(NAME, &parallel([false; 4]));
-        let ids: Vec<String> = rig.world.spawned.iter().map(|s| s.child.clone()).collect();
-        appear(&mut rig, &ids[0], AgentState::Idle);
-        rig.settle();
-        rig.take_delivered();
+        let (mut rig, ids) = one_child_at_work();
         rig.feed(Input::SessionUnreachable {
             session: ids[0].clone(),
         });
