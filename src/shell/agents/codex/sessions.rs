@@ -45,8 +45,9 @@ pub struct Session {
     /// reveille's prompts in the thread, by client id.
     pub held: HashMap<String, Held>,
     /// Prompts that may be starting unseen, parked (`settle.rs`), in
-    /// order; when they are judged.
+    /// order.
     pub parked: Vec<Delivery>,
+    /// When they are looked for again (`None`: nothing is parked).
     pub settle: Option<Settle>,
 }
 

@@ -146,7 +146,11 @@ impl Courier {
                     "busy: waits for the running turn to end ({state})"
                 )))
             }
-            None => return Err(sure(format!("session {id} was deleted"))),
+            None => {
+                return Err(sure(format!(
+                    "session {id} was deleted, or its server's event stream broke, meanwhile"
+                )))
+            }
         }
         // Where a wake-up's time goes, for whoever measures it.
         tracing::debug!(project = %self.project, session = %d.session, "posting seq {} to {id}: checks took {:?}", d.seq, began.elapsed());

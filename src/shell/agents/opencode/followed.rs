@@ -372,7 +372,8 @@ impl Followed {
     /// A state read by a call begun when the stream had given `before`
     /// states of `id`: applied only if the stream gave none since (a turn
     /// that ended while `GET /session/status` was under way must not be
-    /// undone by its stale "busy"). Returns the state that holds now.
+    /// undone by its stale "busy"). Returns the state that holds now
+    /// (`None`: gone, or not known — its server did not answer).
     pub fn polled(
         &mut self,
         id: &str,
