@@ -521,6 +521,37 @@ impl Ledger {
         self.memory.outbox.pending(session, seq)
     }
 
+    /// Prompt `seq`, whose write just failed, is withdrawn if it is no
+    /// longer wanted: its step was checked, or its plan ended, while it
+    /// was being written (`withdraw_item` leaves a prompt being written
+    /// alone, and its announcement is forgotten), so nothing would ever
+    /// take it back, and it would reach the session once it came back.
+    /// Whether it was.
+    fn withdraw_unwanted(&mut self, session: &str, seq: u64, fx: &mut Vec<Effect>) -> bool {
+        let Some(p) = self.pending(session, seq) else {
+            return false;
+        };
+        if self.memory.is_announced(&p.source, &p.item) {
+            return false;
+        }
+        let (source, step) = (p.source.clone(), p.step.clone());
+        self.lanes.write_ended(session, seq);
+        let withdrawn = Record::Withdrawn {
+            session: session.to_string(),
+            seq,
+        };
+        self.record(withdrawn, fx);
+        let log = Log::new(
+            Level::Info,
+            format!("withdrew pending prompt for {step} to session {session}: it was closed while it was being written"),
+        )
+        .plan(&source)
+        .step(&step)
+        .session(session);
+        fx.push(Effect::Log(log));
+        true
+    }
+
     /// A write failed: back off, say why once per streak. Returns when to
     /// retry.
     pub(super) fn on_undeliverable(
@@ -532,6 +563,9 @@ impl Ledger {
         config: &EngineConfig,
         fx: &mut Vec<Effect>,
     ) -> Now {
+        if self.withdraw_unwanted(session, seq, fx) {
+            return now;
+        }
         let about = self
             .pending(session, seq)
             .map(|p| (p.step.clone(), p.source.clone()));

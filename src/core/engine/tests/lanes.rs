@@ -348,3 +348,39 @@ fn a_prompt_is_handed_out_again_after_a_failed_try_or_a_restart_only() {
     again.write(NAME, &stock(&[true, false]));
     assert_eq!(again.world.handed[1], ("s2".to_string(), false));
 }
+
+/// A step checked while its prompt is being written cannot be taken back
+/// then; if that write fails, the prompt is withdrawn as it comes back —
+/// not kept and retried until it reaches the session, for a closed step.
+#[test]
+fn a_prompt_closed_while_being_written_is_withdrawn_when_the_write_fails() {
+    let mut rig = Rig::started();
+    rig.world.later.insert("s1".into());
+    rig.write(NAME, &stock(&[false, false]));
+    assert_eq!(rig.take_delivered(), ["s1"], "being written");
+    let seq = rig.engine.memory().outbox.get("s1").unwrap()[0].seq;
+    rig.write(NAME, &stock(&[true, false]));
+    assert_eq!(
+        rig.engine.memory().outbox.get("s1").unwrap()[0].seq,
+        seq,
+        "a prompt being written stays while it is"
+    );
+    rig.feed(Input::Undeliverable {
+        session: "s1".into(),
+        seq,
+        why: Undeliverable {
+            reason: "no reader".into(),
+        },
+    });
+    assert!(said(
+        &rig,
+        "withdrew pending prompt for s1 to session s1: it was closed while it was being written"
+    ));
+    // The next goes out at once; the closed one never again.
+    assert_eq!(rig.take_delivered(), ["s2"]);
+    let retry = rig.engine.poll_timeout();
+    if let Some(at) = retry {
+        rig.advance(at.saturating_sub(rig.now) + Duration::from_secs(60));
+    }
+    assert!(!rig.steps_delivered().contains(&"s1".to_string()));
+}

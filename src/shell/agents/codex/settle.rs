@@ -36,9 +36,9 @@ impl Worker {
     /// Park `d` (handed out again, found nowhere) until it can be judged.
     pub(super) fn park(&mut self, d: &Delivery) {
         let busy = self.sessions.is_busy(&d.session);
-        let Some(s) = self.sessions.get(&d.session) else {
-            return;
-        };
+        // Known (it was attached), and kept whatever: a parked prompt is
+        // always answered, or its lane would wait for ever.
+        let s = self.sessions.know(&d.session);
         s.parked.push(d.clone());
         s.settle = Some(match s.settle {
             Some(Settle::WhenIdle) => Settle::WhenIdle,
