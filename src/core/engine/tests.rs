@@ -197,6 +197,17 @@ impl Rig {
         self.start = (self.engine.memory().clone(), self.world.records.len());
     }
 
+    /// This engine killed and started again, from the memory its journal
+    /// holds, in the same world of files, with session `s1` reading.
+    fn restarted(&self) -> Rig {
+        let memory = self.engine.memory().clone();
+        let mut again = Rig::new(self.engine.config().clone(), Some(memory));
+        again.world.readers.insert("s1".into(), true);
+        again.world.files = self.world.files.clone();
+        again.startup();
+        again
+    }
+
     /// A restarted daemon with nothing on disk yet and a session `s1` reading.
     fn started() -> Rig {
         let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
@@ -588,11 +599,7 @@ fn a_restart_announces_what_became_ready_while_down_once() {
     again.startup();
     assert_eq!(again.take_delivered(), vec!["s2"]);
     // A second restart repeats nothing.
-    let memory = again.engine.memory().clone();
-    let mut third = Rig::new(again.engine.config().clone(), Some(memory));
-    third.world.readers.insert("s1".into(), true);
-    third.world.files = again.world.files.clone();
-    third.startup();
+    let third = again.restarted();
     assert!(third.world.delivered.is_empty());
 }
 
@@ -601,11 +608,7 @@ fn a_crash_between_record_and_write_repeats_exactly_that_prompt() {
     let mut rig = Rig::started();
     rig.world.readers.insert("s1".into(), false);
     rig.write(NAME, &stock(&[false, false]));
-    let memory = rig.engine.memory().clone();
-    let mut again = Rig::new(rig.engine.config().clone(), Some(memory));
-    again.world.readers.insert("s1".into(), true);
-    again.world.files = rig.world.files.clone();
-    again.startup();
+    let mut again = rig.restarted();
     assert_eq!(again.take_delivered(), vec!["s1"]);
 }
 

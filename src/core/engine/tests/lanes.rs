@@ -337,11 +337,7 @@ fn a_prompt_is_handed_out_again_after_a_failed_try_or_a_restart_only() {
         [("s1".to_string(), false), ("s1".to_string(), true)]
     );
 
-    let memory = rig.engine.memory().clone();
-    let mut again = Rig::new(rig.engine.config().clone(), Some(memory));
-    again.world.readers.insert("s1".into(), true);
-    again.world.files = rig.world.files.clone();
-    again.startup();
+    let mut again = rig.restarted();
     // Announced by the run before: it may have written it.
     assert_eq!(again.world.handed, [("s1".to_string(), true)]);
     // Announced in this run: a first delivery.

@@ -165,11 +165,7 @@ fn a_restart_keeps_the_count_and_restarts_the_idle_clock() {
     rig.turn(Duration::from_secs(1));
     assert_eq!(rig.reminders().len(), 1);
     // kill -9: memory is what the journal held.
-    let memory = rig.engine.memory().clone();
-    let mut again = Rig::new(rig.engine.config().clone(), Some(memory));
-    again.world.readers.insert("s1".into(), true);
-    again.world.files = rig.world.files.clone();
-    again.startup();
+    let mut again = rig.restarted();
     again.now = Duration::from_secs(1000);
     again.state(Some(AgentState::Idle));
     let seen = again.now;
@@ -188,11 +184,7 @@ fn a_reminder_recorded_but_not_written_goes_out_after_a_restart_once() {
     rig.run_until(rig.now + AFTER);
     assert_eq!(rig.reminders().len(), 1);
     assert_eq!(rig.engine.memory().pending_total(), 1);
-    let memory = rig.engine.memory().clone();
-    let mut again = Rig::new(rig.engine.config().clone(), Some(memory));
-    again.world.readers.insert("s1".into(), true);
-    again.world.files = rig.world.files.clone();
-    again.startup();
+    let mut again = rig.restarted();
     assert_eq!(again.take_delivered(), vec!["s1"]);
     assert!(again.reminders().is_empty(), "not recorded again");
 }
