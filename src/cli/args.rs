@@ -180,11 +180,22 @@ pub fn man_page() -> String {
         text.push_str(&subcommand_section(sub));
     }
     text.push_str(&configuration_section());
+    text.push_str(&examples_section());
     let mut out = Vec::new();
-    let _ = man.render_extra_section(&mut out);
     let _ = man.render_version_section(&mut out);
     text.push_str(&String::from_utf8_lossy(&out));
     text
+}
+
+/// The after-help text (examples, files, signals) as a section of its
+/// own, set without filling: it is laid out in columns by hand, and
+/// clap_mangen's filled rendering made troff warn "cannot adjust line"
+/// and join the columns.
+fn examples_section() -> String {
+    let mut out = String::from(".SH \"EXAMPLES, FILES, SIGNALS\"\n.nf\n");
+    out.push_str(&roff(AFTER_HELP));
+    out.push_str(".fi\n");
+    out
 }
 
 /// The CONFIGURATION section: where the file is, the layers, and every

@@ -29,6 +29,23 @@ pub enum FileRead {
     Missing,
     /// It exists but could not be read; the error text.
     Failed(String),
+    /// It is larger than the cap the read was given (`cap`): `size` is its
+    /// length as last seen, so an error can say how large it is.
+    Oversized { size: u64, cap: usize },
+}
+
+impl FileRead {
+    /// Why a read that brought no bytes failed, in words (`None` for
+    /// bytes or a missing file).
+    pub fn failure(&self) -> Option<String> {
+        match self {
+            FileRead::Bytes(_) | FileRead::Missing => None,
+            FileRead::Failed(e) => Some(e.clone()),
+            FileRead::Oversized { size, cap } => {
+                Some(format!("it is {size} bytes, over the cap of {cap} bytes"))
+            }
+        }
+    }
 }
 
 /// One 9beads mount whose directory is the project's, as `mtab` lists it.

@@ -27,7 +27,7 @@ pub fn read_mount_table(beads_root: &Path, project_dir: &Path) -> MountTable {
     let bytes = match read_capped(&beads_root.join("mtab"), MTAB_CAP) {
         FileRead::Bytes(b) => b,
         FileRead::Missing => return MountTable::Missing,
-        FileRead::Failed(e) => return MountTable::Failed(e),
+        failed => return MountTable::Failed(failed.failure().unwrap_or_default()),
     };
     let (rows, errors) = parse_mtab(&String::from_utf8_lossy(&bytes));
     let project = Candidates::of(project_dir, &project_dirs());

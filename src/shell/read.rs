@@ -17,7 +17,7 @@ use std::time::Duration;
 use crate::core::input::FileRead;
 
 /// Read a plan file, at most `cap + 1` bytes (so an oversized file is
-/// refused without reading all of it). Opened non-blocking and checked to be
+/// refused, with its size, without reading all of it). Opened non-blocking and checked to be
 /// a regular file, so a FIFO named like a plan cannot hang the loop.
 pub fn read_capped(path: &Path, cap: usize) -> FileRead {
     read_fresh(path, cap, Duration::ZERO).0
@@ -212,7 +212,13 @@ fn read_open(
         // event; one cut short or grown during it is stat'ed and read
         // again.
         let ended_as_promised = short && filled as u64 == size;
-        if ended_as_promised || filled > cap || remote {
+        if filled > cap {
+            // Its size as the file says it now, so the error gives it
+            // (the read stopped one byte past the cap).
+            let size = file.metadata().map_or(size, |m| m.len()).max(filled as u64);
+            return (FileRead::Oversized { size, cap }, fresh);
+        }
+        if ended_as_promised || remote {
             return (FileRead::Bytes(bytes), fresh);
         }
         let now = file.metadata().map_or(size, |m| m.len());
@@ -239,15 +245,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn read_capped_reads_whole_files_and_at_most_cap_plus_one_bytes() {
+    fn read_capped_reads_whole_files_and_says_the_size_of_one_over_the_cap() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("p.md");
-        for len in [0usize, 1, 31, 32, 33, 400, 5000] {
+        for len in [0usize, 1, 31, 32, 33, 400, 4096, 4097, 5000] {
             let text = "x".repeat(len);
             std::fs::write(&path, &text).unwrap();
             match read_capped(&path, 4096) {
-                FileRead::Bytes(b) => assert_eq!(b.len(), len.min(4097), "len {len}"),
-                other => panic!("{other:?}"),
+                FileRead::Bytes(b) if len <= 4096 => assert_eq!(b.len(), len, "len {len}"),
+                FileRead::Oversized { size, cap } if len > 4096 => {
+                    assert_eq!((size, cap), (len as u64, 4096), "len {len}")
+                }
+                other => panic!("len {len}: {other:?}"),
             }
         }
         assert!(matches!(

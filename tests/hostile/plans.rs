@@ -38,13 +38,18 @@ fn binary_invalid_utf8_and_oversized_plans_are_one_error_each() {
     fs::rename(&tmp, w.plan_dir.join(&huge)).unwrap();
     w.made(&w.plan_dir.join(&huge));
     w.write_plan(&json, b"{\"title\": \"x\0\"}");
+    // The file's own size, not the cap + 1 bytes the daemon read of it.
+    let over_cap = format!(
+        "plan file is {} bytes, over the cap of 4096 bytes (project.max_plan_bytes)",
+        big.len()
+    );
     let cases = [
         (
             &binary,
             "binary content, not a plan: NUL byte at byte offset 7",
         ),
         (&latin1, "line 1: not valid UTF-8"),
-        (&huge, "over the cap of 4096 bytes (project.max_plan_bytes)"),
+        (&huge, &over_cap),
         (&json, "binary content"),
     ];
     for (file, what) in cases {
@@ -84,8 +89,11 @@ fn a_single_100_mb_line_is_refused_without_reading_it_all() {
     }
     w.made(&path);
     let line = d.wait_log(&name, WAIT);
-    // The daemon reads at most cap + 1 bytes, so it cannot know the size.
-    assert!(line.contains("over the cap of 4194304 bytes"), "{line}");
+    // The daemon reads at most cap + 1 bytes, and says the file's size.
+    assert!(
+        line.contains("plan file is 104857602 bytes, over the cap of 4194304 bytes"),
+        "{line}"
+    );
     w.assert_alive(&good);
     assert_eq!(d.log_count(&name), 1, "{}", d.log());
     d.assert_running();

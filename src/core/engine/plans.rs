@@ -23,7 +23,7 @@ use crate::core::effect::{Effect, Level, Log};
 use crate::core::input::{Change, FileRead};
 use crate::core::lifecycle::Lifecycle;
 use crate::core::name::{dir_and_name, plan_key, FileState, PlanKey};
-use crate::core::plan::{parse_plan, Plan, PlanError, PlanFormat};
+use crate::core::plan::{over_cap, parse_plan, Plan, PlanError, PlanFormat};
 use crate::core::session::check_name;
 use crate::core::source::Source;
 use accept::near_miss_step;
@@ -277,14 +277,27 @@ impl Plans {
         let Some(pp) = Self::plan_path(cx.config, &path) else {
             return;
         };
-        let Some(mut bytes) = self.bytes_of(now, &pp, &path, read, cx) else {
-            return;
+        // An oversized file is refused as a parse would refuse it, with
+        // its real size (the read stopped one byte past the cap).
+        let (mut bytes, oversized) = match read {
+            FileRead::Oversized { size, .. } => (Vec::new(), Some(size)),
+            read => match self.bytes_of(now, &pp, &path, read, cx) {
+                Some(bytes) => (bytes, None),
+                None => return,
+            },
         };
         cx.timers.cancel(&Timer::Vanished(pp.source.clone()));
         let format = match pp.origin {
             Origin::Json => PlanFormat::Json,
             _ => PlanFormat::Markdown,
         };
+        if oversized.is_some() && !how.complete {
+            // A file still being written past the cap: its error (with
+            // its size) is said once, from the complete read after it
+            // settled, not once per size it grew through.
+            self.recheck(now, &path, rechecked, cx);
+            return;
+        }
         let trust = Trust::of(&bytes, how, rechecked, format, cx.config.max_plan_bytes);
         if trust.confirm_later {
             self.recheck(now, &path, rechecked, cx);
@@ -297,7 +310,10 @@ impl Plans {
             _ => None,
         };
         let ticks_only = flipped.is_some();
-        let plan = flipped.map_or_else(|| parse_plan(format, &bytes, max), Ok);
+        let plan = match oversized {
+            Some(size) => Err(over_cap(size, max)),
+            None => flipped.map_or_else(|| parse_plan(format, &bytes, max), Ok),
+        };
         // Only a plan with no steps is searched for a step written wrong.
         let near_miss = match &plan {
             Ok(p) if p.steps.is_empty() && format == PlanFormat::Markdown => near_miss_step(&bytes),
@@ -351,7 +367,8 @@ impl Plans {
                 }
                 None
             }
-            FileRead::Failed(err) => {
+            failed => {
+                let err = failed.failure().unwrap_or_default();
                 // Tracked even if never read, so `status` lists it with
                 // its error and `STATUS=` counts it invalid.
                 self.track(pp, path, cx);

@@ -344,7 +344,7 @@ impl Tasks {
         };
         let text = match read {
             FileRead::Bytes(b) => String::from_utf8_lossy(&b).into_owned(),
-            FileRead::Missing | FileRead::Failed(_) => {
+            FileRead::Missing | FileRead::Failed(_) | FileRead::Oversized { .. } => {
                 cx.fx.push(Effect::Log(
                     Log::new(
                         Level::Warn,

@@ -25,6 +25,16 @@ pub enum PlanFormat {
     Json,
 }
 
+/// The error of a plan file of `size` bytes, larger than `max_bytes`.
+pub fn over_cap(size: u64, max_bytes: usize) -> PlanError {
+    PlanError {
+        line: 0,
+        message: format!(
+            "plan file is {size} bytes, over the cap of {max_bytes} bytes (project.max_plan_bytes)"
+        ),
+    }
+}
+
 /// Reads a plan file's bytes with the parser its name calls for.
 ///
 /// Refuses, before any parsing, what cannot be a plan: more than `max_bytes`
@@ -33,13 +43,7 @@ pub enum PlanFormat {
 /// it.
 pub fn parse_plan(format: PlanFormat, bytes: &[u8], max_bytes: usize) -> Result<Plan, PlanError> {
     if bytes.len() > max_bytes {
-        return Err(PlanError {
-            line: 0,
-            message: format!(
-                "plan file is {} bytes, over the cap of {max_bytes} bytes (project.max_plan_bytes)",
-                bytes.len()
-            ),
-        });
+        return Err(over_cap(bytes.len() as u64, max_bytes));
     }
     let line_at = |offset: usize| bytes[..offset].iter().filter(|&&b| b == b'\n').count() + 1;
     // `contains` is a memchr; the position is only needed for the message.

@@ -38,7 +38,8 @@ impl Tasks {
                 );
                 return;
             }
-            FileRead::Failed(e) => {
+            failed => {
+                let e = failed.failure().unwrap_or_default();
                 cx.fx.push(Effect::Log(
                     Log::new(Level::Error, format!("cannot read beads issues.jsonl: {e}"))
                         .file(&file),

@@ -109,7 +109,8 @@ impl Tasks {
                 self.mounts.ask(cx.config, cx.fx);
                 None
             }
-            FileRead::Failed(e) => {
+            failed => {
+                let e = failed.failure().unwrap_or_default();
                 let log = Log::new(
                     Level::Error,
                     format!("cannot read the ready file of mount {mount}: {e}"),
