@@ -218,7 +218,19 @@ impl Watch {
             }
             let ancestor = ancestor.unwrap_or_else(|| PathBuf::from("/"));
             let _ = self.watch_dir(&ancestor, Mask::ANCESTOR);
-            self.set_mode(i, RootMode::Missing(ancestor));
+            // The name below the nearest directory may exist and not be one
+            // (`mkdir -p` would fail on it): the root cannot appear.
+            let below = path
+                .ancestors()
+                .find(|a| a.parent() == Some(ancestor.as_path()));
+            let mode = match below.filter(|b| b.symlink_metadata().is_ok()) {
+                Some(blocker) => RootMode::Blocked {
+                    blocker: blocker.to_path_buf(),
+                    watched: ancestor,
+                },
+                None => RootMode::Missing(ancestor),
+            };
+            self.set_mode(i, mode);
             return;
         }
         if let Some(fs) = is_remote_fs(&path) {
@@ -340,13 +352,18 @@ impl Watch {
             match (seen, self.roots[i].mode.clone()) {
                 (
                     Seen::DirCreated(p) | Seen::MovedIn(p),
-                    RootMode::Missing(_) | RootMode::NotADirectory(_),
+                    RootMode::Missing(_) | RootMode::NotADirectory(_) | RootMode::Blocked { .. },
                 ) if root.starts_with(p) => {
                     self.setup(i);
                     changed = true;
                 }
                 // The file in the way went away: wait for the directory.
                 (Seen::Gone(p), RootMode::NotADirectory(_)) if root == *p => {
+                    self.setup(i);
+                }
+                (Seen::Gone(p), RootMode::Blocked { blocker, watched })
+                    if blocker == *p || watched.starts_with(p) =>
+                {
                     self.setup(i);
                 }
                 // The ancestor a missing root waited in went away too: wait

@@ -54,6 +54,13 @@ pub enum RootMode {
     /// Exists but is not a directory (a regular file, a pipe…): nothing
     /// under it can be watched; its parent is, for it to be replaced.
     NotADirectory(PathBuf),
+    /// Cannot appear: an ancestor of it (`blocker`) exists and is not a
+    /// directory. The blocker's parent (`watched`) is watched for it to be
+    /// replaced by a directory.
+    Blocked {
+        blocker: PathBuf,
+        watched: PathBuf,
+    },
 }
 
 impl RootMode {
@@ -62,6 +69,7 @@ impl RootMode {
     pub(super) fn waiting_in(&self) -> Option<&Path> {
         match self {
             RootMode::Missing(a) | RootMode::NotADirectory(a) => Some(a),
+            RootMode::Blocked { watched, .. } => Some(watched),
             _ => None,
         }
     }
@@ -87,6 +95,14 @@ impl RootMode {
                 format!(
                     "{p} is not a directory but {}; nothing in it is watched until it is replaced by a directory",
                     what_it_is(path)
+                ),
+            ),
+            RootMode::Blocked { blocker, .. } => (
+                Level::Error,
+                format!(
+                    "{p} cannot appear: {} is {}, not a directory; nothing is watched there until it is replaced by a directory",
+                    blocker.display(),
+                    what_it_is(blocker)
                 ),
             ),
         }

@@ -112,6 +112,47 @@ fn a_root_that_is_a_file_is_not_a_directory_until_replaced() {
     assert_eq!(watch.modes()[0].1, RootMode::Inotify);
 }
 
+/// A root beneath a regular file cannot appear (`mkdir -p` would fail):
+/// it is an error that says which file is in the way, not a wait for
+/// ever; the file replaced by a directory, the root is waited for, then
+/// watched.
+#[test]
+fn a_root_beneath_a_file_cannot_appear_until_the_file_is_replaced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("notes.txt");
+    std::fs::write(&file, "oops").unwrap();
+    let plans = file.join("work/pl");
+    let mut watch = Watch::new("fifo.in", true).unwrap();
+    watch.add_root(&plans, RootKind::Plans);
+    let mode = watch.modes()[0].1.clone();
+    assert_eq!(
+        mode,
+        RootMode::Blocked {
+            blocker: file.clone(),
+            watched: tmp.path().into()
+        }
+    );
+    let (level, words) = mode.said(&plans, DEFAULT_POLL);
+    assert_eq!(level, Level::Error);
+    assert!(
+        words.contains(&format!(
+            "cannot appear: {} is a regular file, not a directory",
+            file.display()
+        )),
+        "{words}"
+    );
+    std::fs::remove_file(&file).unwrap();
+    for s in drain(&mut watch) {
+        watch.on_dir_event(&s);
+    }
+    assert_eq!(watch.modes()[0].1, RootMode::Missing(tmp.path().into()));
+    std::fs::create_dir_all(&plans).unwrap();
+    for s in drain(&mut watch) {
+        watch.on_dir_event(&s);
+    }
+    assert_eq!(watch.modes()[0].1, RootMode::Inotify);
+}
+
 /// A root deleted goes back to waiting in its parent, and is watched
 /// again when it comes back; so is a session directory that appears.
 #[test]
