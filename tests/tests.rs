@@ -10,6 +10,7 @@ mod cli;
 mod config_example;
 mod core_purity;
 mod daemon;
+mod desktop;
 mod doubles;
 mod e2e_claude;
 mod e2e_codex;

@@ -6,6 +6,7 @@
 //! - `watch`: inotify roots, polling fallback, rescans;
 //! - `read`: capped, non-blocking reads of plan and tracker files;
 //! - `deliver`: writing prompts into enqueue files and FIFOs;
+//! - `desktop`: freedesktop notifications on the user's session bus;
 //! - `agents`: the agent programs people run (Codex, …), one backend each;
 //! - `ollie`: ollie-9p sessions — recognising one, its state, Submit;
 //! - `sessions`: an ollie-9p session tree followed through its `idx`;
@@ -25,6 +26,7 @@ pub mod backends;
 pub mod checklists;
 pub mod daemon;
 pub mod deliver;
+pub mod desktop;
 pub mod ignored;
 pub mod inotify;
 pub mod logging;

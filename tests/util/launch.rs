@@ -5,7 +5,8 @@
 //! would steer the daemon from outside the test: `RUST_LOG`, the service
 //! manager's `JOURNAL_STREAM`, `NOTIFY_SOCKET` and watchdog variables, the
 //! user's `XDG_RUNTIME_DIR` (session-checklist locks belong in the test's
-//! own directory) and every `REVEILLE_*` setting (including the harness's
+//! own directory) and `DBUS_SESSION_BUS_ADDRESS` (no test notifies the
+//! developer's desktop), and every `REVEILLE_*` setting (including the harness's
 //! own knobs, which the daemon would take for configuration). Its stdin is
 //! null. The caller adds its own `env`s, args and stdio on top; a variable
 //! it sets explicitly wins over the removal.
@@ -29,6 +30,9 @@ const NOT_INHERITED: &[&str] = &[
     "WATCHDOG_USEC",
     "WATCHDOG_PID",
     "XDG_RUNTIME_DIR",
+    // A test's daemon never notifies the developer's own desktop; the
+    // desktop tests give it their private bus.
+    "DBUS_SESSION_BUS_ADDRESS",
 ];
 
 /// The prefix of the daemon's configuration variables.

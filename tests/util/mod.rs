@@ -11,6 +11,7 @@ pub mod agents;
 pub mod civil;
 pub mod config;
 pub mod daemon;
+pub mod desktop;
 pub mod fakemodel;
 pub mod fifo;
 pub mod journald;
