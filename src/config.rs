@@ -17,6 +17,7 @@ mod raw;
 mod reference;
 mod schema;
 mod settings;
+mod suggest;
 #[cfg(test)]
 mod tests;
 mod wording;

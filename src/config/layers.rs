@@ -13,7 +13,7 @@ use figment::{Figment, Metadata, Profile, Provider};
 use super::lines::Lines;
 use super::origin::Origin;
 use super::raw::RawConfig;
-use super::schema::suggest;
+use super::suggest::suggest;
 use super::ConfigError;
 
 /// Prefix of the environment variables that set configuration keys.

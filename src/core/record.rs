@@ -14,8 +14,6 @@ use super::source::Source;
 
 mod item;
 pub use item::{Item, Note, Work};
-// The memory these records change, where the shell has always found it.
-pub use super::memory::{Announced, Items, Memory};
 
 /// A prompt recorded in a session's outbox and not yet delivered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

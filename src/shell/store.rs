@@ -21,7 +21,8 @@ use std::path::{Path, PathBuf};
 
 use nix::fcntl::{Flock, FlockArg};
 
-use crate::core::record::{Memory, Record};
+use crate::core::memory::Memory;
+use crate::core::record::Record;
 
 /// What can go wrong with the state directory.
 #[derive(Debug)]
