@@ -18,6 +18,7 @@ pub mod launch;
 pub mod plans;
 pub mod project;
 pub mod realollie;
+pub mod reveille_unit;
 pub mod systemd;
 
 use std::time::{Duration, Instant};
