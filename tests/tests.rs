@@ -23,4 +23,5 @@ mod reminders;
 mod systemd;
 mod tracker9p;
 mod tracker_agents;
+mod under_unit;
 mod util;
