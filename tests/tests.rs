@@ -17,6 +17,7 @@ mod e2e_opencode;
 mod fanout;
 mod hostile;
 mod install;
+mod netns;
 mod realollie;
 mod reliability;
 mod reminders;
