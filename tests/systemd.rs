@@ -18,12 +18,10 @@ use serde_json::Value;
 
 use crate::util::fifo::{mkfifo, Reader};
 use crate::util::plans::task_complete;
+use crate::util::reveille_unit::{self, install_reveille, UNIT};
 use crate::util::systemd::SystemdUser;
 use crate::util::wait_until;
 
-/// The unit file as shipped.
-const REVEILLE_UNIT: &str = include_str!("../systemd/reveille@.service");
-const UNIT: &str = "reveille@proj.service";
 const PLAN_ID: &str = "20250101T120000_0a1b2c3d";
 const PLAN_ID_2: &str = "20250102T090000_1b2c3d4e";
 
@@ -100,54 +98,9 @@ fn notify_unit_without_ready_times_out() {
     assert_eq!(sd.property("silent.service", "Result"), "timeout");
 }
 
-/// Installs the shipped unit as it is, and the built daemon where its
-/// `ExecStart=%h/.cargo/bin/reveille` looks.
-fn install_reveille(sd: &SystemdUser) {
-    sd.install_binary(
-        ".cargo/bin/reveille",
-        Path::new(env!("CARGO_BIN_EXE_reveille")),
-    );
-    sd.install_unit("reveille@.service", REVEILLE_UNIT);
-    // The unit's Documentation=man:reveille(1), installed as the README
-    // says; `.manpath` lets man(1) find it with the harness's bare PATH.
-    let page = std::process::Command::new(env!("CARGO_BIN_EXE_reveille"))
-        .arg("man")
-        .output()
-        .expect("reveille man");
-    let man = sd.write_home_file(
-        ".cargo/share/man/man1/reveille.1",
-        &String::from_utf8_lossy(&page.stdout),
-        0o644,
-    );
-    let dir = man.parent().and_then(Path::parent).unwrap();
-    sd.write_home_file(
-        ".manpath",
-        &format!("MANDATORY_MANPATH {}\n", dir.display()),
-        0o644,
-    );
-}
-
-/// `~/.config/reveille/proj.toml`. No `[log]` section: the daemon must
-/// choose journald by itself.
+/// `~/.config/reveille/proj.toml` with `extra` in `[project]`.
 fn write_config(sd: &SystemdUser, default_session: &str, extra: &str) {
-    sd.write_home_file(
-        ".config/reveille/proj.toml",
-        &format!(
-            "[project]\n\
-             plan_dir = \"~/pl\"\n\
-             default_session = \"{default_session}\"\n\
-             {extra}\n\
-             [sessions]\n\
-             dir = \"~/s\"\n\
-             \n\
-             [state]\n\
-             dir = \"~/state\"\n\
-             \n\
-             [events]\n\
-             path = \"\"\n"
-        ),
-        0o644,
-    );
+    reveille_unit::write_config(sd, default_session, extra, "");
 }
 
 /// `~/pl/<id>--<slug>__todo.md`, written in place (one open–write–close, as
@@ -670,11 +623,13 @@ fn stop_drains_and_exits_zero() {
     assert!(sd.home().join("state").is_dir());
 }
 
-/// `RestrictAddressFamilies=AF_UNIX` is really applied by this manager: the
-/// shipped unit with only its command replaced (a one-shot shell that opens
-/// a UDP socket) is refused AF_INET.
+/// `RestrictAddressFamilies=` is really applied by this manager, and lets
+/// through what the transports need: the shipped unit with only its
+/// command replaced (a one-shot shell) may open AF_INET and AF_INET6
+/// sockets (an opencode server, a Codex app-server on `ws://`), and is
+/// still refused a netlink socket (`ip link`).
 #[test]
-fn reveille_unit_refuses_af_inet() {
+fn reveille_unit_permits_inet_and_refuses_netlink() {
     let Some(sd) = SystemdUser::start() else {
         return;
     };
@@ -682,19 +637,30 @@ fn reveille_unit_refuses_af_inet() {
     sd.install_unit(
         "reveille@.service.d/probe.conf",
         "[Service]\nType=oneshot\nExecStart=\n\
-         ExecStart=/bin/bash -c 'exec 3<>/dev/udp/127.0.0.1/9 && echo inet allowed'\n",
+         ExecStart=/bin/bash -c 'exec 3<>/dev/udp/127.0.0.1/9 && echo inet allowed; \
+         exec 4<>/dev/udp/::1/9 && echo inet6 allowed; exec /bin/ip -o link show lo'\n",
     );
     let out = sd.systemctl(&["start", "reveille@proj"]);
-    assert!(!out.status.success(), "the probe must fail");
-    let entry = sd.wait_for_journal(UNIT, "bash's socket error", |e| {
-        field(e, "MESSAGE").contains("/dev/udp")
+    assert!(!out.status.success(), "the netlink probe must fail");
+    let entry = sd.wait_for_journal(UNIT, "ip's socket error", |e| {
+        field(e, "MESSAGE").contains("netlink")
     });
     assert!(
         field(&entry, "MESSAGE").contains("Address family not supported"),
         "{entry:#}"
     );
-    assert!(sd
-        .journal_json(UNIT)
-        .iter()
-        .all(|e| field(e, "MESSAGE") != "inet allowed"));
+    let said = sd.journal_json(UNIT);
+    for allowed in ["inet allowed", "inet6 allowed"] {
+        assert!(
+            said.iter().any(|e| field(e, "MESSAGE") == allowed),
+            "{allowed:?} missing: {:#?}",
+            messages(&said)
+        );
+    }
+    assert!(
+        said.iter()
+            .all(|e| !field(e, "MESSAGE").contains("LOOPBACK")),
+        "ip listed the links: {:#?}",
+        messages(&said)
+    );
 }

@@ -16,9 +16,11 @@ pub mod fakemodel;
 pub mod fifo;
 pub mod journald;
 pub mod launch;
+pub mod netns;
 pub mod plans;
 pub mod project;
 pub mod realollie;
+pub mod reveille_unit;
 pub mod systemd;
 
 use std::time::{Duration, Instant};

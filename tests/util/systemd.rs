@@ -474,6 +474,12 @@ pub fn unavailable() -> Option<String> {
     None
 }
 
+/// The (uid, gid) the manager and its units run as, for a program the test
+/// starts as that user (a person's agent beside their reveille).
+pub fn user_ids() -> (u32, u32) {
+    lookup_user(USER).expect("the manager's user")
+}
+
 /// Waits for `READY=1` on `notify` (the child's `NOTIFY_SOCKET`), failing
 /// early if the child exits.
 pub fn await_ready(

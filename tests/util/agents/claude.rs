@@ -59,12 +59,21 @@ pub struct Claude {
     bin: PathBuf,
     env: Vec<(String, String)>,
     tmux: Option<Tmux>,
+    /// The user (uid, gid) it runs as; `None`: the test's own.
+    owner: Option<(u32, u32)>,
 }
 
 impl Claude {
     /// An isolated home for Claude Code talking to `model`; `Err` says what
     /// is missing (the CLI, tmux) for the test's `skipped:` line.
     pub fn new(model: &FakeModel) -> Result<Claude, String> {
+        Claude::new_owned(model, None)
+    }
+
+    /// [`Claude::new`] for another user: its home is `owner`'s (uid, gid)
+    /// and it runs as that user, as a person's Claude Code runs as the
+    /// person (whose reveille reads its registry and socket).
+    pub fn new_owned(model: &FakeModel, owner: Option<(u32, u32)>) -> Result<Claude, String> {
         let bin = cli_bin("claude")?;
         if let Some(why) = tmux_unavailable() {
             return Err(why);
@@ -100,8 +109,12 @@ impl Claude {
             root: Some(root),
             bin,
             tmux: None,
+            owner,
         };
         claude.write_config();
+        if let Some((uid, gid)) = owner {
+            chown_tree(&r, uid, gid).map_err(|e| e.to_string())?;
+        }
         Ok(claude)
     }
 
@@ -150,7 +163,7 @@ impl Claude {
         ];
         argv.extend(args.iter().map(|a| a.to_string()));
         let socket = self.config_dir.with_file_name("tmux.sock");
-        let tmux = Tmux::start(&socket, &argv, &self.env, &self.cwd);
+        let tmux = Tmux::start_owned(&socket, &argv, &self.env, &self.cwd, (200, 50), self.owner);
         let pid = tmux.pid;
         self.tmux = Some(tmux);
         let registered = try_wait_until(START, || {
@@ -330,6 +343,17 @@ impl Drop for Claude {
             }
         }
     }
+}
+
+/// `chown -R uid:gid root`.
+fn chown_tree(root: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
+    std::os::unix::fs::chown(root, Some(uid), Some(gid))?;
+    if root.is_dir() {
+        for entry in std::fs::read_dir(root)? {
+            chown_tree(&entry?.path(), uid, gid)?;
+        }
+    }
+    Ok(())
 }
 
 /// Claude Code's whole environment: the isolated home and the offline

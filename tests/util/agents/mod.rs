@@ -96,9 +96,28 @@ impl Tmux {
         argv: &[String],
         env: &[(String, String)],
         cwd: &Path,
+        size: (u16, u16),
+    ) -> Tmux {
+        Tmux::start_owned(socket, argv, env, cwd, size, None)
+    }
+
+    /// [`Tmux::start_sized`] with the tmux server (and so the program)
+    /// run as `owner` (uid, gid) instead of the test's user, as another
+    /// user would run it. The test (root) still drives it: tmux lets root
+    /// in to any user's server.
+    pub fn start_owned(
+        socket: &Path,
+        argv: &[String],
+        env: &[(String, String)],
+        cwd: &Path,
         (cols, rows): (u16, u16),
+        owner: Option<(u32, u32)>,
     ) -> Tmux {
         let mut cmd = Command::new("tmux");
+        if let Some((uid, gid)) = owner {
+            use std::os::unix::process::CommandExt;
+            cmd.uid(uid).gid(gid);
+        }
         cmd.arg("-S")
             .arg(socket)
             .args(["-f", "/dev/null", "new-session", "-d", "-x"])
