@@ -34,13 +34,12 @@ pub mod owner;
 pub mod watch;
 
 use std::sync::mpsc::{self, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use self::api::{Api, ApiError};
 use self::deliver::Courier;
 use self::followed::Shared;
 use self::names::Name;
-use self::watch::Stop;
 use crate::config::OpencodeSettings;
 use crate::core::effect::{Delivery, Spawn};
 use crate::core::input::{Input, Reached, Undeliverable};
@@ -63,31 +62,26 @@ pub struct OpencodeBackend {
     commands: Option<Sender<Command>>,
     /// Ends the event follower: dropping the sender closes its channel.
     closed: Option<Sender<()>>,
-    stop: Arc<Stop>,
 }
 
 impl OpencodeBackend {
     pub fn new(settings: &OpencodeSettings, project: &str, reports: Reports) -> Self {
-        let stop = Arc::new(Stop {
-            stream: Mutex::new(None),
-        });
-        let server = match http::Server::parse(&settings.url) {
+        let server = match http::Server::new(&settings.url, &access()) {
             Ok(server) => server,
             Err(why) => {
                 return OpencodeBackend {
                     broken: Some(why),
                     commands: None,
                     closed: None,
-                    stop,
                 }
             }
         };
         let api = Api { server };
         let shared = Arc::new(Shared::new(reports.clone()));
         let (closed, closed_rx) = mpsc::channel();
-        let (watch_api, watch_shared, watch_stop) = (api.clone(), shared.clone(), stop.clone());
+        let (watch_api, watch_shared) = (api.clone(), shared.clone());
         spawn_thread("reveille-opencode-events", move || {
-            watch::follow(watch_api, watch_shared, watch_stop, closed_rx)
+            watch::follow(watch_api, watch_shared, closed_rx)
         });
         let (commands, rx) = mpsc::channel::<Command>();
         let courier = Courier {
@@ -104,7 +98,6 @@ impl OpencodeBackend {
             broken: None,
             commands: Some(commands),
             closed: Some(closed),
-            stop,
         }
     }
 
@@ -116,6 +109,19 @@ impl OpencodeBackend {
             .as_ref()
             .and_then(|c| c.send(command).ok())
             .ok_or_else(|| "the opencode backend's worker has stopped".to_string())
+    }
+}
+
+/// The credentials opencode itself reads (`OPENCODE_SERVER_USERNAME`,
+/// `OPENCODE_SERVER_PASSWORD`), from reveille's environment.
+fn access() -> http::Access {
+    http::Access {
+        username: std::env::var("OPENCODE_SERVER_USERNAME").unwrap_or_else(|_| "opencode".into()),
+        password: std::env::var("OPENCODE_SERVER_PASSWORD")
+            .ok()
+            .filter(|p| !p.is_empty())
+            .map(crate::shell::agents::remote::secret::Secret::new),
+        ca_file: None,
     }
 }
 
@@ -230,14 +236,5 @@ impl Drop for OpencodeBackend {
     fn drop(&mut self) {
         self.commands = None;
         self.closed = None;
-        if let Some(s) = self
-            .stop
-            .stream
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        {
-            s.stop();
-        }
     }
 }
