@@ -5,12 +5,9 @@
 //!   `ws://` elsewhere is warned about: a secret would cross in the clear);
 //! - `tls`: the certificates a server's must chain to (the system's roots,
 //!   or a configured CA file) and the rustls configuration built on them;
-//! - `secret`: a password or token read from a file only its owner can
-//!   read, kept out of every message;
 //! - `link`: why a server cannot be reached, in words, said once per
 //!   episode rather than once per retry.
 
 pub mod address;
 pub mod link;
-pub mod secret;
 pub mod tls;

@@ -13,9 +13,9 @@ use std::time::Duration;
 use ureq::tls::{Certificate, RootCerts, TlsConfig};
 use ureq::Agent;
 
+use crate::config::secret::Secret;
 use crate::shell::agents::remote::address;
 use crate::shell::agents::remote::link::{LinkDown, Why};
-use crate::shell::agents::remote::secret::Secret;
 use crate::shell::agents::remote::tls::{self, Roots};
 
 /// How long a connection may take to open: a server on this machine

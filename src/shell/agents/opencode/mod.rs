@@ -43,6 +43,7 @@ use self::names::Name;
 use crate::config::OpencodeSettings;
 use crate::core::effect::{Delivery, Spawn};
 use crate::core::input::{Input, Reached, Undeliverable};
+use crate::shell::agents::remote::address;
 use crate::shell::backend::{Backend, Reports};
 
 /// What the backend's worker does, in the order asked.
@@ -66,14 +67,16 @@ pub struct OpencodeBackend {
 
 impl OpencodeBackend {
     pub fn new(settings: &OpencodeSettings, project: &str, reports: Reports) -> Self {
-        let server = match http::Server::new(&settings.url, &access()) {
+        let server = access(settings).and_then(|access| http::Server::new(&settings.url, &access));
+        let server = match server {
             Ok(server) => server,
             Err(why) => {
+                tracing::error!("opencode sessions cannot be reached: {why}");
                 return OpencodeBackend {
                     broken: Some(why),
                     commands: None,
                     closed: None,
-                }
+                };
             }
         };
         let api = Api { server };
@@ -112,17 +115,23 @@ impl OpencodeBackend {
     }
 }
 
-/// The credentials opencode itself reads (`OPENCODE_SERVER_USERNAME`,
-/// `OPENCODE_SERVER_PASSWORD`), from reveille's environment.
-fn access() -> http::Access {
-    http::Access {
-        username: std::env::var("OPENCODE_SERVER_USERNAME").unwrap_or_else(|_| "opencode".into()),
-        password: std::env::var("OPENCODE_SERVER_PASSWORD")
-            .ok()
-            .filter(|p| !p.is_empty())
-            .map(crate::shell::agents::remote::secret::Secret::new),
-        ca_file: None,
+/// How reveille is let in: the user name and the password opencode's
+/// server was started with (`OPENCODE_SERVER_USERNAME`,
+/// `OPENCODE_SERVER_PASSWORD` on its side), read from its file now; a
+/// plain `http://` to another machine is warned about.
+fn access(settings: &OpencodeSettings) -> Result<http::Access, String> {
+    if let Some(warning) = address::cleartext_warning(&settings.url, "the opencode server") {
+        tracing::warn!("{warning}");
     }
+    let password = match &settings.password {
+        Some(source) => Some(source.read()?),
+        None => None,
+    };
+    Ok(http::Access {
+        username: settings.username.clone(),
+        password,
+        ca_file: settings.ca_file.clone(),
+    })
 }
 
 fn spawn_thread(name: &str, f: impl FnOnce() + Send + 'static) {

@@ -33,10 +33,17 @@ pub enum Why {
 }
 
 impl Why {
-    /// Whether two reasons are the same episode's: the wording of a
-    /// timeout or a reset may vary from one retry to the next.
+    /// Whether two reasons are the same episode's. The network's own
+    /// (refused, timed out, cut) are one: a link cut is followed by
+    /// refused or timed-out retries, and their wording varies from one to
+    /// the next. TLS and credentials each ask a person for something else.
     fn same_kind(&self, other: &Why) -> bool {
-        std::mem::discriminant(self) == std::mem::discriminant(other)
+        let class = |w: &Why| match w {
+            Why::NoConnection(_) | Why::TimedOut(_) | Why::Cut(_) => 0,
+            Why::Tls(_) => 1,
+            Why::Credentials { .. } => 2,
+        };
+        class(self) == class(other)
     }
 }
 
@@ -122,6 +129,8 @@ mod tests {
             e.down(&link(Why::NoConnection("No route to host".into()))),
             None
         );
+        assert_eq!(e.down(&link(Why::TimedOut("connect".into()))), None);
+        assert_eq!(e.down(&link(Why::Cut("reset".into()))), None);
         let said = e.down(&link(Why::Credentials { sent: true })).unwrap();
         assert!(said.contains("refused the credentials"), "{said}");
         assert!(e.refused_credentials());

@@ -1,7 +1,8 @@
 //! A password or token for an agent's server: read from a file only its
 //! owner can read (as systemd's credentials are), never from the TOML;
 //! never shown — its `Debug` is a placeholder and it has no `Display`, so
-//! no message can carry it by accident.
+//! no message can carry it by accident. Configuration says where it comes
+//! from (and `check` shows that); the backend that sends it reads it.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -54,12 +55,12 @@ impl SecretSource {
         }
     }
 
-    /// Read the secret: the file must be readable by its owner alone; the
-    /// error names the file and its mode, never what it holds.
-    pub fn read(&self) -> Result<Secret, String> {
+    /// Whether the file is there, a regular file, and readable by its
+    /// owner alone; the error names the file and its mode.
+    pub fn check(&self) -> Result<(), String> {
         let path = self.path();
-        let meta =
-            std::fs::metadata(path).map_err(|e| format!("secret file {}: {e}", path.display()))?;
+        let meta = std::fs::metadata(path)
+            .map_err(|e| format!("secret file {}: {}", path.display(), e.kind()))?;
         let mode = meta.permissions().mode() & 0o7777;
         if mode & 0o077 != 0 {
             return Err(format!(
@@ -75,6 +76,14 @@ impl SecretSource {
                 path.display()
             ));
         }
+        Ok(())
+    }
+
+    /// Read the secret, checked first; the error names the file and its
+    /// mode, never what it holds.
+    pub fn read(&self) -> Result<Secret, String> {
+        self.check()?;
+        let path = self.path();
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("secret file {}: {}", path.display(), e.kind()))?;
         // A file written with `echo` ends in a newline that is not part of it.
