@@ -19,6 +19,7 @@ pub mod plans;
 pub mod project;
 pub mod realollie;
 pub mod systemd;
+pub mod tls;
 
 use std::time::{Duration, Instant};
 

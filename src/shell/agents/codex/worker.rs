@@ -50,6 +50,9 @@ pub struct Worker {
     access: Result<Access, String>,
     /// Whether the server is down, said once per episode.
     episode: Episode,
+    /// When a connection was last tried: one that refused the token is
+    /// not tried again before [`RETRY_REFUSED`], whoever asks.
+    tried: Option<Instant>,
     pub(super) ids: PromptIds,
     reports: Reports,
     commands: Receiver<Command>,
@@ -77,6 +80,7 @@ impl Worker {
             endpoint,
             access,
             episode: Episode::default(),
+            tried: None,
             ids,
             reports,
             commands,
@@ -191,6 +195,15 @@ impl Worker {
     /// Connect now; on success every known session is attached again
     /// (and its state reported: the engine retries what waits for it).
     pub(super) fn connect(&mut self) {
+        let now = Instant::now();
+        if self.episode.refused_credentials()
+            && self
+                .tried
+                .is_some_and(|t| now.duration_since(t) < RETRY_REFUSED)
+        {
+            return;
+        }
+        self.tried = Some(now);
         let opened = match &self.access {
             Ok(access) => Connection::open(&self.endpoint, access).map_err(|link| {
                 if let Some(said) = self.episode.down(&link) {
