@@ -9,7 +9,7 @@ use crate::util::fakemodel::responses::Responses;
 use crate::util::fakemodel::FakeModel;
 use crate::util::plans::{plan_text, write_in_place, Step};
 use crate::util::project::Project;
-use crate::util::tls::{secret_file, Proxy};
+use crate::util::tls::{self, secret_file, Ca, Proxy};
 use crate::util::wait_until;
 
 const TURN: Duration = Duration::from_secs(60);
@@ -134,4 +134,39 @@ fn a_wrong_token_is_one_clear_error_and_nothing_is_delivered() {
     for secret in [wrong, TOKEN] {
         assert_secret_kept(&rig.project, Some(&d), secret, &rig.file);
     }
+}
+
+#[test]
+fn wss_through_a_tls_proxy_reaches_the_app_server_with_the_ca() {
+    if let Some(why) = tls::unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let Some(mut rig) = Rig::new(TOKEN) else {
+        return;
+    };
+    let ca = Ca::new(rig._dir.path(), "test-ca");
+    let port = rig.endpoint.rsplit(':').next().unwrap().parse().unwrap();
+    let proxy = Proxy::tls(&ca.issue("127.0.0.1"), port, rig._dir.path());
+    let endpoint = format!("wss://127.0.0.1:{}", proxy.port);
+    rig.project.set("codex", "endpoint", &toml(&endpoint));
+    rig.project
+        .set("codex", "ca_file", &toml(ca.cert.display()));
+    let d = Daemon::start(&rig.project);
+    let ready = rig.plan("Say hello over TLS");
+    wait_until("the step's turn", TURN, || {
+        (!rig.model.turns_on(&ready).is_empty()).then_some(())
+    });
+    let session = format!("codex:{}", rig.thread);
+    wait_until("nothing pending", TURN, || {
+        rig.project.pending(&session).is_empty().then_some(())
+    });
+    assert_eq!(
+        rig.model.turns_on(&ready).len(),
+        1,
+        "{:#?}",
+        rig.model.requests()
+    );
+    assert!(proxy.accepted() > 0, "not through the TLS proxy");
+    assert_secret_kept(&rig.project, Some(&d), TOKEN, &rig.file);
 }
