@@ -16,6 +16,7 @@ mod origin;
 mod raw;
 mod reference;
 mod schema;
+pub mod secret;
 mod settings;
 mod suggest;
 #[cfg(test)]

@@ -67,6 +67,8 @@ impl Reveille {
         Reveille::new(CodexSettings {
             home: codex.home.home.clone(),
             endpoint: None,
+            token: None,
+            ca_file: None,
         })
     }
 
@@ -362,7 +364,10 @@ fn a_prompt_for_a_stopped_codex_is_refused_and_delivered_once_when_it_is_back() 
     };
     println!("refused: {}", why.reason);
     assert!(
-        why.reason.contains("not running at") || why.reason.contains("went away"),
+        why.reason.contains("codex app-server not reachable at")
+            || why
+                .reason
+                .contains("the connection to the codex app-server at"),
         "{}",
         why.reason
     );
@@ -480,6 +485,8 @@ fn an_explicit_app_server_is_reached_and_a_thread_it_owns_is_refused_elsewhere()
     let mut reveille = Reveille::new(CodexSettings {
         home: home.home.clone(),
         endpoint: Some(server.endpoint.clone()),
+        token: None,
+        ca_file: None,
     });
     let text = "reveille prompt through ws";
     reveille.deliver(&session, 1, text);
@@ -495,6 +502,8 @@ fn an_explicit_app_server_is_reached_and_a_thread_it_owns_is_refused_elsewhere()
     let mut elsewhere = Reveille::new(CodexSettings {
         home: home.home.clone(),
         endpoint: None,
+        token: None,
+        ca_file: None,
     });
     let other = "reveille prompt through the wrong server";
     elsewhere.deliver(&session, 2, other);
@@ -525,6 +534,8 @@ fn an_app_server_listening_on_a_unix_socket_of_its_own_is_reached() {
     let mut reveille = Reveille::new(CodexSettings {
         home: home.home.join("not-used"),
         endpoint: Some(server.endpoint.clone()),
+        token: None,
+        ca_file: None,
     });
     let text = "reveille prompt through a unix socket";
     reveille.deliver(&session, 1, text);

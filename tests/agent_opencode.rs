@@ -119,6 +119,9 @@ fn backend_for(url: &str) -> (OpencodeBackend, Receiver<(Instant, Input)>) {
     let (tx, mut rx) = unbounded_channel();
     let settings = OpencodeSettings {
         url: url.to_string(),
+        username: "opencode".into(),
+        password: None,
+        ca_file: None,
     };
     let backend = OpencodeBackend::new(&settings, "proj", tx);
     let (stamped, reports) = channel();

@@ -15,6 +15,7 @@ mod doubles;
 mod e2e_claude;
 mod e2e_codex;
 mod e2e_opencode;
+mod e2e_remote;
 mod fanout;
 mod hostile;
 mod install;

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::layers::entry_key;
+use super::secret::SecretSource;
 use super::{ConfigError, Loaded, Settings};
 
 /// A string as TOML (and JSON) quote it.
@@ -22,6 +23,11 @@ fn optional_path(p: &Option<impl AsRef<Path>>) -> String {
 
 fn optional(s: &Option<String>) -> String {
     quoted(s.as_deref().unwrap_or(""))
+}
+
+/// Where a secret comes from — its file — never what it is.
+fn secret_file(s: &Option<SecretSource>) -> String {
+    optional_path(&s.as_ref().map(SecretSource::path))
 }
 
 fn ms(d: Duration) -> String {
@@ -93,8 +99,14 @@ pub(crate) fn entries(s: &Settings) -> Vec<(String, String)> {
     add("fanout.model", optional(&f.model));
     add("codex.home", path(&s.codex.home));
     add("codex.endpoint", optional(&s.codex.endpoint));
+    add("codex.token_file", secret_file(&s.codex.token));
+    add("codex.ca_file", optional_path(&s.codex.ca_file));
     add("claude.config_dir", path(&s.claude.config_dir));
-    add("opencode.url", quoted(&s.opencode.url));
+    let o = &s.opencode;
+    add("opencode.url", quoted(&o.url));
+    add("opencode.username", quoted(&o.username));
+    add("opencode.password_file", secret_file(&o.password));
+    add("opencode.ca_file", optional_path(&o.ca_file));
     out
 }
 

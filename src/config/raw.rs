@@ -111,6 +111,8 @@ pub(crate) struct RawFanout {
 pub(crate) struct RawCodex {
     pub home: String,
     pub endpoint: String,
+    pub token_file: String,
+    pub ca_file: String,
 }
 
 /// `[claude]`: where Claude Code's registry of running sessions is.
@@ -125,6 +127,9 @@ pub(crate) struct RawClaude {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawOpencode {
     pub url: String,
+    pub username: String,
+    pub password_file: String,
+    pub ca_file: String,
 }
 
 impl RawConfig {
@@ -195,12 +200,17 @@ impl RawConfig {
             codex: RawCodex {
                 home: "~/.codex".into(),
                 endpoint: String::new(),
+                token_file: String::new(),
+                ca_file: String::new(),
             },
             claude: RawClaude {
                 config_dir: "~/.claude".into(),
             },
             opencode: RawOpencode {
                 url: "http://127.0.0.1:4096".into(),
+                username: "opencode".into(),
+                password_file: String::new(),
+                ca_file: String::new(),
             },
         }
     }

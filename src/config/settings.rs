@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use super::expand::EnvSnapshot;
 use super::raw::{RawConfig, RawEvents, RawFanout, RawProject, RawSessions};
+use super::secret::SecretSource;
 use crate::core::prompt;
 use crate::core::session::check_name;
 pub use crate::core::session::MAX_NAME_BYTES;
@@ -62,9 +63,15 @@ pub struct CodexSettings {
     /// `CODEX_HOME`: the TUI's app-server daemon listens at
     /// `<home>/app-server-control/app-server-control.sock`.
     pub home: PathBuf,
-    /// An explicit `codex app-server --listen` address (`ws://…` or
-    /// `unix://…`) instead; `None` = the daemon under `home`.
+    /// An explicit `codex app-server --listen` address (`ws://…`,
+    /// `wss://…` or `unix://…`) instead; `None` = the daemon under `home`.
     pub endpoint: Option<String>,
+    /// The capability token sent as `Authorization: Bearer` (`token_file`,
+    /// else the `codex-token` systemd credential); `None` = none.
+    pub token: Option<SecretSource>,
+    /// The CA a `wss://` server's certificate must chain to; `None` = the
+    /// system's roots.
+    pub ca_file: Option<PathBuf>,
 }
 
 /// `[claude]`.
@@ -79,6 +86,14 @@ pub struct ClaudeSettings {
 pub struct OpencodeSettings {
     /// The `opencode serve` / `opencode --port` server owning the sessions.
     pub url: String,
+    /// HTTP Basic user name (opencode's `OPENCODE_SERVER_USERNAME`).
+    pub username: String,
+    /// The password (`password_file`, else the `opencode-password` systemd
+    /// credential); `None` = none.
+    pub password: Option<SecretSource>,
+    /// The CA an `https://` server's certificate must chain to; `None` =
+    /// the system's roots.
+    pub ca_file: Option<PathBuf>,
 }
 
 /// `[project]`.
@@ -283,15 +298,27 @@ impl Settings {
             level: bad.keep(log_level(&raw.log.level)),
         };
         let fanout = fanout(&raw.fanout, &mut bad);
+        let c = &raw.codex;
         let codex = CodexSettings {
-            home: bad.keep(path("codex.home", &raw.codex.home, env)),
-            endpoint: bad.keep(endpoint(&raw.codex.endpoint)),
+            home: bad.keep(path("codex.home", &c.home, env)),
+            endpoint: bad.keep(endpoint(&c.endpoint)),
+            token: bad.keep(secret("codex.token_file", &c.token_file, CODEX_TOKEN, env)),
+            ca_file: bad.keep(optional_path("codex.ca_file", &c.ca_file, env)),
         };
         let claude = ClaudeSettings {
             config_dir: bad.keep(path("claude.config_dir", &raw.claude.config_dir, env)),
         };
+        let o = &raw.opencode;
         let opencode = OpencodeSettings {
-            url: bad.keep(http_url("opencode.url", &raw.opencode.url)),
+            url: bad.keep(http_url("opencode.url", &o.url)),
+            username: bad.keep(user_name("opencode.username", &o.username)),
+            password: bad.keep(secret(
+                "opencode.password_file",
+                &o.password_file,
+                OPENCODE_PASSWORD,
+                env,
+            )),
+            ca_file: bad.keep(optional_path("opencode.ca_file", &o.ca_file, env)),
         };
         if !bad.0.is_empty() {
             return Err(bad.0);
@@ -437,5 +464,5 @@ pub use enums::{Delivery, Framing, LogTarget, Mode};
 pub(crate) use values::Invalid;
 use values::{
     endpoint, http_url, invalid, log_level, millis, name, optional_path, parse_enum, path, range,
-    session_id, template, word, Problems,
+    secret, session_id, template, user_name, word, Problems, CODEX_TOKEN, OPENCODE_PASSWORD,
 };

@@ -774,3 +774,5 @@ fn check_names_where_it_looked_for_the_file() {
         "{report}"
     );
 }
+
+mod remote;

@@ -22,6 +22,7 @@ pub mod project;
 pub mod realollie;
 pub mod reveille_unit;
 pub mod systemd;
+pub mod tls;
 
 use std::time::{Duration, Instant};
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use super::validate_name;
 use crate::config::expand::{expand_path, EnvSnapshot};
+use crate::config::secret::SecretSource;
 use crate::core::prompt;
 use crate::core::session::check_session;
 
@@ -136,32 +137,88 @@ impl Problems {
     }
 }
 
-/// `codex.endpoint`: `""`, `ws://…` or `unix://…`.
+/// `codex.endpoint`: `""`, `ws://…`, `wss://…` or `unix://…`.
 pub(super) fn endpoint(raw: &str) -> Result<Option<String>, Invalid> {
     if raw.is_empty() {
         return Ok(None);
     }
-    if raw.starts_with("ws://") || raw.starts_with("unix://") {
+    let ws = ["ws://", "wss://"]
+        .iter()
+        .find_map(|s| raw.strip_prefix(s))
+        .map(|rest| !rest.is_empty() && !has_userinfo(rest));
+    if ws == Some(true) || raw.starts_with("unix://") {
         return Ok(Some(raw.to_string()));
     }
     Err(invalid(
         "codex.endpoint",
         format!("{raw:?}"),
-        "must be a ws://host:port or unix://PATH address (codex app-server --listen), or empty",
+        "must be a ws://host:port, wss://host:port or unix://PATH address (codex app-server --listen), \
+         or empty; a token goes in token_file, never in the address",
     ))
 }
 
-/// An `http://host:port` URL, without a trailing `/`.
+/// An `http(s)://host:port` URL, without a trailing `/`.
 pub(super) fn http_url(key: &str, raw: &str) -> Result<String, Invalid> {
-    let rest = raw.strip_prefix("http://").unwrap_or("");
-    if rest.is_empty() || rest.contains(char::is_whitespace) {
+    let rest = ["http://", "https://"]
+        .iter()
+        .find_map(|s| raw.strip_prefix(s))
+        .unwrap_or("");
+    if rest.is_empty() || rest.contains(char::is_whitespace) || has_userinfo(rest) {
         return Err(invalid(
             key,
             format!("{raw:?}"),
-            "must be an http://host:port URL",
+            "must be an http://host:port or https://host:port URL; a password goes in password_file, never in the URL",
         ));
     }
     Ok(raw.trim_end_matches('/').to_string())
+}
+
+/// Whether an address after its scheme names a user (and maybe a
+/// password) before its host: a secret written into the TOML.
+fn has_userinfo(rest: &str) -> bool {
+    rest.split(['/', '?', '#'])
+        .next()
+        .is_some_and(|authority| authority.contains('@'))
+}
+
+/// The systemd credential an opencode password is taken from by default.
+pub(super) const OPENCODE_PASSWORD: &str = "opencode-password";
+/// The systemd credential a Codex token is taken from by default.
+pub(super) const CODEX_TOKEN: &str = "codex-token";
+
+/// A secret's file: the configured one, else the systemd credential
+/// `credential` when the service manager passed it; the file must be
+/// readable by its owner alone (what it holds is not read here).
+pub(super) fn secret(
+    key: &str,
+    raw: &str,
+    credential: &str,
+    env: &EnvSnapshot,
+) -> Result<Option<SecretSource>, Invalid> {
+    let configured = optional_path(key, raw, env)?;
+    let credentials = env
+        .get("CREDENTIALS_DIRECTORY")
+        .filter(|d| d.starts_with('/'))
+        .map(std::path::Path::new);
+    let Some(source) = SecretSource::find(configured.as_deref(), credential, credentials) else {
+        return Ok(None);
+    };
+    source
+        .check()
+        .map_err(|m| invalid(key, format!("{:?}", source.path().display().to_string()), m))?;
+    Ok(Some(source))
+}
+
+/// An HTTP Basic user name: not empty, no `:` (it ends the name).
+pub(super) fn user_name(key: &str, raw: &str) -> Result<String, Invalid> {
+    if raw.is_empty() || raw.contains(':') || raw.chars().any(char::is_control) {
+        return Err(invalid(
+            key,
+            format!("{raw:?}"),
+            "must be a user name without ':' (HTTP Basic)",
+        ));
+    }
+    Ok(raw.to_string())
 }
 
 /// A `s/new` value: one word (the create line is split on whitespace).

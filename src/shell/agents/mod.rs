@@ -11,3 +11,4 @@ pub mod claude;
 pub mod codex;
 pub mod opencode;
 pub mod presence;
+pub mod remote;

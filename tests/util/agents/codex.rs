@@ -392,6 +392,8 @@ pub struct ListeningServer {
     child: Child,
     /// `ws://127.0.0.1:<port>` or `unix://<path>`.
     pub endpoint: String,
+    /// The capability token it asks for (`--ws-auth capability-token`).
+    pub token: Option<String>,
     /// One agent program of the tests at a time (`one_agent_at_a_time`).
     _turn: super::AgentTurn,
 }
@@ -404,20 +406,43 @@ impl ListeningServer {
             .local_addr()
             .unwrap()
             .port();
-        ListeningServer::start(home, format!("ws://127.0.0.1:{port}"))
+        ListeningServer::start(home, format!("ws://127.0.0.1:{port}"), None)
+    }
+
+    /// Start one on a free port of 127.0.0.1 that lets in only clients
+    /// sending the token in `token_file` (`--ws-auth capability-token
+    /// --ws-token-file F`).
+    pub fn ws_with_token(home: &CodexHome, token_file: &Path, token: &str) -> ListeningServer {
+        let port = crate::util::tls::free_port();
+        let auth = (token_file, token.to_string());
+        ListeningServer::start(home, format!("ws://127.0.0.1:{port}"), Some(auth))
     }
 
     /// Start one on a unix socket of its own (`--listen unix://PATH`).
     pub fn unix(home: &CodexHome) -> ListeningServer {
         let path = home.dir.path().join("listen.sock");
-        ListeningServer::start(home, format!("unix://{}", path.display()))
+        ListeningServer::start(home, format!("unix://{}", path.display()), None)
     }
 
-    fn start(home: &CodexHome, endpoint: String) -> ListeningServer {
+    fn start(home: &CodexHome, endpoint: String, auth: Option<(&Path, String)>) -> ListeningServer {
         use std::os::unix::process::CommandExt;
         let turn = super::one_agent_at_a_time();
+        let mut args = vec![
+            "app-server".to_string(),
+            "--listen".into(),
+            endpoint.clone(),
+        ];
+        if let Some((file, _)) = &auth {
+            args.extend([
+                "--ws-auth".into(),
+                "capability-token".into(),
+                "--ws-token-file".into(),
+                file.display().to_string(),
+            ]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let child = home
-            .command(&["app-server", "--listen", &endpoint], &home.work())
+            .command(&args, &home.work())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -427,17 +452,20 @@ impl ListeningServer {
         let server = ListeningServer {
             child,
             endpoint,
+            token: auth.map(|(_, token)| token),
             _turn: turn,
         };
         wait_until("codex app-server --listen", START, || {
-            AppServer::connect(&server.endpoint).ok().map(|_| ())
+            AppServer::connect_with(&server.endpoint, server.token.as_deref())
+                .ok()
+                .map(|_| ())
         });
         server
     }
 
     /// A new thread in `cwd`, as a client of this server makes one.
     pub fn new_thread(&self, cwd: &Path) -> String {
-        let mut c = AppServer::connect(&self.endpoint).unwrap();
+        let mut c = AppServer::connect_with(&self.endpoint, self.token.as_deref()).unwrap();
         let started = c
             .call("thread/start", json!({ "cwd": cwd.display().to_string() }))
             .expect("thread/start");

@@ -22,7 +22,8 @@ use std::process::{Child, Command, Stdio};
 
 use std::time::Duration;
 
-use reveille::shell::agents::opencode::http::Server;
+use reveille::config::secret::Secret;
+use reveille::shell::agents::opencode::http::{Access, Server};
 use serde_json::{json, Value};
 
 use super::{cli_bin, tmux_unavailable, Tmux};
@@ -35,6 +36,8 @@ const START: Duration = Duration::from_secs(60);
 /// An isolated home for opencode, configured for the fake model.
 pub struct Home {
     dir: tempfile::TempDir,
+    /// `OPENCODE_SERVER_PASSWORD`, when the server asks for one.
+    password: Option<String>,
 }
 
 impl Home {
@@ -44,7 +47,10 @@ impl Home {
             .prefix("reveille-opencode-")
             .tempdir()
             .unwrap();
-        let home = Home { dir };
+        let home = Home {
+            dir,
+            password: None,
+        };
         for d in [
             "home",
             "config/opencode",
@@ -88,6 +94,12 @@ impl Home {
         home
     }
 
+    /// The server asks for `password` (HTTP Basic, user `opencode`).
+    pub fn with_password(mut self, password: &str) -> Home {
+        self.password = Some(password.to_string());
+        self
+    }
+
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
@@ -116,6 +128,9 @@ impl Home {
             "OPENCODE_DISABLE_SHARE",
         ] {
             env.push((flag.into(), "1".into()));
+        }
+        if let Some(pw) = &self.password {
+            env.push(("OPENCODE_SERVER_PASSWORD".into(), pw.clone()));
         }
         env
     }
@@ -192,7 +207,12 @@ impl Opencode {
     pub fn start(home: Home, mode: Mode) -> Opencode {
         let turn = super::one_agent_at_a_time();
         let port = free_port();
-        let server = Server::parse(&format!("http://127.0.0.1:{port}")).unwrap();
+        let access = Access {
+            username: "opencode".into(),
+            password: home.password.clone().map(Secret::new),
+            ca_file: None,
+        };
+        let server = Server::new(&format!("http://127.0.0.1:{port}"), &access).unwrap();
         let mut oc = Opencode {
             home,
             mode,

@@ -6,16 +6,23 @@
 //! (a symlink into `/tmp/codex-daemon-<uid>/`, removed when the daemon
 //! stops); `codex app-server --listen unix://PATH` or `ws://HOST:PORT` is
 //! an explicit one (`codex.endpoint`). Either way it is a WebSocket — over
-//! the unix socket or over TCP.
+//! the unix socket, over TCP, or over TLS over TCP (`wss://`, a server
+//! behind a TLS-terminating proxy, verified against the system's roots or
+//! `codex.ca_file`).
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection, StreamOwned};
+
 use crate::config::CodexSettings;
+use crate::shell::agents::remote::address;
 
 /// How long a TCP connect may take before the server counts as down.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -25,8 +32,13 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 pub enum Endpoint {
     /// A unix socket (the TUI's daemon, or `--listen unix://PATH`).
     Unix(PathBuf),
-    /// `ws://HOST:PORT[/PATH]`: `addr` is `HOST:PORT`, `url` the whole.
-    Tcp { addr: String, url: String },
+    /// `ws://HOST:PORT[/PATH]` or `wss://…`: `addr` is `HOST:PORT`, `url`
+    /// the whole, `tls` whether it is `wss://`.
+    Tcp {
+        addr: String,
+        url: String,
+        tls: bool,
+    },
 }
 
 impl Endpoint {
@@ -46,11 +58,22 @@ impl Endpoint {
             Some(raw) => match raw.strip_prefix("unix://") {
                 Some(path) => Endpoint::Unix(PathBuf::from(path)),
                 None => {
-                    let rest = raw.strip_prefix("ws://").unwrap_or(raw);
-                    let addr = rest.split('/').next().unwrap_or(rest).to_string();
+                    let tls = raw.starts_with("wss://");
+                    let rest = raw.split_once("://").map_or(raw, |(_, rest)| rest);
+                    let authority = rest.split('/').next().unwrap_or(rest);
+                    let has_port = match authority.strip_prefix('[') {
+                        Some(v6) => v6.contains("]:"),
+                        None => authority.contains(':'),
+                    };
+                    let addr = match (has_port, tls) {
+                        (true, _) => authority.to_string(),
+                        (false, true) => format!("{authority}:443"),
+                        (false, false) => format!("{authority}:80"),
+                    };
                     Endpoint::Tcp {
                         addr,
                         url: raw.to_string(),
+                        tls,
                     }
                 }
             },
@@ -67,17 +90,27 @@ impl Endpoint {
         }
     }
 
-    /// Connect, blocking for at most a couple of seconds.
-    pub fn connect(&self) -> io::Result<Socket> {
+    /// Connect, blocking for at most a couple of seconds; a `wss://`
+    /// endpoint is wrapped in TLS (`tls`), whose handshake happens with
+    /// the WebSocket's.
+    pub fn connect(&self, tls: Option<&Arc<ClientConfig>>) -> io::Result<Socket> {
         match self {
             Endpoint::Unix(path) => UnixStream::connect(path).map(Socket::Unix),
-            Endpoint::Tcp { addr, .. } => {
+            Endpoint::Tcp {
+                addr,
+                url,
+                tls: wss,
+            } => {
                 let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
                 for a in addr.to_socket_addrs()? {
                     match TcpStream::connect_timeout(&a, CONNECT_TIMEOUT) {
                         Ok(s) => {
                             let _ = s.set_nodelay(true);
-                            return Ok(Socket::Tcp(s));
+                            return match (wss, tls) {
+                                (false, _) => Ok(Socket::Tcp(s)),
+                                (true, Some(config)) => tls_over(s, url, config),
+                                (true, None) => Err(io::Error::other("wss:// without TLS roots")),
+                            };
                         }
                         Err(e) => last = e,
                     }
@@ -86,6 +119,15 @@ impl Endpoint {
             }
         }
     }
+}
+
+/// TLS over `s` to the host of `url`.
+fn tls_over(s: TcpStream, url: &str, config: &Arc<ClientConfig>) -> io::Result<Socket> {
+    let host = address::host(url).unwrap_or_default().to_string();
+    let name =
+        ServerName::try_from(host).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let conn = ClientConnection::new(config.clone(), name).map_err(io::Error::other)?;
+    Ok(Socket::Tls(Box::new(StreamOwned::new(conn, s))))
 }
 
 impl std::fmt::Display for Endpoint {
@@ -102,6 +144,9 @@ impl std::fmt::Display for Endpoint {
 pub enum Socket {
     Unix(UnixStream),
     Tcp(TcpStream),
+    /// TLS over TCP: rustls keeps decrypted bytes of its own, but the
+    /// worker reads until `WouldBlock` before it polls, so none wait unseen.
+    Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
 }
 
 impl Socket {
@@ -109,6 +154,7 @@ impl Socket {
         match self {
             Socket::Unix(s) => s.set_nonblocking(on),
             Socket::Tcp(s) => s.set_nonblocking(on),
+            Socket::Tls(s) => s.sock.set_nonblocking(on),
         }
     }
 
@@ -117,6 +163,7 @@ impl Socket {
         match self {
             Socket::Unix(s) => s.set_read_timeout(t).and(s.set_write_timeout(t)),
             Socket::Tcp(s) => s.set_read_timeout(t).and(s.set_write_timeout(t)),
+            Socket::Tls(s) => s.sock.set_read_timeout(t).and(s.sock.set_write_timeout(t)),
         }
     }
 }
@@ -126,6 +173,7 @@ impl AsRawFd for Socket {
         match self {
             Socket::Unix(s) => s.as_raw_fd(),
             Socket::Tcp(s) => s.as_raw_fd(),
+            Socket::Tls(s) => s.sock.as_raw_fd(),
         }
     }
 }
@@ -135,6 +183,7 @@ impl Read for Socket {
         match self {
             Socket::Unix(s) => s.read(buf),
             Socket::Tcp(s) => s.read(buf),
+            Socket::Tls(s) => s.read(buf),
         }
     }
 }
@@ -144,6 +193,7 @@ impl Write for Socket {
         match self {
             Socket::Unix(s) => s.write(buf),
             Socket::Tcp(s) => s.write(buf),
+            Socket::Tls(s) => s.write(buf),
         }
     }
 
@@ -151,6 +201,7 @@ impl Write for Socket {
         match self {
             Socket::Unix(s) => s.flush(),
             Socket::Tcp(s) => s.flush(),
+            Socket::Tls(s) => s.flush(),
         }
     }
 }
@@ -163,6 +214,8 @@ mod tests {
         CodexSettings {
             home: PathBuf::from("/h/.codex"),
             endpoint: endpoint.map(str::to_string),
+            token: None,
+            ca_file: None,
         }
     }
 
@@ -180,13 +233,22 @@ mod tests {
             ws,
             Endpoint::Tcp {
                 addr: "127.0.0.1:4500".into(),
-                url: "ws://127.0.0.1:4500".into()
+                url: "ws://127.0.0.1:4500".into(),
+                tls: false,
             }
         );
         assert_eq!(ws.url(), "ws://127.0.0.1:4500/");
         assert_eq!(
             Endpoint::of(&settings(Some("ws://h:1/rpc"))).url(),
             "ws://h:1/rpc"
+        );
+        assert_eq!(
+            Endpoint::of(&settings(Some("wss://cx.example.org/rpc"))),
+            Endpoint::Tcp {
+                addr: "cx.example.org:443".into(),
+                url: "wss://cx.example.org/rpc".into(),
+                tls: true,
+            }
         );
     }
 }

@@ -18,6 +18,7 @@
 //! `reap` and `observe` never block the caller, and every outcome comes back as an
 //! engine input through the reports.
 
+pub mod access;
 mod attach;
 mod children;
 mod deliver;
@@ -38,7 +39,9 @@ use crate::config::CodexSettings;
 use crate::core::effect::{Delivery, Spawn};
 use crate::core::input::{Input, Reached, Undeliverable};
 use crate::core::session::Kind;
+use crate::shell::agents::remote::address;
 use crate::shell::backend::{Backend, Reports};
+use access::Access;
 use endpoint::Endpoint;
 use prompt_id::PromptIds;
 use worker::{Command, Worker};
@@ -59,8 +62,18 @@ impl CodexBackend {
     pub fn new(settings: &CodexSettings, project: &str, reports: Reports) -> Self {
         let (commands, rx) = channel();
         let (wake, worker_end) = UnixStream::pair().expect("a socket pair for the codex worker");
+        let endpoint = Endpoint::of(settings);
+        if let Some(warning) =
+            address::cleartext_warning(&endpoint.to_string(), "the codex app-server")
+        {
+            tracing::warn!("{warning}");
+        }
+        let access = Access::of(settings, &endpoint).inspect_err(|why| {
+            tracing::error!("codex sessions cannot be reached: {why}");
+        });
         let worker = Worker::new(
-            Endpoint::of(settings),
+            endpoint,
+            access,
             PromptIds::new(project),
             reports,
             rx,

@@ -15,9 +15,18 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use tungstenite::client::IntoClientRequest;
+use tungstenite::handshake::HandshakeError;
+use tungstenite::http::HeaderValue;
 use tungstenite::{Message, WebSocket};
 
+use super::access::Access;
 use super::endpoint::{Endpoint, Socket};
+use crate::shell::agents::remote::link::{LinkDown, Why};
+use crate::shell::agents::remote::tls;
+
+/// What the server is called in messages.
+pub const SERVER: &str = "codex app-server";
 
 /// How long one call may wait for its answer before the server counts as
 /// hung (a resume of a long thread reads its rollout; nothing here is
@@ -51,18 +60,35 @@ pub struct Connection {
 }
 
 impl Connection {
-    /// Connect to `endpoint`, shake hands and initialize; the error says
-    /// why in words.
-    pub fn open(endpoint: &Endpoint) -> Result<Connection, String> {
-        let socket = endpoint.connect().map_err(|e| e.to_string())?;
+    /// Connect to `endpoint`, shake hands (with the token, over TLS for
+    /// `wss://`) and initialize; the error says why in words.
+    pub fn open(endpoint: &Endpoint, access: &Access) -> Result<Connection, LinkDown> {
+        let down = |why| LinkDown {
+            server: SERVER,
+            address: endpoint.to_string(),
+            why,
+        };
+        let socket = endpoint
+            .connect(access.tls.as_ref())
+            .map_err(|e| down(connect_failure(&e)))?;
         socket
             .set_timeouts(Some(CALL_TIMEOUT))
-            .map_err(|e| e.to_string())?;
-        let (ws, _) = tungstenite::client::client(endpoint.url().as_str(), socket)
-            .map_err(|e| format!("websocket handshake failed: {e}"))?;
+            .map_err(|e| down(Why::Cut(e.to_string())))?;
+        let mut request = endpoint
+            .url()
+            .into_client_request()
+            .map_err(|e| down(Why::NoConnection(format!("bad address: {e}"))))?;
+        if let Some(token) = &access.token {
+            let mut value = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
+                .map_err(|_| down(Why::Cut("the token is not a valid header value".into())))?;
+            value.set_sensitive(true);
+            request.headers_mut().insert("Authorization", value);
+        }
+        let (ws, _) = tungstenite::client::client(request, socket)
+            .map_err(|e| down(handshake_failure(e, access)))?;
         ws.get_ref()
             .set_nonblocking(true)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| down(Why::Cut(e.to_string())))?;
         let fd = ws.get_ref().as_raw_fd();
         let mut conn = Connection {
             ws,
@@ -76,9 +102,9 @@ impl Connection {
             json!({"clientInfo": {"name": "reveille", "title": "reveille", "version": version},
                    "capabilities": {"experimentalApi": true}}),
         )
-        .map_err(|e| format!("initialize: {e}"))?;
+        .map_err(|e| down(Why::Cut(format!("initialize: {e}"))))?;
         conn.send(json!({ "method": "initialized" }))
-            .map_err(|e| format!("initialized: {e}"))?;
+            .map_err(|e| down(Why::Cut(format!("initialized: {e}"))))?;
         Ok(conn)
     }
 
@@ -166,6 +192,46 @@ impl Connection {
                 Err(e) => return Err(io::Error::other(e.to_string())),
             }
         }
+    }
+}
+
+/// Why no connection was made.
+fn connect_failure(e: &io::Error) -> Why {
+    match e.kind() {
+        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => {
+            Why::TimedOut("the connection was not made in time".into())
+        }
+        _ => Why::NoConnection(e.to_string()),
+    }
+}
+
+/// Why the WebSocket handshake (and the TLS one under it) failed.
+fn handshake_failure(
+    e: HandshakeError<tungstenite::ClientHandshake<Socket>>,
+    access: &Access,
+) -> Why {
+    let e = match e {
+        HandshakeError::Failure(e) => e,
+        HandshakeError::Interrupted(_) => {
+            return Why::TimedOut("the handshake did not finish".into())
+        }
+    };
+    match e {
+        tungstenite::Error::Http(answer) if answer.status() == 401 => Why::Credentials {
+            sent: access.token.is_some(),
+        },
+        tungstenite::Error::Io(e) => match tls::in_io(&e) {
+            Some(t) => Why::Tls(tls::describe(t, &access.roots)),
+            None if matches!(
+                e.kind(),
+                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
+            ) =>
+            {
+                Why::TimedOut("no answer to the handshake in time".into())
+            }
+            None => Why::Cut(format!("websocket handshake failed: {e}")),
+        },
+        e => Why::Cut(format!("websocket handshake failed: {e}")),
     }
 }
 

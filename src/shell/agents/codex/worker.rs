@@ -16,17 +16,22 @@ use std::os::unix::net::UnixStream;
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::time::{Duration, Instant};
 
+use super::access::Access;
 use super::endpoint::Endpoint;
 use super::prompt_id::PromptIds;
 use super::protocol::Event;
-use super::rpc::{wait_readable, CallError, Connection};
+use super::rpc::{wait_readable, CallError, Connection, SERVER};
 use super::sessions::Sessions;
 use crate::core::effect::{Delivery, Spawn};
 use crate::core::input::Input;
+use crate::shell::agents::remote::link::{Episode, LinkDown, Why};
 use crate::shell::backend::Reports;
 
 /// How often a down app-server is tried again while a session waits.
 pub const RETRY: Duration = Duration::from_millis(250);
+/// How often one that refused the token is: it will not change until the
+/// server or reveille's configuration does.
+const RETRY_REFUSED: Duration = Duration::from_secs(10);
 
 /// What the backend asks of its worker.
 #[derive(Debug)]
@@ -41,6 +46,13 @@ pub enum Command {
 /// The worker's state; its methods run on its thread only.
 pub struct Worker {
     pub(super) endpoint: Endpoint,
+    /// The token and TLS roots, or why they cannot be had.
+    access: Result<Access, String>,
+    /// Whether the server is down, said once per episode.
+    episode: Episode,
+    /// When a connection was last tried: one that refused the token is
+    /// not tried again before [`RETRY_REFUSED`], whoever asks.
+    tried: Option<Instant>,
     pub(super) ids: PromptIds,
     reports: Reports,
     commands: Receiver<Command>,
@@ -56,6 +68,7 @@ pub struct Worker {
 impl Worker {
     pub fn new(
         endpoint: Endpoint,
+        access: Result<Access, String>,
         ids: PromptIds,
         reports: Reports,
         commands: Receiver<Command>,
@@ -65,6 +78,9 @@ impl Worker {
         let down = format!("codex app-server at {endpoint} not reached yet");
         Worker {
             endpoint,
+            access,
+            episode: Episode::default(),
+            tried: None,
             ids,
             reports,
             commands,
@@ -112,7 +128,12 @@ impl Worker {
     /// How long the loop may sleep: until a retry of a down server, or
     /// until parked prompts are due; for ever when neither waits.
     fn timeout(&self) -> Option<Duration> {
-        let retry = self.conn.is_none().then_some(RETRY);
+        let every = if self.episode.refused_credentials() {
+            RETRY_REFUSED
+        } else {
+            RETRY
+        };
+        let retry = self.conn.is_none().then_some(every);
         let now = Instant::now();
         let settle = self
             .sessions
@@ -174,9 +195,32 @@ impl Worker {
     /// Connect now; on success every known session is attached again
     /// (and its state reported: the engine retries what waits for it).
     pub(super) fn connect(&mut self) {
-        match Connection::open(&self.endpoint) {
+        let now = Instant::now();
+        if self.episode.refused_credentials()
+            && self
+                .tried
+                .is_some_and(|t| now.duration_since(t) < RETRY_REFUSED)
+        {
+            return;
+        }
+        self.tried = Some(now);
+        let opened = match &self.access {
+            Ok(access) => Connection::open(&self.endpoint, access).map_err(|link| {
+                if let Some(said) = self.episode.down(&link) {
+                    tracing::warn!("{said}; its sessions' prompts wait until it answers");
+                }
+                link.to_string()
+            }),
+            Err(why) => Err(why.clone()),
+        };
+        match opened {
             Ok(conn) => {
-                tracing::info!(endpoint = %self.endpoint, "connected to the codex app-server");
+                match self.episode.up(SERVER, &self.endpoint.to_string()) {
+                    Some(back) => tracing::info!(endpoint = %self.endpoint, "{back}"),
+                    None => {
+                        tracing::info!(endpoint = %self.endpoint, "connected to the codex app-server")
+                    }
+                }
                 self.conn = Some(conn);
                 for name in self.sessions.names() {
                     if let Err(why) = self.attach(&name) {
@@ -184,8 +228,8 @@ impl Worker {
                     }
                 }
             }
-            Err(e) => {
-                self.down = format!("codex app-server not running at {} ({e})", self.endpoint);
+            Err(why) => {
+                self.down = why;
                 let gone = self.sessions.all_down();
                 self.report_all(gone);
             }
@@ -194,10 +238,17 @@ impl Worker {
 
     /// The connection broke: every session is unreachable until it is back.
     pub(super) fn lost(&mut self, why: &str) {
+        let link = LinkDown {
+            server: SERVER,
+            address: self.endpoint.to_string(),
+            why: Why::Cut(why.to_string()),
+        };
         if self.conn.take().is_some() {
-            tracing::warn!(endpoint = %self.endpoint, "lost the codex app-server: {why}");
+            if let Some(said) = self.episode.down(&link) {
+                tracing::warn!("{said}; its sessions' prompts wait until it is back");
+            }
         }
-        self.down = format!("codex app-server at {} went away ({why})", self.endpoint);
+        self.down = link.to_string();
         let gone = self.sessions.all_down();
         self.report_all(gone);
         self.unpark_all();

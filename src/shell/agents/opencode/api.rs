@@ -7,12 +7,14 @@ use serde_json::{json, Value};
 
 use super::http::{Answer, Failure, Server};
 use crate::core::session::AgentState;
+use crate::shell::agents::remote::link::LinkDown;
 
 /// Why a call failed, in words a person understands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApiError {
-    /// The server is not running at its URL.
-    Unreachable(String),
+    /// Nothing reached the server: not running at its URL, the network,
+    /// TLS, or credentials it refused.
+    Unreachable(LinkDown),
     /// The server says there is no such session.
     NoSession(String),
     /// The server refused or broke: the reason, with what it said.
@@ -22,9 +24,8 @@ pub enum ApiError {
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ApiError::Unreachable(why) | ApiError::NoSession(why) | ApiError::Failed(why) => {
-                f.write_str(why)
-            }
+            ApiError::Unreachable(link) => link.fmt(f),
+            ApiError::NoSession(why) | ApiError::Failed(why) => f.write_str(why),
         }
     }
 }
@@ -32,7 +33,7 @@ impl std::fmt::Display for ApiError {
 impl From<Failure> for ApiError {
     fn from(f: Failure) -> ApiError {
         match f {
-            Failure::Unreachable(why) => ApiError::Unreachable(why),
+            Failure::Unreachable(link) => ApiError::Unreachable(link),
             Failure::Broken(why) => ApiError::Failed(why),
         }
     }
@@ -168,10 +169,10 @@ impl Api {
                 "no session {id} on the opencode server at {} (deleted, or kept by an opencode with another data directory)",
                 self.server.url()
             ))),
-            401 | 403 => Err(ApiError::Failed(format!(
-                "the opencode server at {} refused reveille ({}): it needs OPENCODE_SERVER_PASSWORD (and OPENCODE_SERVER_USERNAME) in reveille's environment",
+            403 => Err(ApiError::Failed(format!(
+                "the opencode server at {} refused reveille (403): {}",
                 self.server.url(),
-                answer.status
+                answer.text()
             ))),
             status => Err(ApiError::Failed(format!(
                 "the opencode server at {} answered {status}: {}",

@@ -28,6 +28,7 @@ use super::followed::{Guard, Shared};
 use super::{message_id, owner};
 use crate::core::effect::Delivery;
 use crate::core::input::{Input, Reached, Undeliverable};
+use crate::shell::agents::remote::link::Why;
 
 /// How far back the transcript is searched for a copy of a prompt sent
 /// before a restart: the prompt in flight when reveille stopped, and the
@@ -260,12 +261,15 @@ impl Courier {
     /// session not on it, is also the session's state (`None`).
     fn failed(&self, id: &str, e: ApiError) -> String {
         match &e {
-            ApiError::Unreachable(_) => {
+            ApiError::Unreachable(link) => {
                 self.shared.lock().unreachable(id);
-                format!(
-                    "{e}: start it with `opencode --port {port}` or `opencode serve --port {port}`",
-                    port = self.api.server.port()
-                )
+                match link.why {
+                    Why::NoConnection(_) if self.api.server.is_local() => format!(
+                        "{e}: start it with `opencode --port {port}` or `opencode serve --port {port}`",
+                        port = self.api.server.port()
+                    ),
+                    _ => e.to_string(),
+                }
             }
             ApiError::NoSession(_) => {
                 self.shared.lock().state(id, None);

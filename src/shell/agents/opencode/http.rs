@@ -1,18 +1,28 @@
-//! The little HTTP/1.1 reveille speaks to an opencode server on this
-//! machine: one request per connection (`Connection: close`), JSON bodies,
-//! answers framed by `Content-Length`, chunked, or by the end of the
-//! stream; and the server-sent event stream of `GET /global/event`. No TLS
-//! and no redirects: the server is a local process (`opencode serve`,
-//! `opencode --port`), and a hand-written client of a few screens is
-//! smaller than any crate that would bring an async runtime or TLS along.
+//! HTTP to an opencode server, on this machine or another: JSON calls and
+//! the server-sent event stream of `GET /global/event`, through ureq (a
+//! well-kept blocking client) with rustls for `https://`. The server is
+//! verified against the system's roots or the configured CA file; HTTP
+//! Basic carries the password when one is configured. One connection per
+//! call, as opencode's server closes idle ones at will and a stale pooled
+//! connection would turn a healthy server into a failed delivery.
 
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, TcpStream, ToSocketAddrs};
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::PathBuf;
 use std::time::Duration;
 
-/// How long a connection may take to open: a local server answers in
-/// microseconds, so anything slower means it is not there.
-const CONNECT: Duration = Duration::from_secs(1);
+use ureq::tls::{Certificate, RootCerts, TlsConfig};
+use ureq::Agent;
+
+use crate::config::secret::Secret;
+use crate::shell::agents::remote::address;
+use crate::shell::agents::remote::link::{LinkDown, Why};
+use crate::shell::agents::remote::tls::{self, Roots};
+
+/// How long a connection may take to open: a server on this machine
+/// answers in microseconds, so anything slower means it is not there.
+const CONNECT_LOCAL: Duration = Duration::from_secs(1);
+/// The same across a network, TLS handshake included.
+const CONNECT_REMOTE: Duration = Duration::from_secs(5);
 /// How long one answer may take. `prompt_async` answers in 14–32 ms and
 /// every other call reveille makes is a read of the server's database.
 const ANSWER: Duration = Duration::from_secs(10);
@@ -29,11 +39,15 @@ const HEAD: Duration = Duration::from_secs(3);
 /// every 10 s, so three missed ones mean the connection is dead.
 const SILENCE: Duration = Duration::from_secs(30);
 
+/// What the server is called in messages.
+pub const SERVER: &str = "opencode server";
+
 /// Why a call did not get an answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
-    /// No connection could be opened: the server is not running there.
-    Unreachable(String),
+    /// Nothing reached the server: no connection, a failed handshake, or
+    /// credentials it refused (a 401 is an answer to no request).
+    Unreachable(LinkDown),
     /// The connection broke, timed out, or the answer made no sense.
     Broken(String),
 }
@@ -41,7 +55,8 @@ pub enum Failure {
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Failure::Unreachable(why) | Failure::Broken(why) => f.write_str(why),
+            Failure::Unreachable(link) => link.fmt(f),
+            Failure::Broken(why) => f.write_str(why),
         }
     }
 }
@@ -75,56 +90,92 @@ impl Answer {
     }
 }
 
-/// An opencode server, by its `http://host:port` URL.
+/// How reveille is let in: HTTP Basic with the server's user name and
+/// password (`OPENCODE_SERVER_USERNAME`, `OPENCODE_SERVER_PASSWORD` on the
+/// server's side), and the CA its certificate must chain to.
+#[derive(Debug, Clone, Default)]
+pub struct Access {
+    pub username: String,
+    pub password: Option<Secret>,
+    pub ca_file: Option<PathBuf>,
+}
+
+/// An opencode server, by its `http(s)://host:port` URL.
 #[derive(Debug, Clone)]
 pub struct Server {
     url: String,
+    /// The URL requests are made under: scheme, authority and any prefix,
+    /// without a trailing `/`.
+    base: String,
     host: String,
     port: u16,
-    /// Anything after the authority, without a trailing `/`.
-    prefix: String,
-    /// `Authorization: Basic …` when the server asks for a password
-    /// (`OPENCODE_SERVER_PASSWORD`, the variable opencode itself reads).
-    auth: Option<String>,
+    roots: Roots,
+    /// `Authorization: Basic …`, when there is a password.
+    auth: Option<Secret>,
+    calls: Agent,
+    events: Agent,
 }
 
 impl Server {
-    /// Parse `http://host[:port][/prefix]`; the password, if any, comes
-    /// from `OPENCODE_SERVER_USERNAME` / `OPENCODE_SERVER_PASSWORD`.
-    pub fn parse(url: &str) -> Result<Server, String> {
+    /// Parse `http(s)://host[:port][/prefix]`.
+    pub fn new(url: &str, access: &Access) -> Result<Server, String> {
         let bad = |why: &str| format!("opencode.url {url:?} {why}");
-        let rest = url
-            .strip_prefix("http://")
-            .ok_or_else(|| bad("is not an http:// URL"))?;
-        let (authority, prefix) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-        let (host, port) = match authority.strip_prefix('[') {
-            Some(v6) => v6.split_once(']').unwrap_or((v6, "")),
-            None => authority.rsplit_once(':').unwrap_or((authority, "")),
+        let (rest, https) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
+            (Some(rest), _) => (rest, false),
+            (_, Some(rest)) => (rest, true),
+            _ => return Err(bad("is not an http:// or https:// URL")),
         };
-        let port = match port.trim_start_matches(':') {
-            "" => 80,
-            p => p
+        let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
+        let host = address::host(url).ok_or_else(|| bad("names no host"))?;
+        let after_host = match authority.strip_prefix('[') {
+            Some(v6) => v6.split_once(']').map_or("", |(_, rest)| rest),
+            None => authority.find(':').map_or("", |at| &authority[at..]),
+        };
+        let port = match after_host.strip_prefix(':') {
+            None | Some("") if https => 443,
+            None | Some("") => 80,
+            Some(p) => p
                 .parse::<u16>()
                 .map_err(|_| bad("has a port that is not a number"))?,
         };
-        if host.is_empty() {
-            return Err(bad("names no host"));
-        }
-        let auth = std::env::var("OPENCODE_SERVER_PASSWORD")
-            .ok()
-            .filter(|p| !p.is_empty())
-            .map(|password| {
-                let user =
-                    std::env::var("OPENCODE_SERVER_USERNAME").unwrap_or_else(|_| "opencode".into());
-                format!("Basic {}", base64(format!("{user}:{password}").as_bytes()))
-            });
+        let roots = Roots::of(access.ca_file.as_deref());
+        let tls = if https {
+            let certs: Vec<Certificate<'static>> = roots
+                .certificates()?
+                .iter()
+                .map(|c| Certificate::from_der(c.as_ref()).to_owned())
+                .collect();
+            TlsConfig::builder()
+                .root_certs(RootCerts::new_with_certs(&certs))
+                .build()
+        } else {
+            TlsConfig::default()
+        };
+        let connect = if address::is_loopback(host) {
+            CONNECT_LOCAL
+        } else {
+            CONNECT_REMOTE
+        };
+        let auth = access.password.as_ref().map(|password| {
+            let pair = format!("{}:{}", access.username, password.expose());
+            Secret::new(format!("Basic {}", base64(pair.as_bytes())))
+        });
+        let base = url.trim_end_matches('/').to_string();
         Ok(Server {
-            url: url.trim_end_matches('/').to_string(),
+            url: base.clone(),
+            base,
             host: host.to_string(),
             port,
-            prefix: prefix.trim_end_matches('/').to_string(),
+            roots,
             auth,
+            calls: agent(&tls, connect, ANSWER, ANSWER),
+            events: agent(&tls, connect, HEAD, SILENCE),
         })
+    }
+
+    /// Parse a URL with no credentials (tests).
+    pub fn parse(url: &str) -> Result<Server, String> {
+        Server::new(url, &Access::default())
     }
 
     /// The URL as configured, for messages.
@@ -138,7 +189,7 @@ impl Server {
 
     /// Whether the server runs on this machine (its processes can be seen).
     pub fn is_local(&self) -> bool {
-        self.host == "localhost" || self.host == "::1" || self.host.starts_with("127.")
+        address::is_loopback(&self.host)
     }
 
     /// One call; `target` is the path with its query.
@@ -148,23 +199,29 @@ impl Server {
         target: &str,
         body: Option<&serde_json::Value>,
     ) -> Result<Answer, Failure> {
-        let mut conn = self.connect()?;
-        let body = body.map(|b| b.to_string()).unwrap_or_default();
-        let mut head = self.head(method, target);
-        if !body.is_empty() || method == "POST" {
-            head.push_str(&format!(
-                "Content-Type: application/json\r\nContent-Length: {}\r\n",
-                body.len()
-            ));
-        }
-        head.push_str("\r\n");
-        // One write: the request goes out in one segment.
-        head.push_str(&body);
-        let broken = |e: io::Error| Failure::Broken(format!("{method} {target}: {e}"));
-        conn.write_all(head.as_bytes()).map_err(broken)?;
-        let (status, mut body) = read_head(conn, ANSWER, ANSWER).map_err(broken)?;
+        let what = format!("{method} {target}");
+        let request = ureq::http::Request::builder()
+            .method(method)
+            .uri(format!("{}{target}", self.base));
+        let request = self.authorized(request);
+        let sent = match (body, method) {
+            (None, "GET" | "DELETE" | "HEAD") => request.body(()).map(|r| self.calls.run(r)),
+            _ => request
+                .header("Content-Type", "application/json")
+                .body(body.map(|b| b.to_string()).unwrap_or_default())
+                .map(|r| self.calls.run(r)),
+        };
+        let answer = sent
+            .map_err(|e| Failure::Broken(format!("{what}: {e}")))?
+            .map_err(|e| self.failure(&what, e, ANSWER))?;
+        let status = answer.status().as_u16();
+        self.refused(status)?;
         let mut bytes = Vec::new();
-        body.read_to_end(&mut bytes).map_err(broken)?;
+        answer
+            .into_body()
+            .into_reader()
+            .read_to_end(&mut bytes)
+            .map_err(|e| Failure::Broken(format!("{what}: {}", self.io_words(&e))))?;
         Ok(Answer {
             status,
             body: bytes,
@@ -174,173 +231,117 @@ impl Server {
     /// Open `GET /global/event`: every event of every directory the
     /// server serves.
     pub fn events(&self) -> Result<EventStream, Failure> {
-        let mut conn = self.connect()?;
-        let stop = conn
-            .try_clone()
-            .map_err(|e| Failure::Broken(format!("event stream: {e}")))?;
-        let mut head = self.head("GET", "/global/event");
-        head.push_str("Accept: text/event-stream\r\n\r\n");
-        let broken = |e: io::Error| Failure::Broken(format!("GET /global/event: {e}"));
-        conn.write_all(head.as_bytes()).map_err(broken)?;
-        let (status, body) = read_head(conn, HEAD, SILENCE).map_err(broken)?;
+        let what = "GET /global/event";
+        let request = ureq::http::Request::builder()
+            .method("GET")
+            .uri(format!("{}/global/event", self.base))
+            .header("Accept", "text/event-stream");
+        let request = self
+            .authorized(request)
+            .body(())
+            .map_err(|e| Failure::Broken(format!("{what}: {e}")))?;
+        let answer = self
+            .events
+            .run(request)
+            .map_err(|e| self.failure(what, e, HEAD))?;
+        let status = answer.status().as_u16();
+        self.refused(status)?;
         if status != 200 {
-            return Err(Failure::Broken(format!(
-                "GET /global/event answered {status}"
-            )));
+            return Err(Failure::Broken(format!("{what} answered {status}")));
         }
         Ok(EventStream {
-            lines: BufReader::new(body),
-            stop,
+            lines: BufReader::new(answer.into_body().into_reader()),
         })
     }
 
-    fn connect(&self) -> Result<TcpStream, Failure> {
-        let unreachable = |why: String| {
-            Failure::Unreachable(format!(
-                "opencode server not reachable at {} ({why})",
-                self.url
-            ))
-        };
-        let addrs = (self.host.as_str(), self.port)
-            .to_socket_addrs()
-            .map_err(|e| unreachable(e.to_string()))?;
-        let mut last = String::from("no address");
-        for addr in addrs {
-            match TcpStream::connect_timeout(&addr, CONNECT) {
-                Ok(conn) => {
-                    let _ = conn.set_nodelay(true);
-                    let _ = conn.set_read_timeout(Some(ANSWER));
-                    let _ = conn.set_write_timeout(Some(ANSWER));
-                    return Ok(conn);
-                }
-                Err(e) => last = e.to_string(),
+    fn authorized(&self, request: ureq::http::request::Builder) -> ureq::http::request::Builder {
+        match &self.auth {
+            Some(auth) => request.header("Authorization", auth.expose()),
+            None => request,
+        }
+    }
+
+    /// A 401: the server refused the credentials (or wants some).
+    fn refused(&self, status: u16) -> Result<(), Failure> {
+        if status != 401 {
+            return Ok(());
+        }
+        Err(Failure::Unreachable(self.link(Why::Credentials {
+            sent: self.auth.is_some(),
+        })))
+    }
+
+    fn link(&self, why: Why) -> LinkDown {
+        LinkDown {
+            server: SERVER,
+            address: self.url.clone(),
+            why,
+        }
+    }
+
+    /// What a failed exchange means: nothing reached the server
+    /// (unreachable) or the exchange broke after the request went out.
+    fn failure(&self, what: &str, e: ureq::Error, head: Duration) -> Failure {
+        use ureq::Timeout;
+        let unreachable = |why| Failure::Unreachable(self.link(why));
+        match e {
+            ureq::Error::Timeout(Timeout::Connect | Timeout::Resolve) => {
+                unreachable(Why::TimedOut("the connection was not made in time".into()))
             }
-        }
-        Err(unreachable(last))
-    }
-
-    fn head(&self, method: &str, target: &str) -> String {
-        let mut head = format!(
-            "{method} {}{target} HTTP/1.1\r\nHost: {}:{}\r\nConnection: close\r\n",
-            self.prefix, self.host, self.port
-        );
-        if let Some(auth) = &self.auth {
-            head.push_str(&format!("Authorization: {auth}\r\n"));
-        }
-        head
-    }
-}
-
-/// A body as it arrives: by length, chunked, or to the end of the stream.
-type Body = Box<dyn Read + Send>;
-
-/// Read the status line and headers (within `head`); return the status
-/// and the body, which may take `then` between two reads.
-fn read_head(conn: TcpStream, head: Duration, then: Duration) -> io::Result<(u16, Body)> {
-    conn.set_read_timeout(Some(head))?;
-    let rest = conn.try_clone()?;
-    let mut r = BufReader::new(conn);
-    let head = read_status_and_headers(&mut r).map_err(|e| match e.kind() {
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => io::Error::new(
-            io::ErrorKind::TimedOut,
-            format!("no answer within {head:?} (an opencode still starting never answers what it took as it opened)"),
-        ),
-        _ => e,
-    });
-    rest.set_read_timeout(Some(then))?;
-    let (status, chunked, length) = head?;
-    let body: Body = match (chunked, length) {
-        (true, _) => Box::new(Chunked {
-            inner: r,
-            left: 0,
-            done: false,
-        }),
-        (false, Some(n)) => Box::new(r.take(n)),
-        (false, None) => Box::new(r),
-    };
-    Ok((status, body))
-}
-
-/// The status, whether the body is chunked, and its length if given.
-fn read_status_and_headers(r: &mut BufReader<TcpStream>) -> io::Result<(u16, bool, Option<u64>)> {
-    let mut line = String::new();
-    if r.read_line(&mut line)? == 0 {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "the server closed the connection without answering",
-        ));
-    }
-    let status = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("{line:?}")))?;
-    let (mut chunked, mut length) = (false, None);
-    loop {
-        let mut h = String::new();
-        if r.read_line(&mut h)? == 0 {
-            break;
-        }
-        let h = h.trim_end();
-        if h.is_empty() {
-            break;
-        }
-        let Some((k, v)) = h.split_once(':') else {
-            continue;
-        };
-        let v = v.trim();
-        if k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked") {
-            chunked = true;
-        } else if k.eq_ignore_ascii_case("content-length") {
-            length = v.parse::<u64>().ok();
-        }
-    }
-    Ok((status, chunked, length))
-}
-
-/// A chunked body, de-chunked.
-struct Chunked {
-    inner: BufReader<TcpStream>,
-    left: usize,
-    done: bool,
-}
-
-impl Read for Chunked {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.done || buf.is_empty() {
-            return Ok(0);
-        }
-        if self.left == 0 {
-            let mut size = String::new();
-            self.inner.read_line(&mut size)?;
-            if size.trim().is_empty() {
-                // The CRLF that ends the previous chunk.
-                size.clear();
-                self.inner.read_line(&mut size)?;
+            ureq::Error::Timeout(Timeout::RecvResponse) => Failure::Broken(format!(
+                "{what}: no answer within {head:?} (an opencode still starting never answers what it took as it opened)"
+            )),
+            ureq::Error::HostNotFound => unreachable(Why::NoConnection("no such host".into())),
+            ureq::Error::ConnectionFailed => {
+                unreachable(Why::NoConnection("the connection failed".into()))
             }
-            let hex = size.trim().split(';').next().unwrap_or("");
-            self.left = usize::from_str_radix(hex, 16).map_err(|_| {
-                io::Error::new(io::ErrorKind::InvalidData, format!("chunk size {size:?}"))
-            })?;
-            if self.left == 0 {
-                self.done = true;
-                return Ok(0);
-            }
+            ureq::Error::Io(e) => match tls::in_io(&e) {
+                Some(t) => unreachable(Why::Tls(tls::describe(t, &self.roots))),
+                None if no_connection(&e) => unreachable(Why::NoConnection(e.to_string())),
+                None => Failure::Broken(format!("{what}: {e}")),
+            },
+            ureq::Error::Rustls(t) => unreachable(Why::Tls(tls::describe(&t, &self.roots))),
+            e => Failure::Broken(format!("{what}: {e}")),
         }
-        let want = buf.len().min(self.left);
-        let n = self.inner.read(&mut buf[..want])?;
-        if n == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        self.left -= n;
-        Ok(n)
     }
+
+    fn io_words(&self, e: &io::Error) -> String {
+        match tls::in_io(e) {
+            Some(t) => tls::describe(t, &self.roots),
+            None => e.to_string(),
+        }
+    }
+}
+
+/// An I/O error that can only come from a connection never made.
+fn no_connection(e: &io::Error) -> bool {
+    use io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        ConnectionRefused | HostUnreachable | NetworkUnreachable | AddrNotAvailable | NotFound
+    )
+}
+
+/// A client with the given limits: `head` for the answer's head, `read`
+/// between two reads of it.
+fn agent(tls: &TlsConfig, connect: Duration, head: Duration, read: Duration) -> Agent {
+    Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .max_idle_connections(0)
+        .user_agent(format!("reveille/{}", env!("CARGO_PKG_VERSION")))
+        .tls_config(tls.clone())
+        .timeout_connect(Some(connect))
+        .timeout_recv_response(Some(head))
+        .timeout_per_read(Some(read))
+        .timeout_per_write(Some(ANSWER))
+        .build()
+        .new_agent()
 }
 
 /// `GET /global/event`, one event at a time.
 pub struct EventStream {
-    lines: BufReader<Body>,
-    stop: TcpStream,
+    lines: BufReader<ureq::BodyReader<'static>>,
 }
 
 impl EventStream {
@@ -368,20 +369,6 @@ impl EventStream {
             }
         }
     }
-
-    /// A handle that ends the stream from another thread.
-    pub fn stopper(&self) -> io::Result<Stopper> {
-        Ok(Stopper(self.stop.try_clone()?))
-    }
-}
-
-/// Ends an event stream: its blocked read returns at once.
-pub struct Stopper(TcpStream);
-
-impl Stopper {
-    pub fn stop(&self) {
-        let _ = self.0.shutdown(Shutdown::Both);
-    }
 }
 
 /// Standard base64 with padding, for the one `Authorization` header.
@@ -407,78 +394,4 @@ fn base64(bytes: &[u8]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_event_stream_that_never_begins_is_given_up_after_the_head_timeout() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        // Accepts, reads, and holds the connection without a word.
-        let held = std::thread::spawn(move || {
-            let (mut conn, _) = listener.accept().unwrap();
-            let mut buf = [0u8; 1024];
-            let _ = conn.read(&mut buf);
-            conn
-        });
-        let s = Server::parse(&format!("http://127.0.0.1:{port}")).unwrap();
-        let t0 = std::time::Instant::now();
-        let Err(err) = s.events() else {
-            panic!("an answer from a server that said nothing")
-        };
-        assert!(
-            t0.elapsed() < HEAD + Duration::from_secs(2),
-            "{:?}",
-            t0.elapsed()
-        );
-        assert!(err.to_string().contains("no answer within 3s"), "{err}");
-        drop(held.join());
-    }
-
-    #[test]
-    fn urls_are_read_and_bad_ones_named() {
-        let s = Server::parse("http://127.0.0.1:4096").unwrap();
-        assert_eq!(
-            (s.host.as_str(), s.port, s.prefix.as_str()),
-            ("127.0.0.1", 4096, "")
-        );
-        assert!(s.is_local());
-        let s = Server::parse("http://localhost/oc/").unwrap();
-        assert_eq!(
-            (s.host.as_str(), s.port, s.prefix.as_str()),
-            ("localhost", 80, "/oc")
-        );
-        let s = Server::parse("http://[::1]:5000").unwrap();
-        assert_eq!((s.host.as_str(), s.port), ("::1", 5000));
-        assert!(Server::parse("https://x:1")
-            .unwrap_err()
-            .contains("not an http://"));
-        assert!(Server::parse("http://x:port").unwrap_err().contains("port"));
-        assert!(!Server::parse("http://example.org:1").unwrap().is_local());
-    }
-
-    #[test]
-    fn base64_pads_as_the_standard_says() {
-        assert_eq!(base64(b"opencode:pw"), "b3BlbmNvZGU6cHc=");
-        assert_eq!(base64(b"ab"), "YWI=");
-        assert_eq!(base64(b"abc"), "YWJj");
-        assert_eq!(base64(b"a"), "YQ==");
-    }
-
-    #[test]
-    fn a_server_not_running_is_unreachable_by_name() {
-        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = free.local_addr().unwrap().port();
-        drop(free);
-        let s = Server::parse(&format!("http://127.0.0.1:{port}")).unwrap();
-        match s.call("GET", "/session/status", None) {
-            Err(Failure::Unreachable(why)) => assert!(
-                why.starts_with(&format!(
-                    "opencode server not reachable at http://127.0.0.1:{port}"
-                )),
-                "{why}"
-            ),
-            other => panic!("{other:?}"),
-        }
-    }
-}
+mod tests;

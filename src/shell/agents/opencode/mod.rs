@@ -34,16 +34,16 @@ pub mod owner;
 pub mod watch;
 
 use std::sync::mpsc::{self, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use self::api::{Api, ApiError};
 use self::deliver::Courier;
 use self::followed::Shared;
 use self::names::Name;
-use self::watch::Stop;
 use crate::config::OpencodeSettings;
 use crate::core::effect::{Delivery, Spawn};
 use crate::core::input::{Input, Reached, Undeliverable};
+use crate::shell::agents::remote::address;
 use crate::shell::backend::{Backend, Reports};
 
 /// What the backend's worker does, in the order asked.
@@ -63,31 +63,28 @@ pub struct OpencodeBackend {
     commands: Option<Sender<Command>>,
     /// Ends the event follower: dropping the sender closes its channel.
     closed: Option<Sender<()>>,
-    stop: Arc<Stop>,
 }
 
 impl OpencodeBackend {
     pub fn new(settings: &OpencodeSettings, project: &str, reports: Reports) -> Self {
-        let stop = Arc::new(Stop {
-            stream: Mutex::new(None),
-        });
-        let server = match http::Server::parse(&settings.url) {
+        let server = access(settings).and_then(|access| http::Server::new(&settings.url, &access));
+        let server = match server {
             Ok(server) => server,
             Err(why) => {
+                tracing::error!("opencode sessions cannot be reached: {why}");
                 return OpencodeBackend {
                     broken: Some(why),
                     commands: None,
                     closed: None,
-                    stop,
-                }
+                };
             }
         };
         let api = Api { server };
         let shared = Arc::new(Shared::new(reports.clone()));
         let (closed, closed_rx) = mpsc::channel();
-        let (watch_api, watch_shared, watch_stop) = (api.clone(), shared.clone(), stop.clone());
+        let (watch_api, watch_shared) = (api.clone(), shared.clone());
         spawn_thread("reveille-opencode-events", move || {
-            watch::follow(watch_api, watch_shared, watch_stop, closed_rx)
+            watch::follow(watch_api, watch_shared, closed_rx)
         });
         let (commands, rx) = mpsc::channel::<Command>();
         let courier = Courier {
@@ -104,7 +101,6 @@ impl OpencodeBackend {
             broken: None,
             commands: Some(commands),
             closed: Some(closed),
-            stop,
         }
     }
 
@@ -117,6 +113,25 @@ impl OpencodeBackend {
             .and_then(|c| c.send(command).ok())
             .ok_or_else(|| "the opencode backend's worker has stopped".to_string())
     }
+}
+
+/// How reveille is let in: the user name and the password opencode's
+/// server was started with (`OPENCODE_SERVER_USERNAME`,
+/// `OPENCODE_SERVER_PASSWORD` on its side), read from its file now; a
+/// plain `http://` to another machine is warned about.
+fn access(settings: &OpencodeSettings) -> Result<http::Access, String> {
+    if let Some(warning) = address::cleartext_warning(&settings.url, "the opencode server") {
+        tracing::warn!("{warning}");
+    }
+    let password = match &settings.password {
+        Some(source) => Some(source.read()?),
+        None => None,
+    };
+    Ok(http::Access {
+        username: settings.username.clone(),
+        password,
+        ca_file: settings.ca_file.clone(),
+    })
 }
 
 fn spawn_thread(name: &str, f: impl FnOnce() + Send + 'static) {
@@ -230,14 +245,5 @@ impl Drop for OpencodeBackend {
     fn drop(&mut self) {
         self.commands = None;
         self.closed = None;
-        if let Some(s) = self
-            .stop
-            .stream
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        {
-            s.stop();
-        }
     }
 }

@@ -14,72 +14,104 @@
 //! the stream's head comes before the server listens for its events, and
 //! an idle in that gap would be in neither the read nor the stream. A
 //! stream silent for 30 s (the server sends a heartbeat every 10 s) is
-//! taken as broken; at each heartbeat a followed session last reported
+//! taken as broken. Why the server cannot be reached (refused, timed
+//! out, TLS, credentials) is said once per episode, at warning level, and
+//! its return at info; credentials it refused are tried again every 10 s,
+//! not every 250 ms. At each heartbeat a followed session last reported
 //! busy (or owed an idle by a refused prompt) is read again — a net under
 //! the stream, so a lost idle holds a prompt for one heartbeat, not for
 //! ever.
 
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::api::{Api, ApiError};
 use super::events::{self, Event};
 use super::followed::Shared;
-use super::http::Stopper;
+use super::http::{Failure, SERVER};
+use crate::shell::agents::remote::link::{Episode, LinkDown, Why};
 
 /// How often a server that is not running is tried again.
 pub const RETRY: Duration = Duration::from_millis(250);
+/// How often a server that refused the credentials is tried again: they
+/// will not change until the server or reveille's configuration does.
+const RETRY_REFUSED: Duration = Duration::from_secs(10);
 /// How many recent messages are read to find a turn start missed while
 /// the stream was down.
 const MISSED: usize = 20;
 
-/// What ends the follower: the backend dropping its end of `stop`, and
-/// the stream's socket shut down so a blocked read returns.
-pub struct Stop {
-    pub stream: Mutex<Option<Stopper>>,
-}
-
-/// Follow the server until `stop` is closed.
-pub fn follow(api: Api, shared: Arc<Shared>, stop: Arc<Stop>, closed: Receiver<()>) {
+/// Follow the server until `closed` is closed (the backend dropped). A
+/// stream blocked in a read notices at the next event — a heartbeat comes
+/// every 10 s — and reports nothing more.
+pub fn follow(api: Api, shared: Arc<Shared>, closed: Receiver<()>) {
     let url = api.server.url().to_string();
+    let mut episode = Episode::default();
     loop {
-        if let Ok(mut stream) = api.server.events() {
-            if let Ok(s) = stream.stopper() {
-                *stop.stream.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
-            }
-            if is_closed(&closed) {
-                return;
-            }
-            tracing::debug!("following the event stream of {url}");
-            let mut connected = false;
-            let ended = loop {
-                let event = match stream.next_event() {
-                    Ok(Some(data)) => events::parse(&data),
-                    Ok(None) => break "the server ended it".to_string(),
-                    Err(e) => break e.to_string(),
-                };
-                match event {
-                    Event::Connected if !connected => {
-                        tracing::debug!("the event stream of {url} is connected");
-                        connected = true;
-                        refresh(&api, &shared);
-                    }
-                    Event::Heartbeat => recheck_busy(&api, &shared),
-                    event => apply(&shared, event),
+        match api.server.events() {
+            Ok(mut stream) => {
+                if is_closed(&closed) {
+                    return;
                 }
-            };
-            tracing::debug!("the event stream of {url} broke ({ended}); every session of it is not running until it is back");
+                tracing::debug!("following the event stream of {url}");
+                let mut connected = false;
+                let ended = loop {
+                    let event = match stream.next_event() {
+                        Ok(Some(data)) => events::parse(&data),
+                        Ok(None) => break "the server ended it".to_string(),
+                        Err(e) => break e.to_string(),
+                    };
+                    if is_closed(&closed) {
+                        return;
+                    }
+                    match event {
+                        Event::Connected if !connected => {
+                            tracing::debug!("the event stream of {url} is connected");
+                            if let Some(back) = episode.up(SERVER, &url) {
+                                tracing::info!("{back}");
+                            }
+                            connected = true;
+                            refresh(&api, &shared);
+                        }
+                        Event::Heartbeat => recheck_busy(&api, &shared),
+                        event => apply(&shared, event),
+                    }
+                };
+                tracing::debug!("the event stream of {url} broke ({ended}); every session of it is not running until it is back");
+            }
+            Err(failure) => {
+                let link = link_down(&url, failure);
+                if let Some(said) = episode.down(&link) {
+                    tracing::warn!("{said}; its sessions' prompts wait until it answers");
+                }
+            }
         }
         if is_closed(&closed) {
             return;
         }
         shared.lock().server_gone();
         shared.notify();
-        match closed.recv_timeout(RETRY) {
+        let wait = if episode.refused_credentials() {
+            RETRY_REFUSED
+        } else {
+            RETRY
+        };
+        match closed.recv_timeout(wait) {
             Err(RecvTimeoutError::Timeout) => {}
             _ => return,
         }
+    }
+}
+
+/// Why the event stream could not be opened, as a link down.
+fn link_down(url: &str, failure: Failure) -> LinkDown {
+    match failure {
+        Failure::Unreachable(link) => link,
+        Failure::Broken(why) => LinkDown {
+            server: SERVER,
+            address: url.to_string(),
+            why: Why::Cut(why),
+        },
     }
 }
 

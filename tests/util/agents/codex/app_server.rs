@@ -30,6 +30,12 @@ pub struct AppServer {
 impl AppServer {
     /// Connect to `unix://PATH` or `ws://HOST:PORT` and initialize.
     pub fn connect(endpoint: &str) -> Result<AppServer, String> {
+        AppServer::connect_with(endpoint, None)
+    }
+
+    /// The same, sending `token` as `Authorization: Bearer` (an app-server
+    /// started with `--ws-auth capability-token`).
+    pub fn connect_with(endpoint: &str, token: Option<&str>) -> Result<AppServer, String> {
         let stream: Box<dyn Stream> = if let Some(path) = endpoint.strip_prefix("unix://") {
             let s = UnixStream::connect(Path::new(path)).map_err(|e| format!("{endpoint}: {e}"))?;
             s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
@@ -45,7 +51,14 @@ impl AppServer {
         } else {
             format!("{endpoint}/")
         };
-        let (ws, _) = tungstenite::client::client(url.as_str(), stream)
+        let mut request = tungstenite::client::IntoClientRequest::into_client_request(url.as_str())
+            .map_err(|e| e.to_string())?;
+        if let Some(token) = token {
+            request
+                .headers_mut()
+                .insert("Authorization", format!("Bearer {token}").parse().unwrap());
+        }
+        let (ws, _) = tungstenite::client::client(request, stream)
             .map_err(|e| format!("{endpoint}: websocket handshake: {e}"))?;
         let mut server = AppServer {
             ws,

@@ -1,0 +1,234 @@
+//! TLS for tests of servers on "another machine": a certificate authority
+//! the test makes with `openssl`, a certificate it signs for an address,
+//! and a TLS-terminating proxy (`socat OPENSSL-LISTEN`) in front of a
+//! plain server — how opencode's server and a Codex app-server, which
+//! speak no TLS themselves, are put on a network. Also a plain TCP proxy
+//! that counts the connections it accepts (how often a client retried).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use super::wait_until;
+
+/// How long socat may take to listen.
+const LISTEN: Duration = Duration::from_secs(10);
+
+/// Why TLS tests cannot run here, if they cannot.
+pub fn unavailable() -> Option<String> {
+    for (tool, arg) in [("openssl", "version"), ("socat", "-V")] {
+        let ran = Command::new(tool)
+            .arg(arg)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if ran.is_err() {
+            return Some(format!("{tool} is not installed"));
+        }
+    }
+    None
+}
+
+fn openssl(args: &[&str], dir: &Path) {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run openssl");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A certificate authority of the test's own, in `dir`.
+pub struct Ca {
+    dir: PathBuf,
+    /// Its certificate (PEM): what a client's `ca_file` names.
+    pub cert: PathBuf,
+    key: PathBuf,
+}
+
+/// A server certificate and its key (PEM).
+pub struct Issued {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+impl Ca {
+    /// A new CA named `name` in `dir` (which must exist).
+    pub fn new(dir: &Path, name: &str) -> Ca {
+        let (cert, key) = (
+            dir.join(format!("{name}.pem")),
+            dir.join(format!("{name}.key")),
+        );
+        openssl(
+            &[
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+                "-nodes",
+                "-days",
+                "2",
+                "-subj",
+                &format!("/CN={name}"),
+                "-addext",
+                "basicConstraints=critical,CA:TRUE",
+                "-addext",
+                "keyUsage=critical,keyCertSign,cRLSign",
+                "-keyout",
+                key.to_str().unwrap(),
+                "-out",
+                cert.to_str().unwrap(),
+            ],
+            dir,
+        );
+        Ca {
+            dir: dir.to_path_buf(),
+            cert,
+            key,
+        }
+    }
+
+    /// A certificate for `ip` (its subject alternative name), signed by
+    /// this CA.
+    pub fn issue(&self, ip: &str) -> Issued {
+        let base = self.dir.join(format!("server-{ip}"));
+        let (key, csr, cert, ext) = (
+            base.with_extension("key"),
+            base.with_extension("csr"),
+            base.with_extension("pem"),
+            base.with_extension("ext"),
+        );
+        std::fs::write(
+            &ext,
+            format!(
+                "subjectAltName=IP:{ip}\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n"
+            ),
+        )
+        .unwrap();
+        openssl(
+            &[
+                "req",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+                "-nodes",
+                "-subj",
+                &format!("/CN={ip}"),
+                "-keyout",
+                key.to_str().unwrap(),
+                "-out",
+                csr.to_str().unwrap(),
+            ],
+            &self.dir,
+        );
+        openssl(
+            &[
+                "x509",
+                "-req",
+                "-in",
+                csr.to_str().unwrap(),
+                "-CA",
+                self.cert.to_str().unwrap(),
+                "-CAkey",
+                self.key.to_str().unwrap(),
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-extfile",
+                ext.to_str().unwrap(),
+                "-out",
+                cert.to_str().unwrap(),
+            ],
+            &self.dir,
+        );
+        Issued { cert, key }
+    }
+}
+
+/// A socat proxy on a free port of 127.0.0.1 to `127.0.0.1:<target>`,
+/// killed on drop.
+pub struct Proxy {
+    child: Child,
+    pub port: u16,
+    log: PathBuf,
+}
+
+impl Proxy {
+    /// TLS on the outside with `issued`, plain TCP to `target` inside:
+    /// a TLS-terminating proxy (clients are not asked for certificates).
+    pub fn tls(issued: &Issued, target: u16, log_dir: &Path) -> Proxy {
+        let port = free_port();
+        let listen = format!(
+            "OPENSSL-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork,cert={},key={},verify=0",
+            issued.cert.display(),
+            issued.key.display()
+        );
+        Proxy::start(&listen, port, target, log_dir)
+    }
+
+    /// Plain TCP both sides; it logs every connection it accepts.
+    pub fn tcp(target: u16, log_dir: &Path) -> Proxy {
+        let port = free_port();
+        let listen = format!("TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork");
+        Proxy::start(&listen, port, target, log_dir)
+    }
+
+    fn start(listen: &str, port: u16, target: u16, log_dir: &Path) -> Proxy {
+        let log = log_dir.join(format!("socat-{port}.log"));
+        let child = Command::new("socat")
+            .args(["-d", "-d", listen, &format!("TCP:127.0.0.1:{target}")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("start socat");
+        let proxy = Proxy { child, port, log };
+        wait_until("socat to listen", LISTEN, || {
+            std::fs::read_to_string(&proxy.log)
+                .ok()
+                .filter(|l| l.contains("listening on"))
+                .map(drop)
+        });
+        proxy
+    }
+
+    /// How many connections it has accepted.
+    pub fn accepted(&self) -> usize {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .matches("accepting connection from")
+            .count()
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A port of 127.0.0.1 free now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A secret file of mode `mode` holding `text`.
+pub fn secret_file(dir: &Path, name: &str, text: &str, mode: u32) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.join(name);
+    std::fs::write(&p, format!("{text}\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+    p
+}
