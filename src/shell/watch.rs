@@ -319,6 +319,29 @@ impl Watch {
         })
     }
 
+    /// Whether a root is waited for (it does not exist, or is not a
+    /// directory): see [`Watch::recheck_awaited`].
+    pub fn awaiting(&self) -> bool {
+        self.roots.iter().any(|r| r.mode.waiting_in().is_some())
+    }
+
+    /// Look again at every awaited root: one that is a directory now is
+    /// set up (watched or polled). A mount appearing on an empty directory
+    /// (9pfuse mounting an ollie-9p tree again after its connection
+    /// ended) makes no inotify event in the ancestor a missing root is
+    /// waited in, so only a look finds it. True when a root changed how
+    /// it is watched (rescan then).
+    pub fn recheck_awaited(&mut self) -> bool {
+        let mut changed = false;
+        for i in 0..self.roots.len() {
+            if self.roots[i].mode.waiting_in().is_some() && self.roots[i].dir().is_dir() {
+                self.setup(i);
+                changed = true;
+            }
+        }
+        changed
+    }
+
     /// Follow the polled sessions root through its `idx` from now on (see
     /// `sessions_indexed`), or not.
     pub fn index_sessions(&mut self, on: bool) {

@@ -149,3 +149,26 @@ fn roots_and_session_directories_come_and_go() {
     std::fs::write(&plan, "- [ ] x\n").unwrap();
     assert!(drain(&mut watch).contains(&Seen::Closed(plan)));
 }
+
+/// A root that comes to be without an inotify event in the ancestor it is
+/// waited in (a FUSE mount appearing on an empty directory; simulated by
+/// not reading the event the `mkdir` queued) is found by a look.
+#[test]
+fn an_awaited_root_that_appeared_unseen_is_found_by_a_look() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sessions = tmp.path().join("mnt/s");
+    std::fs::create_dir(tmp.path().join("mnt")).unwrap();
+    let mut watch = Watch::new("fifo.in", true).unwrap();
+    watch.add_root(&sessions, RootKind::Sessions);
+    watch.take_changes();
+    assert!(watch.awaiting());
+    assert!(!watch.recheck_awaited(), "nothing there yet");
+    std::fs::create_dir(&sessions).unwrap();
+    assert!(watch.recheck_awaited());
+    assert!(!watch.awaiting());
+    assert_eq!(
+        watch.take_changes(),
+        vec![(sessions.clone(), RootMode::Inotify)]
+    );
+    assert!(!watch.recheck_awaited(), "once");
+}
