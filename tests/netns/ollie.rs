@@ -329,3 +329,37 @@ fn a_daemon_started_while_the_tree_is_not_mounted_follows_it_once_it_is() {
         "status still waits for the mounted tree: {status}"
     );
 }
+
+/// While the link is cut, everything of the daemon's that does not cross
+/// it goes on: a step made ready by a local plan change is announced (and
+/// waits for the link). Today the event loop itself reads the tree's
+/// `idx` and opens the sessions root, and a cut link makes that read hang
+/// until it heals: nothing at all happens meanwhile (measured: a tick made
+/// 5 s before the heal was announced 0.1 s after it), and under the unit a
+/// cut longer than `WatchdogSec=` (30 s) gets the daemon killed.
+#[test]
+#[ignore = "needs: the ollie-9p tree polled, and the sessions root opened, off the event loop"]
+fn a_cut_link_does_not_stop_the_daemon_from_announcing_a_local_change() {
+    let Some(remote) = Remote::start() else {
+        return;
+    };
+    let d = Daemon::start(&remote.project);
+    let titles = ["Lay out, delay=1", "Build up"];
+    let plan = remote.plan("a frozen loop", &titles);
+    remote.ollie.wait_turn(titles[0], T);
+    remote.link.cut();
+    wait_until("the agent to tick step 1", T, || {
+        ticked(&plan, titles[0]).then_some(())
+    });
+    let announced = crate::util::try_wait_until(T, || {
+        (d.log_count("announced s2 to session agent") > 0).then_some(())
+    });
+    remote.link.heal();
+    assert!(
+        announced.is_some(),
+        "step 2 was not announced while the link was cut:\n{}",
+        d.log()
+    );
+    remote.wait_ticked(&plan, &titles, &d);
+    remote.each_once(&titles);
+}
