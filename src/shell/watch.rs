@@ -214,6 +214,16 @@ impl Watch {
                 if a.is_dir() {
                     break;
                 }
+                if a.exists() {
+                    // A file in the way: nothing beneath it can appear.
+                    let parent = a
+                        .parent()
+                        .map_or_else(|| PathBuf::from("/"), Path::to_path_buf);
+                    let _ = self.watch_dir(&parent, Mask::ANCESTOR);
+                    let blocker = a.clone();
+                    self.set_mode(i, RootMode::BeneathNonDirectory { blocker, parent });
+                    return;
+                }
                 ancestor = a.parent().map(Path::to_path_buf);
             }
             let ancestor = ancestor.unwrap_or_else(|| PathBuf::from("/"));
@@ -363,10 +373,16 @@ impl Watch {
             match (seen, self.roots[i].mode.clone()) {
                 (
                     Seen::DirCreated(p) | Seen::MovedIn(p),
-                    RootMode::Missing(_) | RootMode::NotADirectory(_),
+                    RootMode::Missing(_)
+                    | RootMode::NotADirectory(_)
+                    | RootMode::BeneathNonDirectory { .. },
                 ) if root.starts_with(p) => {
                     self.setup(i);
                     changed = true;
+                }
+                // The file in the way of a root beneath it went away.
+                (Seen::Gone(p), RootMode::BeneathNonDirectory { blocker, .. }) if blocker == *p => {
+                    self.setup(i);
                 }
                 // The file in the way went away: wait for the directory.
                 (Seen::Gone(p), RootMode::NotADirectory(_)) if root == *p => {

@@ -43,6 +43,11 @@ impl Daemon {
                 RootMode::NotADirectory(_) => {
                     s.push_str(&format!("; {} is not a directory", path.display()))
                 }
+                RootMode::BeneathNonDirectory { blocker, .. } => s.push_str(&format!(
+                    "; {} cannot appear ({} is not a directory)",
+                    path.display(),
+                    blocker.display()
+                )),
                 RootMode::Inotify => {}
             }
         }

@@ -54,6 +54,13 @@ pub enum RootMode {
     /// Exists but is not a directory (a regular file, a pipe…): nothing
     /// under it can be watched; its parent is, for it to be replaced.
     NotADirectory(PathBuf),
+    /// Cannot appear: an ancestor is there but is not a directory (a
+    /// plan directory configured beneath a regular file). That ancestor's
+    /// parent is watched, for it to be replaced.
+    BeneathNonDirectory {
+        blocker: PathBuf,
+        parent: PathBuf,
+    },
 }
 
 impl RootMode {
@@ -61,7 +68,9 @@ impl RootMode {
     /// is awaited in.
     pub(super) fn waiting_in(&self) -> Option<&Path> {
         match self {
-            RootMode::Missing(a) | RootMode::NotADirectory(a) => Some(a),
+            RootMode::Missing(a)
+            | RootMode::NotADirectory(a)
+            | RootMode::BeneathNonDirectory { parent: a, .. } => Some(a),
             _ => None,
         }
     }
@@ -87,6 +96,14 @@ impl RootMode {
                 format!(
                     "{p} is not a directory but {}; nothing in it is watched until it is replaced by a directory",
                     what_it_is(path)
+                ),
+            ),
+            RootMode::BeneathNonDirectory { blocker, .. } => (
+                Level::Error,
+                format!(
+                    "{p} cannot appear: {} is not a directory but {}; nothing in it is watched until that is replaced by a directory",
+                    blocker.display(),
+                    what_it_is(blocker)
                 ),
             ),
         }
