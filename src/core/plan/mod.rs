@@ -35,9 +35,10 @@ pub fn parse_plan(format: PlanFormat, bytes: &[u8], max_bytes: usize) -> Result<
     if bytes.len() > max_bytes {
         return Err(PlanError {
             line: 0,
+            // Not its size: a plan is read no further than one byte past
+            // the cap, so `bytes.len()` is that, not the file's length.
             message: format!(
-                "plan file is {} bytes, over the cap of {max_bytes} bytes (project.max_plan_bytes)",
-                bytes.len()
+                "plan file is larger than the cap of {max_bytes} bytes (project.max_plan_bytes); it is not read past that"
             ),
         });
     }
@@ -96,8 +97,7 @@ mod tests {
         assert_eq!(
             e.message,
             format!(
-                "plan file is {} bytes, over the cap of {} bytes (project.max_plan_bytes)",
-                MD.len(),
+                "plan file is larger than the cap of {} bytes (project.max_plan_bytes); it is not read past that",
                 MD.len() - 1
             )
         );
