@@ -119,6 +119,34 @@ fn man_finds_the_page_after_the_readme_steps_and_it_has_every_key() {
     }
 }
 
+/// troff lays the page out without a warning at a terminal's width (it
+/// said "cannot adjust line" at the plan file name pattern in EXTRA).
+#[test]
+fn the_man_page_renders_without_troff_warnings() {
+    if Command::new("man").arg("--version").output().is_err() {
+        assert!(std::env::var_os("CI").is_none(), "man-db is needed in CI");
+        eprintln!("SKIPPED: no man(1) here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("reveille.1");
+    let out = Command::new(bin()).arg("man").output().unwrap();
+    fs::write(&page, &out.stdout).unwrap();
+    for width in ["80", "120"] {
+        let shown = Command::new("man")
+            .args(["--warnings", "-P", "cat", "-l"])
+            .arg(&page)
+            .env("MANWIDTH", width)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&shown.stderr);
+        assert!(shown.status.success(), "man -l: {said}");
+        assert!(said.trim().is_empty(), "at width {width}: {said}");
+        let text = String::from_utf8_lossy(&shown.stdout);
+        assert!(text.contains("<plan_dir>/YYYYMMDDTHHMMSS_<uid>"), "{text}");
+    }
+}
+
 /// A pseudo-terminal: (the master, to read; the slave, for the child).
 fn pty() -> (File, File) {
     // SAFETY: plain libc calls on a descriptor this function owns; the

@@ -180,22 +180,11 @@ pub fn man_page() -> String {
         text.push_str(&subcommand_section(sub));
     }
     text.push_str(&configuration_section());
-    text.push_str(&examples_section());
+    text.push_str(&extra_section());
     let mut out = Vec::new();
     let _ = man.render_version_section(&mut out);
     text.push_str(&String::from_utf8_lossy(&out));
     text
-}
-
-/// The after-help text (examples, files, signals) as a section of its
-/// own, set without filling: it is laid out in columns by hand, and
-/// clap_mangen's filled rendering made troff warn "cannot adjust line"
-/// and join the columns.
-fn examples_section() -> String {
-    let mut out = String::from(".SH \"EXAMPLES, FILES, SIGNALS\"\n.nf\n");
-    out.push_str(&roff(AFTER_HELP));
-    out.push_str(".fi\n");
-    out
 }
 
 /// The CONFIGURATION section: where the file is, the layers, and every
@@ -230,6 +219,14 @@ fn configuration_section() -> String {
 
 /// Text for roff: backslashes and hyphens escaped, no line starting with
 /// a control character.
+/// EXTRA: what `--help` adds after the options (examples, files,
+/// signals, environment), in no-fill mode: it is laid out in columns
+/// already, and filled, troff warned "cannot adjust line" at the plan
+/// file name pattern, wider than a terminal.
+fn extra_section() -> String {
+    format!(".SH EXTRA\n.nf\n{}.fi\n", roff(AFTER_HELP))
+}
+
 fn roff(s: &str) -> String {
     let escaped = s.replace('\\', "\\e").replace('-', "\\-");
     escaped

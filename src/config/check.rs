@@ -153,7 +153,8 @@ pub fn render_check(loaded: &Loaded) -> String {
 /// The directory keys whose path exists but is not a directory — a regular
 /// file where the plans should be is not "missing yet", it is a mistake:
 /// one error each, naming the key and where it was set. Paths that do not
-/// exist are fine (the daemon waits for them).
+/// exist are fine (the daemon waits for them), unless they are beneath
+/// something that is not a directory: then they cannot appear.
 pub fn not_directories(loaded: &Loaded) -> Vec<ConfigError> {
     let s = &loaded.settings;
     let dirs: [(&str, &Path); 6] = [
@@ -165,16 +166,30 @@ pub fn not_directories(loaded: &Loaded) -> Vec<ConfigError> {
         ("claude.config_dir", &s.claude.config_dir),
     ];
     dirs.into_iter()
-        .filter(|(_, p)| p.exists() && !p.is_dir())
-        .map(|(key, p)| ConfigError {
-            key: Some(key.to_string()),
-            value: Some(path(p)),
-            origin: loaded
-                .sources
-                .iter()
-                .find(|(k, _, _)| k == key)
-                .map(|(_, _, o)| o.clone()),
-            message: format!("is not a directory but {}", what_it_is(p)),
+        .filter_map(|(key, p)| {
+            let message = if p.exists() {
+                (!p.is_dir()).then(|| format!("is not a directory but {}", what_it_is(p)))?
+            } else {
+                // Missing is fine, unless something beneath a file.
+                let blocker = p.ancestors().skip(1).find(|a| a.exists())?;
+                (!blocker.is_dir()).then(|| {
+                    format!(
+                        "cannot appear: {} is not a directory but {}",
+                        blocker.display(),
+                        what_it_is(blocker)
+                    )
+                })?
+            };
+            Some(ConfigError {
+                key: Some(key.to_string()),
+                value: Some(path(p)),
+                origin: loaded
+                    .sources
+                    .iter()
+                    .find(|(k, _, _)| k == key)
+                    .map(|(_, _, o)| o.clone()),
+                message,
+            })
         })
         .collect()
 }

@@ -123,6 +123,22 @@ fn undeliverable(reason: impl Into<String>) -> Undeliverable {
     }
 }
 
+/// Why the sessions directory cannot be opened, in words: the two ways
+/// a mounted session tree (an ollie-9p tree under 9pfuse) goes away are
+/// named as such, since both end when it is mounted again.
+fn sessions_dir_unusable(dir: &Path, e: &io::Error) -> Undeliverable {
+    let dir = dir.display();
+    match e.raw_os_error() {
+        Some(libc::ENOENT) => undeliverable(format!(
+            "sessions_dir {dir} does not exist (not mounted? an ollie-9p tree is gone when 9pfuse exits, as it does when its connection ends): {e}"
+        )),
+        Some(libc::ENOTCONN) => undeliverable(format!(
+            "sessions_dir {dir} is a mount whose server is gone (9pfuse exited): {e}"
+        )),
+        _ => undeliverable(format!("sessions_dir {dir}: {e}")),
+    }
+}
+
 fn cstr(s: &str) -> Result<CString, Undeliverable> {
     CString::new(s).map_err(|_| undeliverable("name contains a NUL byte"))
 }
@@ -241,10 +257,8 @@ impl Deliverer {
     fn open_session_dir(&self, session: &str) -> Result<OwnedFd, Undeliverable> {
         let root = CString::new(self.sessions_dir.as_os_str().as_bytes())
             .map_err(|_| undeliverable("sessions_dir contains a NUL byte"))?;
-        let root =
-            openat(libc::AT_FDCWD, &root, libc::O_RDONLY | libc::O_DIRECTORY).map_err(|e| {
-                undeliverable(format!("sessions_dir {}: {e}", self.sessions_dir.display()))
-            })?;
+        let root = openat(libc::AT_FDCWD, &root, libc::O_RDONLY | libc::O_DIRECTORY)
+            .map_err(|e| sessions_dir_unusable(&self.sessions_dir, &e))?;
         let dir = openat(
             root.as_raw_fd(),
             &cstr(session)?,

@@ -214,23 +214,21 @@ impl Watch {
                 if a.is_dir() {
                     break;
                 }
+                if a.exists() {
+                    // A file in the way: nothing beneath it can appear.
+                    let parent = a
+                        .parent()
+                        .map_or_else(|| PathBuf::from("/"), Path::to_path_buf);
+                    let _ = self.watch_dir(&parent, Mask::ANCESTOR);
+                    let blocker = a.clone();
+                    self.set_mode(i, RootMode::BeneathNonDirectory { blocker, parent });
+                    return;
+                }
                 ancestor = a.parent().map(Path::to_path_buf);
             }
             let ancestor = ancestor.unwrap_or_else(|| PathBuf::from("/"));
             let _ = self.watch_dir(&ancestor, Mask::ANCESTOR);
-            // The name below the nearest directory may exist and not be one
-            // (`mkdir -p` would fail on it): the root cannot appear.
-            let below = path
-                .ancestors()
-                .find(|a| a.parent() == Some(ancestor.as_path()));
-            let mode = match below.filter(|b| b.symlink_metadata().is_ok()) {
-                Some(blocker) => RootMode::Blocked {
-                    blocker: blocker.to_path_buf(),
-                    watched: ancestor,
-                },
-                None => RootMode::Missing(ancestor),
-            };
-            self.set_mode(i, mode);
+            self.set_mode(i, RootMode::Missing(ancestor));
             return;
         }
         if let Some(fs) = is_remote_fs(&path) {
@@ -331,6 +329,29 @@ impl Watch {
         })
     }
 
+    /// Whether a root is waited for (it does not exist, or is not a
+    /// directory): see [`Watch::recheck_awaited`].
+    pub fn awaiting(&self) -> bool {
+        self.roots.iter().any(|r| r.mode.waiting_in().is_some())
+    }
+
+    /// Look again at every awaited root: one that is a directory now is
+    /// set up (watched or polled). A mount appearing on an empty directory
+    /// (9pfuse mounting an ollie-9p tree again after its connection
+    /// ended) makes no inotify event in the ancestor a missing root is
+    /// waited in, so only a look finds it. True when a root changed how
+    /// it is watched (rescan then).
+    pub fn recheck_awaited(&mut self) -> bool {
+        let mut changed = false;
+        for i in 0..self.roots.len() {
+            if self.roots[i].mode.waiting_in().is_some() && self.roots[i].dir().is_dir() {
+                self.setup(i);
+                changed = true;
+            }
+        }
+        changed
+    }
+
     /// Follow the polled sessions root through its `idx` from now on (see
     /// `sessions_indexed`), or not.
     pub fn index_sessions(&mut self, on: bool) {
@@ -352,18 +373,19 @@ impl Watch {
             match (seen, self.roots[i].mode.clone()) {
                 (
                     Seen::DirCreated(p) | Seen::MovedIn(p),
-                    RootMode::Missing(_) | RootMode::NotADirectory(_) | RootMode::Blocked { .. },
+                    RootMode::Missing(_)
+                    | RootMode::NotADirectory(_)
+                    | RootMode::BeneathNonDirectory { .. },
                 ) if root.starts_with(p) => {
                     self.setup(i);
                     changed = true;
                 }
-                // The file in the way went away: wait for the directory.
-                (Seen::Gone(p), RootMode::NotADirectory(_)) if root == *p => {
+                // The file in the way of a root beneath it went away.
+                (Seen::Gone(p), RootMode::BeneathNonDirectory { blocker, .. }) if blocker == *p => {
                     self.setup(i);
                 }
-                (Seen::Gone(p), RootMode::Blocked { blocker, watched })
-                    if blocker == *p || watched.starts_with(p) =>
-                {
+                // The file in the way went away: wait for the directory.
+                (Seen::Gone(p), RootMode::NotADirectory(_)) if root == *p => {
                     self.setup(i);
                 }
                 // The ancestor a missing root waited in went away too: wait

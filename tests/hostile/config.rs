@@ -256,3 +256,41 @@ fn a_root_that_is_a_file_is_not_a_directory_in_check_and_in_the_journal() {
     );
     d.assert_running();
 }
+
+/// Regression: a plan directory configured beneath a regular file was
+/// waited for for ever ("does not exist yet"), though it cannot appear.
+/// Said in `check` (status 78) and in the journal; once the file is
+/// replaced by a directory and the plan directory made, it is watched.
+#[test]
+fn a_root_beneath_a_file_cannot_appear_in_check_and_in_the_journal() {
+    let mut w = World::new();
+    fs::remove_dir(&w.plan_dir).unwrap();
+    let file = w.plan_dir.clone();
+    fs::write(&file, "not a directory").unwrap();
+    w.plan_dir = file.join("pl");
+    let dir = format!("{:?}", w.plan_dir.display().to_string());
+    w.set("project", "plan_dir", &dir);
+    let out = run("check", &w.config, None);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(78), "{err}");
+    let words = format!(
+        "cannot appear: {} is not a directory but a regular file",
+        file.display()
+    );
+    assert!(
+        err.contains("project.plan_dir") && err.contains(&words),
+        "{err}"
+    );
+
+    let d = w.start();
+    let line = d.wait_log(&words, WAIT);
+    assert!(line.contains("ERROR"), "{line}");
+    assert_eq!(d.log_count("does not exist yet"), 0, "{}", d.log());
+    fs::remove_file(&file).unwrap();
+    fs::create_dir_all(&w.plan_dir).unwrap();
+    d.wait_log(
+        &format!("watching {} with inotify", w.plan_dir.display()),
+        WAIT,
+    );
+    d.assert_running();
+}

@@ -229,6 +229,12 @@ impl RealOllie {
         self.sessions_dir().join(id)
     }
 
+    /// olliesrv's unix socket (`SOCK`): 9P, for a client or a relay of
+    /// our own (9pfuse, `socat … UNIX-CONNECT:`).
+    pub fn socket(&self) -> PathBuf {
+        self.var("SOCK")
+    }
+
     /// The server's working directory (`WORK`): sessions' cwds and their
     /// plans belong under it (Landlock lets the agent write only there).
     pub fn work(&self) -> PathBuf {

@@ -1,6 +1,6 @@
 //! The loop's own deadlines besides the engine's: the watchdog, the poll
-//! of polled roots, the session-state poll and the group commit — one
-//! earliest instant for the loop's one timer.
+//! of polled roots, the look at awaited roots, the session-state poll and
+//! the group commit — one earliest instant for the loop's one timer.
 
 use std::time::Duration;
 
@@ -17,7 +17,12 @@ pub(super) struct Clock {
     watchdog_at: Option<Instant>,
     poll_at: Instant,
     states_at: Instant,
+    awaited_at: Instant,
 }
+
+/// How often a root that does not exist is looked for besides inotify: a
+/// mount appearing is no inotify event (see `Watch::recheck_awaited`).
+const AWAITED_LOOK: Duration = Duration::from_secs(1);
 
 impl Clock {
     pub(super) fn new(watchdog: Option<Duration>, poll: Duration) -> Clock {
@@ -28,6 +33,7 @@ impl Clock {
             // The poller was primed when the roots were added.
             poll_at: now + poll,
             states_at: now,
+            awaited_at: now + AWAITED_LOOK,
         }
     }
 
@@ -44,10 +50,12 @@ impl Clock {
             .watch
             .sessions_polled(&d.settings.sessions.dir)
             .then_some(self.states_at);
+        let awaited = d.watch.awaiting().then_some(self.awaited_at);
         [
             self.watchdog_at,
             engine,
             polling,
+            awaited,
             d.sync_at,
             states,
             d.views_at,
@@ -78,6 +86,10 @@ impl Clock {
                 d.on_seen(seen);
             }
             d.peek_events();
+        }
+        if d.watch.awaiting() && self.awaited_at <= now {
+            self.awaited_at = now + AWAITED_LOOK;
+            d.recheck_awaited_roots();
         }
         if d.sync_at.is_some_and(|t| t <= now) {
             d.sync();

@@ -103,6 +103,18 @@ pub(super) fn route(seen: Seen, paths: &Paths) -> Route {
 }
 
 impl Daemon {
+    /// An awaited root that has come to be without an inotify event (a
+    /// mount): watched from now on, said, and everything rescanned.
+    pub(super) fn recheck_awaited_roots(&mut self) {
+        if !self.watch.recheck_awaited() {
+            return;
+        }
+        for (path, mode) in self.watch.take_changes() {
+            self.log_mode(&path, &mode);
+        }
+        self.rescan();
+    }
+
     /// Act on one watched event.
     pub(super) fn on_seen(&mut self, seen: Seen) {
         let reshaped = self.watch.on_dir_event(&seen);

@@ -43,8 +43,8 @@ impl Daemon {
                 RootMode::NotADirectory(_) => {
                     s.push_str(&format!("; {} is not a directory", path.display()))
                 }
-                RootMode::Blocked { blocker, .. } => s.push_str(&format!(
-                    "; {} cannot appear: {} is not a directory",
+                RootMode::BeneathNonDirectory { blocker, .. } => s.push_str(&format!(
+                    "; {} cannot appear ({} is not a directory)",
                     path.display(),
                     blocker.display()
                 )),

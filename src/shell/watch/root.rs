@@ -54,12 +54,12 @@ pub enum RootMode {
     /// Exists but is not a directory (a regular file, a pipe…): nothing
     /// under it can be watched; its parent is, for it to be replaced.
     NotADirectory(PathBuf),
-    /// Cannot appear: an ancestor of it (`blocker`) exists and is not a
-    /// directory. The blocker's parent (`watched`) is watched for it to be
-    /// replaced by a directory.
-    Blocked {
+    /// Cannot appear: an ancestor is there but is not a directory (a
+    /// plan directory configured beneath a regular file). That ancestor's
+    /// parent is watched, for it to be replaced.
+    BeneathNonDirectory {
         blocker: PathBuf,
-        watched: PathBuf,
+        parent: PathBuf,
     },
 }
 
@@ -68,8 +68,9 @@ impl RootMode {
     /// is awaited in.
     pub(super) fn waiting_in(&self) -> Option<&Path> {
         match self {
-            RootMode::Missing(a) | RootMode::NotADirectory(a) => Some(a),
-            RootMode::Blocked { watched, .. } => Some(watched),
+            RootMode::Missing(a)
+            | RootMode::NotADirectory(a)
+            | RootMode::BeneathNonDirectory { parent: a, .. } => Some(a),
             _ => None,
         }
     }
@@ -97,10 +98,10 @@ impl RootMode {
                     what_it_is(path)
                 ),
             ),
-            RootMode::Blocked { blocker, .. } => (
+            RootMode::BeneathNonDirectory { blocker, .. } => (
                 Level::Error,
                 format!(
-                    "{p} cannot appear: {} is {}, not a directory; nothing is watched there until it is replaced by a directory",
+                    "{p} cannot appear: {} is not a directory but {}; nothing in it is watched until that is replaced by a directory",
                     blocker.display(),
                     what_it_is(blocker)
                 ),
