@@ -153,11 +153,15 @@ impl Ca {
 }
 
 /// A socat proxy on a free port of 127.0.0.1 to `127.0.0.1:<target>`,
-/// killed on drop.
+/// killed on drop. It forks a child per connection, all in its own
+/// process group: [`Proxy::cut`] ends every connection at once, as a
+/// link cut does, and [`Proxy::heal`] listens on the same port again.
 pub struct Proxy {
-    child: Child,
+    child: Option<Child>,
     pub port: u16,
     log: PathBuf,
+    listen: String,
+    target: u16,
 }
 
 impl Proxy {
@@ -181,22 +185,64 @@ impl Proxy {
     }
 
     fn start(listen: &str, port: u16, target: u16, log_dir: &Path) -> Proxy {
-        let log = log_dir.join(format!("socat-{port}.log"));
+        let mut proxy = Proxy {
+            child: None,
+            port,
+            log: log_dir.join(format!("socat-{port}.log")),
+            listen: listen.to_string(),
+            target,
+        };
+        proxy.heal();
+        proxy
+    }
+
+    /// Listen again (after [`Proxy::cut`]).
+    pub fn heal(&mut self) {
+        use std::os::unix::process::CommandExt;
+        assert!(self.child.is_none(), "the proxy is running");
+        let before = self.listened();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .unwrap();
         let child = Command::new("socat")
-            .args(["-d", "-d", listen, &format!("TCP:127.0.0.1:{target}")])
+            .args([
+                "-d",
+                "-d",
+                &self.listen,
+                &format!("TCP:127.0.0.1:{}", self.target),
+            ])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
+            .stderr(log)
+            .process_group(0)
             .spawn()
             .expect("start socat");
-        let proxy = Proxy { child, port, log };
+        self.child = Some(child);
         wait_until("socat to listen", LISTEN, || {
-            std::fs::read_to_string(&proxy.log)
-                .ok()
-                .filter(|l| l.contains("listening on"))
-                .map(drop)
+            (self.listened() > before).then_some(())
         });
-        proxy
+    }
+
+    /// End the proxy and every connection through it.
+    pub fn cut(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(child.id() as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            let _ = child.wait();
+        }
+    }
+
+    /// How many times it has said it listens (once per start, and again
+    /// after each fork).
+    fn listened(&self) -> usize {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .matches("listening on")
+            .count()
     }
 
     /// How many connections it has accepted.
@@ -210,8 +256,7 @@ impl Proxy {
 
 impl Drop for Proxy {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.cut();
     }
 }
 
