@@ -15,7 +15,7 @@ use ureq::Agent;
 
 use crate::config::secret::Secret;
 use crate::shell::agents::remote::address;
-use crate::shell::agents::remote::link::{LinkDown, Why};
+use crate::shell::agents::remote::link::{LinkDown, Program, Why};
 use crate::shell::agents::remote::tls::{self, Roots};
 
 /// How long a connection may take to open: a server on this machine
@@ -39,8 +39,8 @@ const HEAD: Duration = Duration::from_secs(3);
 /// every 10 s, so three missed ones mean the connection is dead.
 const SILENCE: Duration = Duration::from_secs(30);
 
-/// What the server is called in messages.
-pub const SERVER: &str = "opencode server";
+/// Which server this is, in messages.
+pub const SERVER: Program = Program::Opencode;
 
 /// Why a call did not get an answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
