@@ -170,3 +170,47 @@ fn wss_through_a_tls_proxy_reaches_the_app_server_with_the_ca() {
     assert!(proxy.accepted() > 0, "not through the TLS proxy");
     assert_secret_kept(&rig.project, Some(&d), TOKEN, &rig.file);
 }
+
+#[test]
+fn a_cut_link_to_the_app_server_holds_the_prompt_and_delivers_it_once_healed() {
+    let Some(mut rig) = Rig::new(TOKEN) else {
+        return;
+    };
+    let port = rig.endpoint.rsplit(':').next().unwrap().parse().unwrap();
+    let mut proxy = Proxy::tcp(port, rig._dir.path());
+    let endpoint = format!("ws://127.0.0.1:{}", proxy.port);
+    rig.project.set("codex", "endpoint", &toml(&endpoint));
+    let d = Daemon::start(&rig.project);
+    d.wait_log("connected to the codex app-server", TURN);
+    // The link cut: the connection ends, every new one is refused.
+    proxy.cut();
+    let said = "its sessions' prompts wait until it";
+    let line = d.wait_log(said, TURN);
+    println!("{line}");
+    assert!(line.contains(&endpoint), "{line}");
+    let ready = rig.plan("Say hello after the cut");
+    let session = format!("codex:{}", rig.thread);
+    d.wait_log(&format!("announced s1 to session {session}"), TURN);
+    assert_eq!(rig.project.pending(&session), vec!["s1".to_string()]);
+    assert!(rig.model.turns_on(&ready).is_empty());
+    // Healed: delivered once; the episode said once, its end once.
+    proxy.heal();
+    wait_until("the step's turn", TURN, || {
+        (!rig.model.turns_on(&ready).is_empty()).then_some(())
+    });
+    wait_until("nothing pending", TURN, || {
+        rig.project.pending(&session).is_empty().then_some(())
+    });
+    d.wait_log(
+        &format!("the codex app-server at {endpoint} is reachable again"),
+        TURN,
+    );
+    assert_eq!(
+        rig.model.turns_on(&ready).len(),
+        1,
+        "{:#?}",
+        rig.model.requests()
+    );
+    assert_eq!(d.log_count(said), 1, "{}", d.log());
+    assert_secret_kept(&rig.project, Some(&d), TOKEN, &rig.file);
+}
