@@ -96,7 +96,7 @@ fn a_plan_step_reaches_a_codex_app_server_that_asks_for_a_token() {
 }
 
 #[test]
-fn a_wrong_token_is_one_clear_error_and_nothing_is_delivered() {
+fn a_wrong_token_is_one_clear_error_nothing_is_delivered_until_the_file_is_corrected() {
     let wrong = "tok-wrong-77aa01";
     let Some(mut rig) = Rig::new(wrong) else {
         return;
@@ -131,6 +131,20 @@ fn a_wrong_token_is_one_clear_error_and_nothing_is_delivered() {
         .collect();
     assert_eq!(link.len(), 1, "{said:#?}");
     assert!(said.len() <= 2, "{said:#?}");
+    // The file corrected: read again at the next refusal, no restart.
+    secret_file(rig._dir.path(), "codex-token", TOKEN, 0o600);
+    wait_until("the step's turn", TURN, || {
+        (!rig.model.turns_on(&ready).is_empty()).then_some(())
+    });
+    wait_until("nothing pending", TURN, || {
+        rig.project.pending(&session).is_empty().then_some(())
+    });
+    assert_eq!(
+        rig.model.turns_on(&ready).len(),
+        1,
+        "{:#?}",
+        rig.model.requests()
+    );
     for secret in [wrong, TOKEN] {
         assert_secret_kept(&rig.project, Some(&d), secret, &rig.file);
     }

@@ -94,7 +94,7 @@ fn a_plan_step_reaches_an_opencode_server_that_asks_for_a_password() {
 }
 
 #[test]
-fn a_wrong_password_is_one_clear_error_and_nothing_is_delivered() {
+fn a_wrong_password_is_one_clear_error_nothing_is_delivered_until_the_file_is_corrected() {
     let Some(mut rig) = Rig::new() else { return };
     let wrong = "not-the-password-51c0";
     let file = rig.password_file(wrong, 0o600);
@@ -116,6 +116,16 @@ fn a_wrong_password_is_one_clear_error_and_nothing_is_delivered() {
     assert_eq!(d.log_count(refused), 1, "{}", d.log());
     assert_eq!(rig.turns(&ready), 0);
     assert_eq!(rig.project.pending(&rig.q()), vec!["s1".to_string()]);
+    // The file corrected: read again at the next refusal, no restart.
+    rig.password_file(PASSWORD, 0o600);
+    wait_until("the step's turn", T, || {
+        (rig.turns(&ready) > 0).then_some(())
+    });
+    wait_until("nothing pending", T, || {
+        rig.project.pending(&rig.q()).is_empty().then_some(())
+    });
+    assert_eq!(rig.turns(&ready), 1);
+    assert_eq!(d.log_count(refused), 1, "{}", d.log());
     for secret in [wrong, PASSWORD] {
         assert_secret_kept(&rig.project, Some(&d), secret, &file);
     }
