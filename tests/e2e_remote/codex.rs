@@ -96,7 +96,7 @@ fn a_plan_step_reaches_a_codex_app_server_that_asks_for_a_token() {
 }
 
 #[test]
-fn a_wrong_token_is_one_clear_error_and_nothing_is_delivered() {
+fn a_wrong_token_is_one_clear_error_nothing_is_delivered_until_the_file_is_corrected() {
     let wrong = "tok-wrong-77aa01";
     let Some(mut rig) = Rig::new(wrong) else {
         return;
@@ -131,6 +131,20 @@ fn a_wrong_token_is_one_clear_error_and_nothing_is_delivered() {
         .collect();
     assert_eq!(link.len(), 1, "{said:#?}");
     assert!(said.len() <= 2, "{said:#?}");
+    // The file corrected: read again at the next refusal, no restart.
+    secret_file(rig._dir.path(), "codex-token", TOKEN, 0o600);
+    wait_until("the step's turn", TURN, || {
+        (!rig.model.turns_on(&ready).is_empty()).then_some(())
+    });
+    wait_until("nothing pending", TURN, || {
+        rig.project.pending(&session).is_empty().then_some(())
+    });
+    assert_eq!(
+        rig.model.turns_on(&ready).len(),
+        1,
+        "{:#?}",
+        rig.model.requests()
+    );
     for secret in [wrong, TOKEN] {
         assert_secret_kept(&rig.project, Some(&d), secret, &rig.file);
     }
@@ -168,5 +182,49 @@ fn wss_through_a_tls_proxy_reaches_the_app_server_with_the_ca() {
         rig.model.requests()
     );
     assert!(proxy.accepted() > 0, "not through the TLS proxy");
+    assert_secret_kept(&rig.project, Some(&d), TOKEN, &rig.file);
+}
+
+#[test]
+fn a_cut_link_to_the_app_server_holds_the_prompt_and_delivers_it_once_healed() {
+    let Some(mut rig) = Rig::new(TOKEN) else {
+        return;
+    };
+    let port = rig.endpoint.rsplit(':').next().unwrap().parse().unwrap();
+    let mut proxy = Proxy::tcp(port, rig._dir.path());
+    let endpoint = format!("ws://127.0.0.1:{}", proxy.port);
+    rig.project.set("codex", "endpoint", &toml(&endpoint));
+    let d = Daemon::start(&rig.project);
+    d.wait_log("connected to the codex app-server", TURN);
+    // The link cut: the connection ends, every new one is refused.
+    proxy.cut();
+    let said = "its sessions' prompts wait until it";
+    let line = d.wait_log(said, TURN);
+    println!("{line}");
+    assert!(line.contains(&endpoint), "{line}");
+    let ready = rig.plan("Say hello after the cut");
+    let session = format!("codex:{}", rig.thread);
+    d.wait_log(&format!("announced s1 to session {session}"), TURN);
+    assert_eq!(rig.project.pending(&session), vec!["s1".to_string()]);
+    assert!(rig.model.turns_on(&ready).is_empty());
+    // Healed: delivered once; the episode said once, its end once.
+    proxy.heal();
+    wait_until("the step's turn", TURN, || {
+        (!rig.model.turns_on(&ready).is_empty()).then_some(())
+    });
+    wait_until("nothing pending", TURN, || {
+        rig.project.pending(&session).is_empty().then_some(())
+    });
+    d.wait_log(
+        &format!("the codex app-server at {endpoint} is reachable again"),
+        TURN,
+    );
+    assert_eq!(
+        rig.model.turns_on(&ready).len(),
+        1,
+        "{:#?}",
+        rig.model.requests()
+    );
+    assert_eq!(d.log_count(said), 1, "{}", d.log());
     assert_secret_kept(&rig.project, Some(&d), TOKEN, &rig.file);
 }

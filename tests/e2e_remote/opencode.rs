@@ -94,7 +94,7 @@ fn a_plan_step_reaches_an_opencode_server_that_asks_for_a_password() {
 }
 
 #[test]
-fn a_wrong_password_is_one_clear_error_and_nothing_is_delivered() {
+fn a_wrong_password_is_one_clear_error_nothing_is_delivered_until_the_file_is_corrected() {
     let Some(mut rig) = Rig::new() else { return };
     let wrong = "not-the-password-51c0";
     let file = rig.password_file(wrong, 0o600);
@@ -116,6 +116,16 @@ fn a_wrong_password_is_one_clear_error_and_nothing_is_delivered() {
     assert_eq!(d.log_count(refused), 1, "{}", d.log());
     assert_eq!(rig.turns(&ready), 0);
     assert_eq!(rig.project.pending(&rig.q()), vec!["s1".to_string()]);
+    // The file corrected: read again at the next refusal, no restart.
+    rig.password_file(PASSWORD, 0o600);
+    wait_until("the step's turn", T, || {
+        (rig.turns(&ready) > 0).then_some(())
+    });
+    wait_until("nothing pending", T, || {
+        rig.project.pending(&rig.q()).is_empty().then_some(())
+    });
+    assert_eq!(rig.turns(&ready), 1);
+    assert_eq!(d.log_count(refused), 1, "{}", d.log());
     for secret in [wrong, PASSWORD] {
         assert_secret_kept(&rig.project, Some(&d), secret, &file);
     }
@@ -172,5 +182,49 @@ fn https_through_a_tls_proxy_is_refused_untrusted_and_delivered_once_with_the_ca
     });
     assert_eq!(rig.turns(&ready), 1);
     assert!(d.log().contains(&url));
+    assert_secret_kept(&rig.project, Some(&d), PASSWORD, &file);
+}
+
+#[test]
+fn a_cut_link_holds_the_prompt_says_why_once_and_delivers_it_once_healed() {
+    let Some(mut rig) = Rig::new() else { return };
+    let file = rig.password_file(PASSWORD, 0o600);
+    let mut proxy = Proxy::tcp(rig.oc.port, rig.dir.path());
+    let url = format!("http://127.0.0.1:{}", proxy.port);
+    rig.project.set("opencode", "url", &toml(&url));
+    let d = Daemon::start(&rig.project);
+    wait_until("the session seen idle through the proxy", T, || {
+        (rig.project.status_json()["sessions"]
+            .as_array()
+            .is_some_and(|l| {
+                l.iter()
+                    .any(|s| s["id"] == rig.q().as_str() && s["state"] == "idle")
+            }))
+        .then_some(())
+    });
+    // The link cut: the event stream ends, every connection is refused.
+    proxy.cut();
+    let down = format!("opencode server not reachable at {url}");
+    let line = d.wait_log(&down, T);
+    println!("{line}");
+    assert!(line.contains("refused"), "{line}");
+    let ready = rig.plan("Say hello after the cut");
+    d.wait_log(&format!("announced s1 to session {}", rig.q()), T);
+    assert_eq!(rig.project.pending(&rig.q()), vec!["s1".to_string()]);
+    assert_eq!(rig.turns(&ready), 0);
+    // Healed: the waiting prompt is delivered, once; each said once.
+    proxy.heal();
+    wait_until("the step's turn", T, || {
+        (rig.turns(&ready) > 0).then_some(())
+    });
+    wait_until("nothing pending", T, || {
+        rig.project.pending(&rig.q()).is_empty().then_some(())
+    });
+    d.wait_log(
+        &format!("the opencode server at {url} is reachable again"),
+        T,
+    );
+    assert_eq!(rig.turns(&ready), 1);
+    assert_eq!(d.log_count(&down), 1, "{}", d.log());
     assert_secret_kept(&rig.project, Some(&d), PASSWORD, &file);
 }

@@ -210,6 +210,7 @@ impl Opencode {
         let access = Access {
             username: "opencode".into(),
             password: home.password.clone().map(Secret::new),
+            password_file: None,
             ca_file: None,
         };
         let server = Server::new(&format!("http://127.0.0.1:{port}"), &access).unwrap();

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use rustls::ClientConfig;
 
 use super::endpoint::Endpoint;
-use crate::config::secret::Secret;
+use crate::config::secret::{Secret, SecretSource};
 use crate::config::CodexSettings;
 use crate::shell::agents::remote::tls::Roots;
 
@@ -17,6 +17,9 @@ use crate::shell::agents::remote::tls::Roots;
 #[derive(Debug, Clone)]
 pub struct Access {
     pub token: Option<Secret>,
+    /// Where the token came from: read again when the server refuses it,
+    /// so a corrected file is used without a restart.
+    pub token_file: Option<SecretSource>,
     /// For `wss://` only.
     pub tls: Option<Arc<ClientConfig>>,
     pub roots: Roots,
@@ -34,13 +37,27 @@ impl Access {
             Endpoint::Tcp { tls: true, .. } => Some(roots.client_config()?),
             _ => None,
         };
-        Ok(Access { token, tls, roots })
+        Ok(Access {
+            token,
+            token_file: settings.token.clone(),
+            tls,
+            roots,
+        })
+    }
+
+    /// The server refused the token: take the file's again (it may have
+    /// been corrected since).
+    pub fn reread(&mut self) {
+        if let Some(Ok(token)) = self.token_file.as_ref().map(SecretSource::read) {
+            self.token = Some(token);
+        }
     }
 
     /// No token, no TLS: the local daemon as the TUI runs it.
     pub fn none() -> Access {
         Access {
             token: None,
+            token_file: None,
             tls: None,
             roots: Roots::System,
         }

@@ -22,11 +22,11 @@ use tungstenite::{Message, WebSocket};
 
 use super::access::Access;
 use super::endpoint::{Endpoint, Socket};
-use crate::shell::agents::remote::link::{LinkDown, Why};
+use crate::shell::agents::remote::link::{LinkDown, Program, Why};
 use crate::shell::agents::remote::tls;
 
-/// What the server is called in messages.
-pub const SERVER: &str = "codex app-server";
+/// Which server this is, in messages.
+pub const SERVER: Program = Program::Codex;
 
 /// How long one call may wait for its answer before the server counts as
 /// hung (a resume of a long thread reads its rollout; nothing here is

@@ -204,10 +204,13 @@ impl Worker {
             return;
         }
         self.tried = Some(now);
-        let opened = match &self.access {
+        let opened = match &mut self.access {
             Ok(access) => Connection::open(&self.endpoint, access).map_err(|link| {
                 if let Some(said) = self.episode.down(&link) {
                     tracing::warn!("{said}; its sessions' prompts wait until it answers");
+                }
+                if matches!(link.why, Why::Credentials { .. }) {
+                    access.reread();
                 }
                 link.to_string()
             }),

@@ -8,14 +8,15 @@
 
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ureq::tls::{Certificate, RootCerts, TlsConfig};
 use ureq::Agent;
 
-use crate::config::secret::Secret;
+use crate::config::secret::{Secret, SecretSource};
 use crate::shell::agents::remote::address;
-use crate::shell::agents::remote::link::{LinkDown, Why};
+use crate::shell::agents::remote::link::{LinkDown, Program, Why};
 use crate::shell::agents::remote::tls::{self, Roots};
 
 /// How long a connection may take to open: a server on this machine
@@ -39,8 +40,8 @@ const HEAD: Duration = Duration::from_secs(3);
 /// every 10 s, so three missed ones mean the connection is dead.
 const SILENCE: Duration = Duration::from_secs(30);
 
-/// What the server is called in messages.
-pub const SERVER: &str = "opencode server";
+/// Which server this is, in messages.
+pub const SERVER: Program = Program::Opencode;
 
 /// Why a call did not get an answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,6 +98,9 @@ impl Answer {
 pub struct Access {
     pub username: String,
     pub password: Option<Secret>,
+    /// Where the password came from: read again when the server refuses
+    /// it, so a corrected file is used without a restart.
+    pub password_file: Option<SecretSource>,
     pub ca_file: Option<PathBuf>,
 }
 
@@ -110,8 +114,12 @@ pub struct Server {
     host: String,
     port: u16,
     roots: Roots,
-    /// `Authorization: Basic …`, when there is a password.
-    auth: Option<Secret>,
+    /// `Authorization: Basic …`, when there is a password; shared by the
+    /// clones (the worker's and the follower's), replaced when its file
+    /// changed after a refusal.
+    auth: Arc<Mutex<Option<Secret>>>,
+    username: String,
+    password_file: Option<SecretSource>,
     calls: Agent,
     events: Agent,
 }
@@ -156,10 +164,10 @@ impl Server {
         } else {
             CONNECT_REMOTE
         };
-        let auth = access.password.as_ref().map(|password| {
-            let pair = format!("{}:{}", access.username, password.expose());
-            Secret::new(format!("Basic {}", base64(pair.as_bytes())))
-        });
+        let auth = access
+            .password
+            .as_ref()
+            .map(|password| basic(&access.username, password));
         let base = url.trim_end_matches('/').to_string();
         Ok(Server {
             url: base.clone(),
@@ -167,7 +175,9 @@ impl Server {
             host: host.to_string(),
             port,
             roots,
-            auth,
+            auth: Arc::new(Mutex::new(auth)),
+            username: access.username.clone(),
+            password_file: access.password_file.clone(),
             calls: agent(&tls, connect, ANSWER, ANSWER),
             events: agent(&tls, connect, HEAD, SILENCE),
         })
@@ -255,20 +265,24 @@ impl Server {
     }
 
     fn authorized(&self, request: ureq::http::request::Builder) -> ureq::http::request::Builder {
-        match &self.auth {
+        match &*self.auth.lock().unwrap_or_else(|e| e.into_inner()) {
             Some(auth) => request.header("Authorization", auth.expose()),
             None => request,
         }
     }
 
-    /// A 401: the server refused the credentials (or wants some).
+    /// A 401: the server refused the credentials (or wants some). The
+    /// password file is read again: a corrected one is sent next time.
     fn refused(&self, status: u16) -> Result<(), Failure> {
         if status != 401 {
             return Ok(());
         }
-        Err(Failure::Unreachable(self.link(Why::Credentials {
-            sent: self.auth.is_some(),
-        })))
+        let mut auth = self.auth.lock().unwrap_or_else(|e| e.into_inner());
+        let sent = auth.is_some();
+        if let Some(Ok(password)) = self.password_file.as_ref().map(SecretSource::read) {
+            *auth = Some(basic(&self.username, &password));
+        }
+        Err(Failure::Unreachable(self.link(Why::Credentials { sent })))
     }
 
     fn link(&self, why: Why) -> LinkDown {
@@ -369,6 +383,12 @@ impl EventStream {
             }
         }
     }
+}
+
+/// `Basic base64(user:password)`.
+fn basic(username: &str, password: &Secret) -> Secret {
+    let pair = format!("{username}:{}", password.expose());
+    Secret::new(format!("Basic {}", base64(pair.as_bytes())))
 }
 
 /// Standard base64 with padding, for the one `Authorization` header.

@@ -130,6 +130,7 @@ fn access(settings: &OpencodeSettings) -> Result<http::Access, String> {
     Ok(http::Access {
         username: settings.username.clone(),
         password,
+        password_file: settings.password.clone(),
         ca_file: settings.ca_file.clone(),
     })
 }

@@ -6,11 +6,44 @@
 
 use std::fmt;
 
+/// Which program's server it is: its name and its kind of secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Program {
+    Opencode,
+    Codex,
+}
+
+impl Program {
+    /// What it is let in with.
+    fn secret(self) -> &'static str {
+        match self {
+            Program::Opencode => "password",
+            Program::Codex => "token",
+        }
+    }
+
+    /// Where reveille takes that from.
+    fn key(self) -> &'static str {
+        match self {
+            Program::Opencode => "opencode.password_file",
+            Program::Codex => "codex.token_file",
+        }
+    }
+}
+
+impl fmt::Display for Program {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Program::Opencode => "opencode server",
+            Program::Codex => "codex app-server",
+        })
+    }
+}
+
 /// A server that did not answer, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkDown {
-    /// What it is, for the reader: "opencode server", "codex app-server".
-    pub server: &'static str,
+    pub server: Program,
     /// Its address as configured (never with credentials in it).
     pub address: String,
     pub why: Why,
@@ -58,11 +91,15 @@ impl fmt::Display for LinkDown {
             Why::Tls(e) => write!(f, "{server} not reachable at {address} ({e})"),
             Why::Credentials { sent: true } => write!(
                 f,
-                "the {server} at {address} refused the credentials (401): the password or token reveille sent is not the server's"
+                "the {server} at {address} refused the credentials (401): the {} reveille sent ({}) is not the server's",
+                server.secret(),
+                server.key()
             ),
             Why::Credentials { sent: false } => write!(
                 f,
-                "the {server} at {address} refused the credentials (401): it asks for a password or token and reveille has none (set password_file or token_file, or give the unit the credential)"
+                "the {server} at {address} refused the credentials (401): it asks for a {} and reveille has none (set {}, or give the unit the credential)",
+                server.secret(),
+                server.key()
             ),
             Why::Cut(e) => write!(f, "the connection to the {server} at {address} broke ({e})"),
         }
@@ -85,7 +122,7 @@ impl Episode {
     }
 
     /// It answered: what to say, if it had been down.
-    pub fn up(&mut self, server: &str, address: &str) -> Option<String> {
+    pub fn up(&mut self, server: Program, address: &str) -> Option<String> {
         self.down
             .take()
             .map(|_| format!("the {server} at {address} is reachable again"))
@@ -107,7 +144,7 @@ mod tests {
 
     fn link(why: Why) -> LinkDown {
         LinkDown {
-            server: "opencode server",
+            server: Program::Opencode,
             address: "https://10.0.0.5:4096".into(),
             why,
         }
@@ -135,8 +172,8 @@ mod tests {
         assert!(said.contains("refused the credentials"), "{said}");
         assert!(e.refused_credentials());
         assert_eq!(e.down(&link(Why::Credentials { sent: true })), None);
-        assert!(e.up("opencode server", "x").is_some());
-        assert_eq!(e.up("opencode server", "x"), None);
+        assert!(e.up(Program::Opencode, "x").is_some());
+        assert_eq!(e.up(Program::Opencode, "x"), None);
         assert!(e.down(&refused).is_some(), "a new episode is said again");
     }
 }

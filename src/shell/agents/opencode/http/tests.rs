@@ -114,6 +114,7 @@ fn a_401_is_the_credentials_refused_with_basic_auth_sent() {
     let access = Access {
         username: "opencode".into(),
         password: Some(Secret::new("pw".into())),
+        password_file: None,
         ca_file: None,
     };
     let s = Server::new(&format!("http://127.0.0.1:{port}"), &access).unwrap();
