@@ -95,6 +95,15 @@ pub(crate) fn entries(s: &Settings) -> Vec<(String, String)> {
     add("codex.endpoint", optional(&s.codex.endpoint));
     add("claude.config_dir", path(&s.claude.config_dir));
     add("opencode.url", quoted(&s.opencode.url));
+    let n = &s.notify;
+    let command: Vec<String> = n.command.iter().map(|c| quoted(c)).collect();
+    add("notify.command", format!("[{}]", command.join(", ")));
+    add("notify.desktop", quoted(n.desktop.as_str()));
+    add(
+        "notify.stuck_after_ms",
+        n.stuck_after
+            .map_or("0".to_string(), |d| d.as_millis().to_string()),
+    );
     out
 }
 

@@ -21,6 +21,7 @@ pub(crate) struct RawConfig {
     pub codex: RawCodex,
     pub claude: RawClaude,
     pub opencode: RawOpencode,
+    pub notify: RawNotify,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -127,6 +128,15 @@ pub(crate) struct RawOpencode {
     pub url: String,
 }
 
+/// `[notify]`: how the person is told of a session waiting for them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawNotify {
+    pub command: Vec<String>,
+    pub desktop: String,
+    pub stuck_after_ms: u64,
+}
+
 impl RawConfig {
     /// The built-in defaults for project `name`: the lowest layer. They must
     /// work on a fresh machine with nothing configured — the daemon creates
@@ -201,6 +211,11 @@ impl RawConfig {
             },
             opencode: RawOpencode {
                 url: "http://127.0.0.1:4096".into(),
+            },
+            notify: RawNotify {
+                command: Vec::new(),
+                desktop: "auto".into(),
+                stuck_after_ms: 0,
             },
         }
     }

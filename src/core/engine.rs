@@ -222,14 +222,14 @@ impl Engine {
                 if state.is_none() {
                     cx.ledger.on_gone(&session, cx.timers, cx.fx);
                 }
-                self.on_session_state(now, session, state);
+                self.on_session_state(now, session, state, &mut fx);
                 false
             }
             Input::SessionUnreachable { session } => {
                 // As gone for delivery (its inbox went with the program,
                 // nothing is observed), but a child keeps its step.
                 cx.ledger.on_gone(&session, cx.timers, cx.fx);
-                self.on_session_state(now, session, None);
+                self.on_session_state(now, session, None, &mut fx);
                 false
             }
             Input::ChildSpawned { child, outcome } => {
@@ -361,11 +361,26 @@ impl Engine {
     }
 
     /// A session's observed state changed (or it is no longer listed):
-    /// retries, then its reminders judged again.
-    fn on_session_state(&mut self, now: Now, session: String, state: Option<AgentState>) {
+    /// retries, a wait for a person begun or ended told, then its
+    /// reminders judged again.
+    fn on_session_state(
+        &mut self,
+        now: Now,
+        session: String,
+        state: Option<AgentState>,
+        fx: &mut Vec<Effect>,
+    ) {
+        let before = self
+            .sessions
+            .observed()
+            .get(&session)
+            .map(|o| o.state.clone());
         let (config, ledger, timers) = (&self.config, &mut self.ledger, &mut self.timers);
         self.sessions
             .on_state(now, session.clone(), state, ledger, timers);
+        let after = self.sessions.observed().get(&session).map(|o| &o.state);
+        let told = ledger.lanes().last_told(&session);
+        waiting::judge(&session, before.as_ref(), after, told, fx);
         self.reminders.prune(ledger);
         let observed = self.sessions.observed().get(&session);
         self.reminders
@@ -583,3 +598,4 @@ mod tasks;
 #[cfg(test)]
 mod tests;
 mod timers;
+mod waiting;

@@ -6,13 +6,15 @@
 
 use serde_json::{json, Value};
 
-use crate::core::session::AgentState;
+use crate::core::session::{AgentState, Wait};
 
 /// A thread's runtime status (`ThreadStatus`), as reveille's session state:
-/// `idle` is idle; `active` is busy, named by its flags
-/// (`waitingOnApproval`, `waitingOnUserInput`) or `active`; `systemError`
-/// is busy (nothing runs it until a person looks); `notLoaded` is idle —
-/// the thread is stored, and a resume loads it to run a prompt at once.
+/// `idle` is idle; `active` is busy — waiting for a person when its flags
+/// say `waitingOnApproval` or `waitingOnUserInput` (the status does not
+/// say of which command: [`Wait`]'s `what` is empty), else named by its
+/// flags or `active`; `systemError` is busy (nothing runs it until a
+/// person looks); `notLoaded` is idle — the thread is stored, and a resume
+/// loads it to run a prompt at once.
 pub fn state_of(status: &Value) -> Option<AgentState> {
     match status["type"].as_str()? {
         "idle" | "notLoaded" => Some(AgentState::Idle),
@@ -23,6 +25,12 @@ pub fn state_of(status: &Value) -> Option<AgentState> {
                 .flatten()
                 .filter_map(Value::as_str)
                 .collect();
+            if flags.contains(&"waitingOnApproval") {
+                return Some(AgentState::Waiting(Wait::approval("")));
+            }
+            if flags.contains(&"waitingOnUserInput") {
+                return Some(AgentState::Waiting(Wait::question("")));
+            }
             Some(AgentState::Busy(if flags.is_empty() {
                 "active".into()
             } else {
@@ -142,6 +150,15 @@ pub enum Event {
     /// (a provider's key missing from the daemon's environment, …) before
     /// the agent could act; its message.
     TurnFailed { thread: String, error: String },
+    /// A request of the server's to this client (an approval, a question:
+    /// reveille is subscribed to the thread, so Codex asks it too). Never
+    /// answered: a person answers in the agent's own TUI. `command`: what
+    /// an approval of a command is about.
+    Request {
+        thread: Option<String>,
+        method: String,
+        command: Option<String>,
+    },
 }
 
 impl Event {
@@ -149,6 +166,13 @@ impl Event {
     pub fn of(msg: &Value) -> Option<Event> {
         let params = &msg["params"];
         let thread = || params["threadId"].as_str().map(str::to_string);
+        if msg.get("id").is_some() {
+            return Some(Event::Request {
+                thread: thread(),
+                method: msg["method"].as_str()?.to_string(),
+                command: command_of(&params["command"]),
+            });
+        }
         match msg["method"].as_str()? {
             "thread/status/changed" => Some(Event::Status {
                 thread: thread()?,
@@ -173,6 +197,18 @@ impl Event {
             }),
             _ => None,
         }
+    }
+}
+
+/// A command as an approval request carries it: one string, or its argv.
+fn command_of(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(argv) => {
+            let words: Vec<&str> = argv.iter().filter_map(Value::as_str).collect();
+            (!words.is_empty()).then(|| words.join(" "))
+        }
+        _ => None,
     }
 }
 
@@ -202,7 +238,7 @@ mod tests {
         );
         assert_eq!(
             s(json!({"type": "active", "activeFlags": ["waitingOnApproval"]})),
-            Some(AgentState::Busy("waitingOnApproval".into()))
+            Some(AgentState::Waiting(Wait::approval("")))
         );
         assert_eq!(
             s(json!({"type": "systemError"})),

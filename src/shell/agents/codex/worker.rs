@@ -277,6 +277,11 @@ impl Worker {
                     self.detach(&name);
                 }
             }
+            Event::Request {
+                thread,
+                method,
+                command,
+            } => self.on_request(thread.as_deref(), &method, command.as_deref()),
             Event::TurnFailed { thread, error } => {
                 // No input says "the turn failed": the journal does, so a
                 // person sees why the agent did not act (the reminder of
@@ -284,6 +289,27 @@ impl Worker {
                 for name in self.sessions.of_thread(&thread) {
                     tracing::warn!(SESSION = %name, "codex turn failed: {error}");
                 }
+            }
+        }
+    }
+
+    /// Codex asked this connection to answer `method` (an approval, a
+    /// question): a subscribed client gets every request of its thread,
+    /// and its answer would count. reveille never answers one — no reply
+    /// is sent, so the request stays for the person at the TUI — and says
+    /// so in the journal; a command to approve names the wait.
+    fn on_request(&mut self, thread: Option<&str>, method: &str, command: Option<&str>) {
+        let names = thread
+            .map(|t| self.sessions.of_thread(t))
+            .unwrap_or_default();
+        tracing::info!(
+            SESSION = names.first().map(String::as_str),
+            "codex asked reveille to answer {method}: left unanswered, for the person at the agent's own terminal"
+        );
+        for name in names {
+            if let Some(command) = command {
+                let input = self.sessions.asked(&name, command);
+                self.report_all(input);
             }
         }
     }
