@@ -15,6 +15,7 @@ pub mod fakemodel;
 pub mod fifo;
 pub mod journald;
 pub mod launch;
+pub mod notify;
 pub mod plans;
 pub mod project;
 pub mod realollie;
