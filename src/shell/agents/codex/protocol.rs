@@ -170,7 +170,7 @@ impl Event {
             return Some(Event::Request {
                 thread: thread(),
                 method: msg["method"].as_str()?.to_string(),
-                command: command_of(&params["command"]),
+                command: command_of(params),
             });
         }
         match msg["method"].as_str()? {
@@ -200,9 +200,16 @@ impl Event {
     }
 }
 
-/// A command as an approval request carries it: one string, or its argv.
-fn command_of(v: &Value) -> Option<String> {
-    match v {
+/// The command an approval request is about: its `commandActions` (the
+/// command as the agent wrote it), else its `command` (as it runs, inside
+/// the user's shell: `/bin/bash -lc "…"`), a string or an argv.
+fn command_of(params: &Value) -> Option<String> {
+    let actions = params["commandActions"].as_array().into_iter().flatten();
+    let written: Vec<&str> = actions.filter_map(|a| a["command"].as_str()).collect();
+    if !written.is_empty() {
+        return Some(written.join("\n"));
+    }
+    match &params["command"] {
         Value::String(s) => Some(s.clone()),
         Value::Array(argv) => {
             let words: Vec<&str> = argv.iter().filter_map(Value::as_str).collect();
@@ -226,6 +233,27 @@ pub fn is_thread_id(id: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_to_this_connection_is_an_event_with_its_command() {
+        let msg = json!({"id": 0, "method": "item/commandExecution/requestApproval",
+            "params": {"threadId": "t", "command": "/bin/bash -lc \"sed -i x f\"",
+                "commandActions": [{"command": "sed -i x f", "type": "unknown"}]}});
+        assert_eq!(
+            Event::of(&msg),
+            Some(Event::Request {
+                thread: Some("t".into()),
+                method: "item/commandExecution/requestApproval".into(),
+                command: Some("sed -i x f".into()),
+            })
+        );
+        let bare =
+            json!({"id": 1, "method": "item/tool/requestUserInput", "params": {"threadId": "t"}});
+        assert!(matches!(
+            Event::of(&bare),
+            Some(Event::Request { command: None, .. })
+        ));
+    }
 
     #[test]
     fn thread_statuses_are_idle_or_busy_in_codexs_own_words() {

@@ -230,6 +230,11 @@ impl Worker {
             };
             match conn.next_message() {
                 Ok(Some(msg)) => {
+                    if msg.get("id").is_some() && msg.get("method").is_some() {
+                        let params = msg["params"].to_string();
+                        let shown: String = params.chars().take(2000).collect();
+                        tracing::debug!("codex request to this connection: {shown}");
+                    }
                     if let Some(event) = Event::of(&msg) {
                         self.on_event(event);
                     }
