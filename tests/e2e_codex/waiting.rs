@@ -15,7 +15,6 @@ use crate::util::wait_until;
 
 const GOAL: &str = "Ask first";
 const WAITING: &str = "waiting for a person: approve `sed -i";
-const ASKED: &str = "waiting for a person: approve";
 
 fn unix_ms() -> u64 {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
