@@ -26,4 +26,5 @@ mod plan;
 mod remind;
 mod resume;
 mod rig;
+mod waiting;
 mod watch;

@@ -59,6 +59,9 @@ pub struct Claude {
     bin: PathBuf,
     env: Vec<(String, String)>,
     tmux: Option<Tmux>,
+    /// Started in the default permission mode (a shell command asks the
+    /// person first), not with `--dangerously-skip-permissions`.
+    pub asking: bool,
 }
 
 impl Claude {
@@ -100,6 +103,7 @@ impl Claude {
             root: Some(root),
             bin,
             tmux: None,
+            asking: false,
         };
         claude.write_config();
         Ok(claude)
@@ -144,10 +148,10 @@ impl Claude {
 
     fn launch(&mut self, args: &[&str]) -> Registered {
         self.kill();
-        let mut argv = vec![
-            self.bin.display().to_string(),
-            "--dangerously-skip-permissions".to_string(),
-        ];
+        let mut argv = vec![self.bin.display().to_string()];
+        if !self.asking {
+            argv.push("--dangerously-skip-permissions".to_string());
+        }
         argv.extend(args.iter().map(|a| a.to_string()));
         let socket = self.config_dir.with_file_name("tmux.sock");
         let tmux = Tmux::start(&socket, &argv, &self.env, &self.cwd);
@@ -223,6 +227,14 @@ impl Claude {
             .as_ref()
             .expect("Claude Code is running")
             .send(&[text], true);
+    }
+
+    /// Press `keys` (tmux key names), as a person does.
+    pub fn press(&self, keys: &[&str]) {
+        self.tmux
+            .as_ref()
+            .expect("Claude Code runs")
+            .send(keys, false);
     }
 
     /// What the terminal shows.
