@@ -40,6 +40,13 @@ fn a_permission_prompt_is_a_wait_told_once_and_resolved_by_the_persons_answer() 
     let s =
         s.unwrap_or_else(|| panic!("no wait in status; the terminal:\n{}", rig.claude.screen()));
     assert_eq!(s["waiting"], "approval", "{s}");
+    // Named by the command from the session's transcript (the registry
+    // does not say it): the tick script, whose first line sets the file.
+    rig.wait_status("the wait named by its command", |s| {
+        s["state"]
+            .as_str()
+            .is_some_and(|t| t.starts_with(&format!("{WAITING} `f=")))
+    });
     let asked = rig.wait_model(&ready(titles[0]));
     let warning = rig.wait_log(&["session", &q, "waits for a person"]);
     if let (Some(done), Some(warned)) = (asked.done, rig.logged_at("waits for a person")) {
