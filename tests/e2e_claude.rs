@@ -22,6 +22,7 @@
 mod busy;
 mod crash;
 mod fanout;
+mod gave_up;
 mod plan;
 mod remind;
 mod resume;

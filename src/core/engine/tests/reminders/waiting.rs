@@ -59,3 +59,33 @@ fn a_wait_for_a_person_is_warned_told_once_resolved_and_never_reminded() {
     rig.run_until(rig.now + AFTER);
     assert_eq!(rig.reminders(), vec![("s1".to_string(), 1)]);
 }
+
+#[test]
+fn a_step_still_open_after_its_last_reminder_is_given_up_on_once() {
+    let mut rig = reminding(1);
+    rig.write(NAME, &stock(&[false, false]));
+    rig.turn(Duration::from_secs(1));
+    rig.run_until(rig.now + AFTER);
+    assert_eq!(rig.reminders(), vec![("s1".to_string(), 1)]);
+    rig.turn(Duration::from_secs(1));
+    let idle = rig.now;
+    // Given up after the interval a second reminder would have had.
+    rig.run_until(idle + 2 * AFTER - Duration::from_millis(1));
+    assert!(rig.world.notices.is_empty(), "too early");
+    rig.run_until(idle + 2 * AFTER);
+    let events: Vec<_> = rig.world.notices.iter().map(|n| n.event).collect();
+    assert_eq!(events, vec![NoticeEvent::GaveUp]);
+    let n = &rig.world.notices[0];
+    assert_eq!((n.session.as_str(), n.step.as_deref()), ("s1", Some("s1")));
+    let warned = rig
+        .world
+        .logs
+        .iter()
+        .filter(|l| l.message.starts_with("gave up on s1"));
+    assert_eq!(warned.count(), 1);
+    // Told once, however long it stays open; no reminder beyond the cap.
+    rig.turn(Duration::from_secs(1));
+    rig.run_until(rig.now + 100 * AFTER);
+    assert_eq!(rig.world.notices.len(), 1);
+    assert_eq!(rig.reminders().len(), 1);
+}
