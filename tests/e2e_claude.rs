@@ -27,5 +27,6 @@ mod plan;
 mod remind;
 mod resume;
 mod rig;
+mod stuck;
 mod waiting;
 mod watch;

@@ -80,6 +80,8 @@ pub struct Engine {
     /// Every deadline: settles, re-reads, rename grace, retries, beads
     /// deferrals, the tracker resync.
     timers: Timers,
+    /// Sessions busy with nothing checked, for `stuck`.
+    stuck: stuck::Stuck,
     /// True from a first start (no memory) until `StartupDone`.
     baseline: bool,
 }
@@ -100,6 +102,7 @@ impl Engine {
             sessions: Sessions::default(),
             reminders: Reminders::default(),
             timers: Timers::default(),
+            stuck: stuck::Stuck::default(),
             baseline,
         }
     }
@@ -381,6 +384,7 @@ impl Engine {
         let after = self.sessions.observed().get(&session).map(|o| &o.state);
         let told = ledger.lanes().last_told(&session);
         waiting::judge(&session, before.as_ref(), after, told, fx);
+        self.stuck.on_state(config, now, &session, after, timers);
         self.reminders.prune(ledger);
         let observed = self.sessions.observed().get(&session);
         self.reminders
@@ -400,6 +404,8 @@ impl Engine {
         }
         self.reminders.prune(&self.ledger);
         for (session, source) in progressed {
+            let timers = &mut self.timers;
+            self.stuck.progressed(&self.config, now, &session, timers);
             self.reminders.progressed(now, session.clone(), source);
             let observed = self.sessions.observed().get(&session);
             self.reminders.rearm(
@@ -458,6 +464,10 @@ impl Engine {
                 }
                 Timer::Confirm(session) => {
                     self.ledger.on_confirm_due(&session, &self.config, fx);
+                }
+                Timer::Stuck(session) => {
+                    let told = self.ledger.lanes().last_told(&session);
+                    self.stuck.on_due(&self.config, now, &session, told, fx);
                 }
             }
         }
@@ -594,6 +604,7 @@ mod plans;
 mod recent;
 mod reminders;
 pub mod sessions;
+mod stuck;
 mod tasks;
 #[cfg(test)]
 mod tests;

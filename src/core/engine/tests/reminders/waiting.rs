@@ -89,3 +89,35 @@ fn a_step_still_open_after_its_last_reminder_is_given_up_on_once() {
     assert_eq!(rig.world.notices.len(), 1);
     assert_eq!(rig.reminders().len(), 1);
 }
+
+#[test]
+fn a_session_busy_past_stuck_after_with_nothing_checked_is_told_once_per_stretch() {
+    const STUCK: Duration = Duration::from_secs(30);
+    let mut rig = reminding(3);
+    let mut config = rig.engine.config().clone();
+    config.stuck_after = Some(STUCK);
+    rig.engine.reconfigure(config);
+    rig.write(NAME, &stock(&[false, false, false]));
+    rig.state(Some(AgentState::Busy("thinking".into())));
+    let busy = rig.now;
+    rig.run_until(busy + STUCK - Duration::from_millis(1));
+    assert!(rig.world.notices.is_empty(), "too early");
+    rig.run_until(busy + 10 * STUCK);
+    let stuck: Vec<_> = rig.world.notices.iter().map(|n| n.event).collect();
+    assert_eq!(stuck, vec![NoticeEvent::Stuck], "once per stretch");
+    assert_eq!(rig.world.notices[0].step.as_deref(), Some("s1"));
+    // A step checked starts the clock again, and the stretch may be told
+    // anew; a wait for a person or idle ends it.
+    rig.write(NAME, &stock(&[true, false, false]));
+    let ticked = rig.now;
+    rig.run_until(ticked + STUCK - Duration::from_millis(1));
+    assert_eq!(rig.world.notices.len(), 1);
+    rig.run_until(ticked + STUCK);
+    assert_eq!(rig.world.notices.len(), 2);
+    rig.state(Some(AgentState::Idle));
+    rig.state(Some(AgentState::Busy("thinking".into())));
+    rig.state(waiting("ls"));
+    rig.run_until(rig.now + 10 * STUCK);
+    let events: Vec<_> = rig.world.notices.iter().map(|n| n.event).collect();
+    assert_eq!(events[2..], [NoticeEvent::Waiting]);
+}
