@@ -44,7 +44,7 @@ impl History {
             Record::Settled { .. } => self.held.clear(),
             Record::Dropped { from, reason, at } => self.dropped.push((from, reason, at)),
             // What a wait for a person is about: kept by the observer.
-            Record::ToolUse { .. } => {}
+            Record::ToolUse { .. } | Record::ToolDone => {}
         }
     }
 

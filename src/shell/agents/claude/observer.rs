@@ -411,8 +411,10 @@ impl Observer {
             f.history = History::default();
         }
         for record in batch.records {
-            if let Record::ToolUse { what } = &record {
-                f.last_tool = Some(what.clone());
+            match &record {
+                Record::ToolUse { what } => f.last_tool = Some(what.clone()),
+                Record::ToolDone => f.last_tool = None,
+                _ => {}
             }
             f.history.apply(record);
         }

@@ -41,6 +41,8 @@ pub enum Record {
     /// The assistant called a tool: its shell command, or its name and
     /// what it works on — what a permission prompt right after it is about.
     ToolUse { what: String },
+    /// A tool call's result came back: no call is pending.
+    ToolDone,
     /// Refused by the inbox's guard (duplicate, rate limit, full queue).
     Dropped {
         from: String,
@@ -72,6 +74,7 @@ pub fn classify(line: &[u8]) -> Option<Record> {
             content: v["content"].as_str()?.to_string(),
             at,
         }),
+        ("user", _) if has_tool_result(&v["message"]["content"]) => Some(Record::ToolDone),
         ("user", _) => Some(Record::Taken {
             content: v["message"]["content"].as_str()?.to_string(),
             msg_id: v["origin"]["msg_id"].as_str().map(str::to_string),
@@ -81,6 +84,13 @@ pub fn classify(line: &[u8]) -> Option<Record> {
         ("assistant", _) => tool_use(&v["message"]["content"]),
         _ => None,
     }
+}
+
+/// Whether a user message's content carries a tool's result.
+fn has_tool_result(content: &Value) -> bool {
+    content
+        .as_array()
+        .is_some_and(|parts| parts.iter().any(|p| p["type"] == "tool_result"))
 }
 
 /// The last tool call of an assistant message's content.
@@ -252,6 +262,8 @@ mod tests {
                     msg_id: Some("id-1".into()),
                     at: ms
                 },
+                // A tool's result: no call pending (not a prompt taken).
+                Record::ToolDone,
                 Record::Held {
                     preview: "do s3".into(),
                     at: ms
@@ -277,6 +289,8 @@ mod tests {
                 what: "sed -i x f".into()
             })
         );
+        let done = br#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]}}"#;
+        assert_eq!(classify(done), Some(Record::ToolDone));
         let edit = br#"{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Edit","input":{"file_path":"/w/a.rs"}}]}}"#;
         assert_eq!(
             classify(edit),
