@@ -72,8 +72,10 @@ fn an_approval_is_a_wait_told_once_and_resolved_by_the_persons_answer() {
         "{warning}"
     );
     // The status flag comes a moment before the request that names the
-    // command: the notice may not name it, `status` does.
+    // command: reveille looks for it, so the person is told which.
     assert!(first["SUMMARY"].contains(&q), "{first:?}");
+    assert!(first["BODY"].contains("sed -i"), "{first:?}");
+    assert!(warning.contains("approve `sed -i"), "{warning}");
     let s = rig.wait_status("status to name the command", |s| {
         s["state"].as_str().is_some_and(|t| t.starts_with(WAITING))
     });

@@ -54,6 +54,13 @@ pub struct Session {
     asked: Option<String>,
 }
 
+impl Session {
+    /// Whether the command of an approval request was read for it.
+    pub fn has_asked(&self) -> bool {
+        self.asked.is_some()
+    }
+}
+
 /// When a session's parked prompts are looked for again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Settle {
