@@ -161,3 +161,58 @@ fn a_permission_prompt_is_a_wait_told_once_and_resolved_by_the_persons_answer() 
         d.log()
     );
 }
+
+#[test]
+fn a_question_is_a_wait_told_once_and_resolved_when_the_person_dismisses_it() {
+    let Some(mut rig) = Rig::new(Mode::Tui) else {
+        return;
+    };
+    let told = Told::configure(&mut rig.project);
+    // The step's prompt makes the fake model ask through opencode's
+    // question tool.
+    let template = "[reveille] Step {id} is ready: {title}\nASK Which parser for {title}?\n";
+    rig.project
+        .set("prompt", "template", &format!("{template:?}"));
+    let d = rig.daemon();
+    let q = rig.q();
+    let (_plan, _) = rig.plan(
+        "e5f6a7b8",
+        "Ask a question",
+        &[Step::new("Write the lexer")],
+    );
+    let s = wait_until("status to show the question", T, || {
+        let s = rig.session_status();
+        let state = s["state"].as_str()?.to_string();
+        state
+            .starts_with("waiting for a person: answer:")
+            .then_some(s)
+    });
+    assert_eq!(s["waiting"], "question", "{s}");
+    assert!(
+        s["state"]
+            .as_str()
+            .unwrap()
+            .contains("Which parser for Write the lexer?"),
+        "{s}"
+    );
+    let warning = d.wait_log(&format!("session {q} waits for a person"), T);
+    assert!(warning.contains("waiting=\"question\""), "{warning}");
+    let first = wait_until("the person to be told", T, || {
+        told.notices().first().cloned()
+    });
+    assert_eq!(
+        (first["EVENT"].as_str(), first["STEP"].as_str()),
+        ("waiting", "s1")
+    );
+    assert!(first["BODY"].contains("Which parser"), "{first:?}");
+    // Dismissed in the TUI (Esc: `question.rejected`): resolved.
+    rig.oc.press(&["Escape"]);
+    wait_until("the question told resolved", T, || {
+        (told.events().len() >= 2).then_some(())
+    });
+    assert_eq!(told.events()[..2], ["waiting", "resolved"]);
+    wait_until("status to show it no longer waits", T, || {
+        let s = rig.session_status();
+        s["waiting"].is_null().then_some(())
+    });
+}

@@ -62,6 +62,9 @@ pub enum Reply {
     Text(String),
     /// One shell tool call per step, each with its bash command.
     Ticks(Vec<(Tick, String)>),
+    /// A question for the person, through the agent's question tool (an
+    /// API without one says it as text).
+    Question(String),
 }
 
 /// One request as the test sees it.
@@ -233,6 +236,9 @@ fn reply(n: u64, asked: &Asked, sed: bool) -> Reply {
                 })
                 .collect(),
         );
+    }
+    if let Some(question) = script.ask {
+        return Reply::Question(question);
     }
     let first = asked.last_user.lines().next().unwrap_or("");
     Reply::Text(format!("fake reply {n} to: {first}"))

@@ -28,12 +28,19 @@ pub struct Tick {
 pub struct Script {
     pub ticks: Vec<Tick>,
     pub delay: Option<Duration>,
+    /// `ASK <question>` on a line of its own: the model asks the person
+    /// through the agent's question tool (opencode's `question`).
+    pub ask: Option<String>,
 }
 
 impl Script {
     /// Read the last user message of a request.
     pub fn of(prompt: &str) -> Script {
         let mut ticks = Vec::new();
+        let ask = prompt.lines().find_map(|l| {
+            let q = l.trim().strip_prefix("ASK ")?.trim();
+            (!q.is_empty()).then(|| q.to_string())
+        });
         for line in prompt.lines() {
             if let Some(t) = tick_line(line).or_else(|| close_line(line)) {
                 ticks.push(t);
@@ -42,6 +49,7 @@ impl Script {
         Script {
             ticks,
             delay: delay(prompt),
+            ask,
         }
     }
 }
