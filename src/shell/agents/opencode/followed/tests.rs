@@ -197,3 +197,45 @@ fn only_the_first_look_of_a_run_or_an_uncertain_post_looks_for_a_copy() {
     f.uncertain("ses_a", 2, false);
     assert!(!f.must_look("ses_a", 2));
 }
+
+#[test]
+fn a_request_pending_is_a_wait_until_it_is_answered_and_a_stale_list_is_not_applied() {
+    use crate::core::session::Wait;
+    let (mut f, mut rx) = followed();
+    f.state("ses_a", busy("busy"));
+    f.request("ses_a", "per_1", Some(Wait::approval("sed -i x f")));
+    f.tool("ses_a", Some("bash".into()));
+    f.request("ses_a", "per_1", None);
+    let waiting = Some(AgentState::Waiting(Wait::approval("sed -i x f")));
+    assert_eq!(
+        drain(&mut rx),
+        vec![
+            state(busy("busy")),
+            state(waiting.clone()),
+            state(busy("busy"))
+        ]
+    );
+    // A list read before the stream said more is stale: not applied.
+    let before = f.stream_count("ses_a");
+    f.request("ses_a", "per_2", Some(Wait::approval("rm f")));
+    f.request("ses_a", "per_2", None);
+    drain(&mut rx);
+    f.pending(
+        "ses_a",
+        vec![("per_2".into(), Wait::approval("rm f"))],
+        before,
+    );
+    assert_eq!(drain(&mut rx), vec![]);
+    // One read now is: pending at connect, the session waits.
+    let now = f.stream_count("ses_a");
+    f.pending(
+        "ses_a",
+        vec![("per_3".into(), Wait::question("Which?"))],
+        now,
+    );
+    let asked = Some(AgentState::Waiting(Wait::question("Which?")));
+    assert_eq!(drain(&mut rx), vec![state(asked)]);
+    // The turn ends (a rejection ends it): nothing pending any more.
+    f.state("ses_a", Some(AgentState::Idle));
+    assert_eq!(drain(&mut rx), vec![state(Some(AgentState::Idle))]);
+}
