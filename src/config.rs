@@ -32,9 +32,9 @@ pub use objects::engine_config;
 pub use origin::Origin;
 pub use reference::{reference, KeyReference};
 pub use settings::{
-    validate_name, BeadsSettings, ClaudeSettings, CodexSettings, Delivery, EventSettings,
-    FanoutSettings, Framing, LogSettings, LogTarget, Mode, OpencodeSettings, ProjectSettings,
-    PromptSettings, SessionSettings, Settings, StateSettings, MAX_NAME_BYTES,
+    validate_name, BeadsSettings, ClaudeSettings, CodexSettings, Delivery, Desktop, EventSettings,
+    FanoutSettings, Framing, LogSettings, LogTarget, Mode, NotifySettings, OpencodeSettings,
+    ProjectSettings, PromptSettings, SessionSettings, Settings, StateSettings, MAX_NAME_BYTES,
 };
 
 use expand::EnvSnapshot;

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use reveille::config::ClaudeSettings;
 use reveille::core::effect::Delivery;
 use reveille::core::input::{Input, Reached};
-use reveille::core::session::AgentState;
+use reveille::core::session::{AgentState, Wait};
 use reveille::shell::agents::claude::ClaudeBackend;
 use reveille::shell::backend::Backend;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
@@ -506,7 +506,9 @@ fn a_session_without_cross_session_accept_holds_the_prompt_and_reveille_says_why
         _ => None,
     });
     assert!(again.contains("crossSessionInbound"), "{again}");
-    rig.wait_state(Some(AgentState::Busy("waiting: permission prompt".into())));
+    // The held message's dialog is a wait for a person: an approval the
+    // registry does not name (no tool call is pending).
+    rig.wait_state(Some(AgentState::Waiting(Wait::approval(""))));
     assert!(why.contains("crossSessionInbound"), "{why}");
     assert!(
         rig.claude.screen().contains("Held message"),

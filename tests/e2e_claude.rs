@@ -22,8 +22,11 @@
 mod busy;
 mod crash;
 mod fanout;
+mod gave_up;
 mod plan;
 mod remind;
 mod resume;
 mod rig;
+mod stuck;
+mod waiting;
 mod watch;

@@ -26,3 +26,4 @@ mod long_turn;
 mod plan_run;
 mod reminders;
 mod rig;
+mod waiting;

@@ -9,6 +9,7 @@
 
 mod plan_watch;
 mod rig;
+mod waiting;
 
 use std::time::{Duration, Instant};
 

@@ -107,6 +107,15 @@ pub(crate) fn entries(s: &Settings) -> Vec<(String, String)> {
     add("opencode.username", quoted(&o.username));
     add("opencode.password_file", secret_file(&o.password));
     add("opencode.ca_file", optional_path(&o.ca_file));
+    let n = &s.notify;
+    let command: Vec<String> = n.command.iter().map(|c| quoted(c)).collect();
+    add("notify.command", format!("[{}]", command.join(", ")));
+    add("notify.desktop", quoted(n.desktop.as_str()));
+    add(
+        "notify.stuck_after_ms",
+        n.stuck_after
+            .map_or("0".to_string(), |d| d.as_millis().to_string()),
+    );
     out
 }
 

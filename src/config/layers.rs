@@ -23,7 +23,7 @@ pub(crate) const ENV_SEPARATOR: &str = "__";
 
 /// Keys whose environment value is parsed as an inline array or table
 /// (`[a, b]`, `{ "agent-1" = "sess" }`); every other value stays a string.
-const STRUCTURED_KEYS: &[&str] = &["events.mounts", "events.assignees"];
+const STRUCTURED_KEYS: &[&str] = &["events.mounts", "events.assignees", "notify.command"];
 
 /// Read a configuration file that must be a regular file. Opened
 /// non-blocking and checked before reading, so `--config` naming a FIFO

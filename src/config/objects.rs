@@ -49,6 +49,7 @@ pub fn engine_config(s: &Settings, log_level: Level) -> EngineConfig {
     };
     c.remind_after = s.sessions.remind_after;
     c.remind_max = s.sessions.remind_max;
+    c.stuck_after = s.notify.stuck_after;
     c.log_level = log_level;
     c
 }

@@ -21,6 +21,7 @@ pub(crate) struct RawConfig {
     pub codex: RawCodex,
     pub claude: RawClaude,
     pub opencode: RawOpencode,
+    pub notify: RawNotify,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -132,6 +133,15 @@ pub(crate) struct RawOpencode {
     pub ca_file: String,
 }
 
+/// `[notify]`: how the person is told of a session waiting for them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawNotify {
+    pub command: Vec<String>,
+    pub desktop: String,
+    pub stuck_after_ms: u64,
+}
+
 impl RawConfig {
     /// The built-in defaults for project `name`: the lowest layer. They must
     /// work on a fresh machine with nothing configured — the daemon creates
@@ -211,6 +221,11 @@ impl RawConfig {
                 username: "opencode".into(),
                 password_file: String::new(),
                 ca_file: String::new(),
+            },
+            notify: RawNotify {
+                command: Vec::new(),
+                desktop: "auto".into(),
+                stuck_after_ms: 0,
             },
         }
     }

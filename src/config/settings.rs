@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::expand::EnvSnapshot;
-use super::raw::{RawConfig, RawEvents, RawFanout, RawProject, RawSessions};
+use super::raw::{RawConfig, RawEvents, RawFanout, RawNotify, RawProject, RawSessions};
 use super::secret::SecretSource;
 use crate::core::prompt;
 use crate::core::session::check_name;
@@ -55,6 +55,20 @@ pub struct Settings {
     pub claude: ClaudeSettings,
     /// `[opencode]`: the server owning `opencode:` sessions.
     pub opencode: OpencodeSettings,
+    /// `[notify]`: how the person is told of a session waiting for them.
+    pub notify: NotifySettings,
+}
+
+/// `[notify]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NotifySettings {
+    /// The program and its arguments, run once per notice with the
+    /// notice in its environment; empty: none.
+    pub command: Vec<String>,
+    /// Desktop notifications.
+    pub desktop: Desktop,
+    /// Busy this long with no step checked: "stuck"; `None`: never.
+    pub stuck_after: Option<Duration>,
 }
 
 /// `[codex]`.
@@ -320,6 +334,7 @@ impl Settings {
             )),
             ca_file: bad.keep(optional_path("opencode.ca_file", &o.ca_file, env)),
         };
+        let notify = notify(&raw.notify, &mut bad);
         if !bad.0.is_empty() {
             return Err(bad.0);
         }
@@ -335,7 +350,29 @@ impl Settings {
             codex,
             claude,
             opencode,
+            notify,
         })
+    }
+}
+
+fn notify(n: &RawNotify, bad: &mut Problems) -> NotifySettings {
+    if n.command.first().is_some_and(|p| p.trim().is_empty()) {
+        bad.0.push(invalid(
+            "notify.command",
+            format!("{:?}", n.command),
+            "must start with the program to run (or be [] for none)",
+        ));
+    }
+    let stuck = bad.keep(range(
+        "notify.stuck_after_ms",
+        n.stuck_after_ms,
+        0,
+        7 * 24 * 3_600_000,
+    ));
+    NotifySettings {
+        command: n.command.clone(),
+        desktop: bad.keep(parse_enum("notify.desktop", &n.desktop)),
+        stuck_after: (stuck > 0).then(|| Duration::from_millis(stuck)),
     }
 }
 
@@ -460,7 +497,7 @@ mod enums;
 mod tests;
 mod values;
 
-pub use enums::{Delivery, Framing, LogTarget, Mode};
+pub use enums::{Delivery, Desktop, Framing, LogTarget, Mode};
 pub(crate) use values::Invalid;
 use values::{
     endpoint, http_url, invalid, log_level, millis, name, optional_path, parse_enum, path, range,

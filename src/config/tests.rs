@@ -349,6 +349,37 @@ fn out_of_range_values_name_their_line() {
 }
 
 #[test]
+fn notify_errors_name_their_file_and_line() {
+    let (dir, loaded) = with_file("[notify]\n\ncommand = [\"\", \"x\"]\n", &[]);
+    let err = loaded.unwrap_err().into_first();
+    assert_eq!(err.key.as_deref(), Some("notify.command"));
+    assert_eq!(
+        origin(&err),
+        format!("file {}, line 3", dir.path().join("x.toml").display())
+    );
+    assert!(
+        err.to_string().contains("must start with the program"),
+        "{err}"
+    );
+    let (dir, loaded) = with_file("[notify]\ndesktop = \"maybe\"\n", &[]);
+    let err = loaded.unwrap_err().into_first();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "notify.desktop = \"maybe\": expected one of auto, on, off (from file {}, line 2)",
+            dir.path().join("x.toml").display()
+        )
+    );
+    let (_dir, loaded) = with_file(
+        "[notify]\ncommand = [\"/bin/tell\", \"-q\"]\nstuck_after_ms = 60000\n",
+        &[],
+    );
+    let n = loaded.unwrap().settings.notify;
+    assert_eq!(n.command, ["/bin/tell", "-q"]);
+    assert_eq!(n.stuck_after, Some(std::time::Duration::from_secs(60)));
+}
+
+#[test]
 fn the_only_configured_project_is_the_default() {
     let home = tempfile::tempdir().unwrap();
     let conf = home.path().join(".config/reveille");

@@ -10,7 +10,7 @@
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
-use super::effect::{Delivery, Effect, Log, Spawn};
+use super::effect::{Delivery, Effect, Log, Notice, Spawn};
 use super::engine::{Engine, EngineConfig, Now};
 use super::input::{FileRead, Input, MountTable, Reached, Undeliverable};
 use super::record::Record;
@@ -47,6 +47,8 @@ pub trait World {
     fn spawn(&mut self, spawn: &Spawn) -> Option<Input>;
     /// Kill a child session.
     fn reap(&mut self, child: &str);
+    /// Tell the person, in the background (`[notify]`).
+    fn notify(&mut self, notice: &Notice);
 }
 
 /// Feed one input and carry out everything that follows from it.
@@ -124,6 +126,10 @@ fn carry_out(engine: &Engine, world: &mut impl World, effect: Effect) -> Option<
         Effect::Spawn(spawn) => world.spawn(&spawn),
         Effect::Reap { child } => {
             world.reap(&child);
+            None
+        }
+        Effect::Notify(notice) => {
+            world.notify(&notice);
             None
         }
         Effect::ReadMountList { mount } => {

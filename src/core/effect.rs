@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use super::record::Record;
+use super::session::WaitOn;
 use super::source::Source;
 
 /// Severity of a journal entry.
@@ -35,6 +36,9 @@ pub struct Log {
     pub line: Option<usize>,
     /// Which reminder of its item this entry is about (1, 2, …).
     pub reminder: Option<u32>,
+    /// What a session waits for a person for (`WAITING=`: `approval`,
+    /// `question`).
+    pub waiting: Option<&'static str>,
 }
 
 impl Log {
@@ -83,6 +87,10 @@ impl Log {
     }
     pub fn reminder(mut self, n: u32) -> Log {
         self.reminder = Some(n);
+        self
+    }
+    pub fn waiting(mut self, on: WaitOn) -> Log {
+        self.waiting = Some(on.name());
         self
     }
     pub fn level(&self) -> Level {
@@ -141,6 +149,49 @@ pub enum Effect {
     Spawn(Spawn),
     /// Kill child session `child` (its step is done and it is idle).
     Reap { child: String },
+    /// Tell the person (`[notify]`): in the background, never holding
+    /// up anything after it.
+    Notify(Notice),
+}
+
+/// Something the person is told (SPEC §12).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    pub event: NoticeEvent,
+    pub session: String,
+    /// One line: what happened.
+    pub summary: String,
+    /// More: what it waits for in full, what it was woken for.
+    pub body: String,
+    /// The plan or tracker source of the work the session was woken for.
+    pub plan: Option<Source>,
+    /// That work's step or task id.
+    pub step: Option<String>,
+}
+
+/// What a notice is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoticeEvent {
+    /// A session began to wait for a person.
+    Waiting,
+    /// That wait ended (approved, denied, answered, the session gone).
+    Resolved,
+    /// A step still open after its last reminder.
+    GaveUp,
+    /// Busy past `[notify] stuck_after_ms` with nothing checked.
+    Stuck,
+}
+
+impl NoticeEvent {
+    /// As `REVEILLE_EVENT` says it.
+    pub fn name(self) -> &'static str {
+        match self {
+            NoticeEvent::Waiting => "waiting",
+            NoticeEvent::Resolved => "resolved",
+            NoticeEvent::GaveUp => "gave-up",
+            NoticeEvent::Stuck => "stuck",
+        }
+    }
 }
 
 /// A child session to create.

@@ -81,6 +81,8 @@ pub struct Engine {
     /// Every deadline: settles, re-reads, rename grace, retries, beads
     /// deferrals, the tracker resync.
     timers: Timers,
+    /// Sessions busy with nothing checked, for `stuck`.
+    stuck: stuck::Stuck,
     /// True from a first start (no memory) until `StartupDone`.
     baseline: bool,
 }
@@ -101,6 +103,7 @@ impl Engine {
             sessions: Sessions::default(),
             reminders: Reminders::default(),
             timers: Timers::default(),
+            stuck: stuck::Stuck::default(),
             baseline,
         }
     }
@@ -223,14 +226,14 @@ impl Engine {
                 if state.is_none() {
                     cx.ledger.on_gone(&session, cx.timers, cx.fx);
                 }
-                self.on_session_state(now, session, state);
+                self.on_session_state(now, session, state, &mut fx);
                 false
             }
             Input::SessionUnreachable { session } => {
                 // As gone for delivery (its inbox went with the program,
                 // nothing is observed), but a child keeps its step.
                 cx.ledger.on_gone(&session, cx.timers, cx.fx);
-                self.on_session_state(now, session, None);
+                self.on_session_state(now, session, None, &mut fx);
                 false
             }
             Input::ChildSpawned { child, outcome } => {
@@ -362,11 +365,27 @@ impl Engine {
     }
 
     /// A session's observed state changed (or it is no longer listed):
-    /// retries, then its reminders judged again.
-    fn on_session_state(&mut self, now: Now, session: String, state: Option<AgentState>) {
+    /// retries, a wait for a person begun or ended told, then its
+    /// reminders judged again.
+    fn on_session_state(
+        &mut self,
+        now: Now,
+        session: String,
+        state: Option<AgentState>,
+        fx: &mut Vec<Effect>,
+    ) {
+        let before = self
+            .sessions
+            .observed()
+            .get(&session)
+            .map(|o| o.state.clone());
         let (config, ledger, timers) = (&self.config, &mut self.ledger, &mut self.timers);
         self.sessions
             .on_state(now, session.clone(), state, ledger, timers);
+        let after = self.sessions.observed().get(&session).map(|o| &o.state);
+        let told = ledger.lanes().last_told(&session);
+        waiting::judge(&session, before.as_ref(), after, told, fx);
+        self.stuck.on_state(config, now, &session, after, timers);
         self.reminders.prune(ledger);
         let observed = self.sessions.observed().get(&session);
         self.reminders
@@ -386,6 +405,8 @@ impl Engine {
         }
         self.reminders.prune(&self.ledger);
         for (session, source) in progressed {
+            let timers = &mut self.timers;
+            self.stuck.progressed(&self.config, now, &session, timers);
             self.reminders.progressed(now, session.clone(), source);
             let observed = self.sessions.observed().get(&session);
             self.reminders.rearm(
@@ -444,6 +465,10 @@ impl Engine {
                 }
                 Timer::Confirm(session) => {
                     self.ledger.on_confirm_due(&session, &self.config, fx);
+                }
+                Timer::Stuck(session) => {
+                    let told = self.ledger.lanes().last_told(&session);
+                    self.stuck.on_due(&self.config, now, &session, told, fx);
                 }
             }
         }
@@ -580,7 +605,9 @@ mod plans;
 mod recent;
 mod reminders;
 pub mod sessions;
+mod stuck;
 mod tasks;
 #[cfg(test)]
 mod tests;
 mod timers;
+mod waiting;

@@ -107,8 +107,10 @@ pub fn check_session(session: &str) -> Result<(), &'static str> {
 
 /// What an agent session is doing, as ollie-9p reports it (`cfg`'s
 /// `state=`, the legacy `state` file, a column of `s/idx`): `idle`,
-/// `thinking`, `calling: <tool>`, `compacting`, `limitretry`. Only the
-/// difference between idle and busy decides anything; the rest is shown.
+/// `thinking`, `calling: <tool>`, `compacting`, `limitretry`; or, as the
+/// other agent programs say it, waiting for a person. Only the difference
+/// between idle and not idle decides delivery and reminders; a wait for a
+/// person is told to the person as well; the rest is shown.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum AgentState {
     /// No turn is running: a Submit starts one at once.
@@ -116,6 +118,82 @@ pub enum AgentState {
     /// A turn is running (the state text as reported: `thinking`,
     /// `calling: grep`, …); a Submit is queued behind it.
     Busy(String),
+    /// A turn stopped halfway for its user: a permission prompt, a
+    /// question (SPEC §12). Busy as far as prompts and reminders go —
+    /// only a person moves it on.
+    Waiting(Wait),
+}
+
+/// What a session waits for a person to do.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Wait {
+    pub on: WaitOn,
+    /// The command or tool to approve, or the question asked; empty when
+    /// the agent does not say.
+    pub what: String,
+}
+
+/// The two things an agent waits for a person for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum WaitOn {
+    /// To approve (or deny) a tool call or a command.
+    Approval,
+    /// To answer a question.
+    Question,
+}
+
+impl WaitOn {
+    /// As the journal's `WAITING=` says it.
+    pub fn name(self) -> &'static str {
+        match self {
+            WaitOn::Approval => "approval",
+            WaitOn::Question => "question",
+        }
+    }
+}
+
+/// How much of a command or question a one-line state shows.
+const SHOWN_CHARS: usize = 60;
+
+impl Wait {
+    pub fn approval(what: impl Into<String>) -> Wait {
+        Wait {
+            on: WaitOn::Approval,
+            what: what.into(),
+        }
+    }
+
+    pub fn question(what: impl Into<String>) -> Wait {
+        Wait {
+            on: WaitOn::Question,
+            what: what.into(),
+        }
+    }
+
+    /// What the person is asked to do, on one line: ``approve `sed -i …` ``,
+    /// `answer: Which one?`, or `approve a tool call` when the agent does
+    /// not say which.
+    pub fn ask(&self) -> String {
+        let what = one_line(&self.what);
+        match (self.on, what.is_empty()) {
+            (WaitOn::Approval, true) => "approve a tool call".into(),
+            (WaitOn::Approval, false) => format!("approve `{what}`"),
+            (WaitOn::Question, true) => "answer a question".into(),
+            (WaitOn::Question, false) => format!("answer: {what}"),
+        }
+    }
+}
+
+/// The first line of `text`, cut to `SHOWN_CHARS` with `…` where anything
+/// was left out.
+fn one_line(text: &str) -> String {
+    let text = text.trim();
+    let first = text.lines().next().unwrap_or("").trim_end();
+    let mut out: String = first.chars().take(SHOWN_CHARS).collect();
+    if out.len() < text.len() {
+        out.push('…');
+    }
+    out
 }
 
 impl AgentState {
@@ -132,11 +210,21 @@ impl AgentState {
         *self == AgentState::Idle
     }
 
-    /// The state as ollie-9p writes it.
-    pub fn as_str(&self) -> &str {
+    /// What the session waits for a person for, if it does.
+    pub fn waiting(&self) -> Option<&Wait> {
         match self {
-            AgentState::Idle => "idle",
-            AgentState::Busy(s) => s,
+            AgentState::Waiting(w) => Some(w),
+            _ => None,
+        }
+    }
+
+    /// The state as ollie-9p writes it; a wait for a person as
+    /// ``waiting for a person: approve `sed -i …` ``.
+    pub fn as_str(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            AgentState::Idle => "idle".into(),
+            AgentState::Busy(s) => s.as_str().into(),
+            AgentState::Waiting(w) => format!("waiting for a person: {}", w.ask()).into(),
         }
     }
 }
@@ -144,19 +232,33 @@ impl AgentState {
 /// Serialized as ollie-9p writes it (`"idle"`, `"calling: grep"`).
 impl serde::Serialize for AgentState {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
+        s.serialize_str(&self.as_str())
     }
 }
 
 impl std::fmt::Display for AgentState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(&self.as_str())
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{check_name, check_session, AgentState, Kind};
+    use super::{check_name, check_session, AgentState, Kind, Wait};
+
+    #[test]
+    fn a_wait_for_a_person_says_what_is_asked_on_one_short_line() {
+        let long = format!("sed -i s/a/b/ {}\necho done", "x".repeat(80));
+        let w = AgentState::Waiting(Wait::approval(long));
+        let shown = w.to_string();
+        assert!(shown.starts_with("waiting for a person: approve `sed -i s/a/b/ x"));
+        assert!(shown.ends_with("…`"), "{shown}");
+        assert!(!shown.contains('\n'));
+        assert_eq!(Wait::approval("ls").ask(), "approve `ls`");
+        assert_eq!(Wait::approval("").ask(), "approve a tool call");
+        assert_eq!(Wait::question("Which?").ask(), "answer: Which?");
+        assert!(!w.is_idle());
+    }
 
     #[test]
     fn agent_states_are_idle_or_busy() {

@@ -77,6 +77,8 @@ struct Daemon {
     /// Every kind of session reveille reaches.
     backends: Backends,
     notifier: Notifier,
+    /// Tells the person (`[notify]`), in the background.
+    notices: crate::shell::notices::Notices,
     /// The engine's clock origin.
     started: Instant,
     /// When the journal must next be fdatasync'ed (group commit).
@@ -167,6 +169,7 @@ impl Daemon {
             backends: &mut self.backends,
             background: &mut self.background,
             plan_files: &mut self.plan_files,
+            notices: &mut self.notices,
             told: false,
         };
         drive(&mut self.engine, &mut world, now, input);

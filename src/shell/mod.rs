@@ -18,6 +18,7 @@
 //! - `status`: `reveille status`, offline from the state directory;
 //! - `why`: `reveille why`, what each step of one plan waits for;
 //! - `ignored`: plan-like files whose names break the rule, reported once;
+//! - `notices`: telling the person (`[notify]`);
 //! - `systemd`: sd_notify; `logging`: journald or stderr.
 
 pub mod agents;
@@ -31,6 +32,7 @@ pub mod ignored;
 pub mod inotify;
 pub mod logging;
 pub mod mtab;
+pub mod notices;
 pub mod ollie;
 pub mod read;
 pub mod reload_report;

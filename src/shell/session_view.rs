@@ -28,6 +28,10 @@ pub struct SessionFile {
     pub state: Option<String>,
     /// Since when it is in that state (unix ms).
     pub since: Option<u64>,
+    /// What it waits for a person for, when it does: `approval`,
+    /// `question` (its `state` says what is asked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<String>,
     /// The last prompt it was given, and how that went.
     pub told: Option<ToldFile>,
 }
@@ -87,6 +91,9 @@ pub fn sessions(
                 kind: Kind::of(id).0.name().to_string(),
                 state: o.map(|o| o.state.as_str().to_string()),
                 since: o.map(|o| wall_ms(o.since, now, wall)),
+                waiting: o
+                    .and_then(|o| o.state.waiting())
+                    .map(|w| w.on.name().to_string()),
                 told: told.get(id).map(|t| ToldFile {
                     step: t.step.clone(),
                     outcome: outcome_text(&t.outcome),

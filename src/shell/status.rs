@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::config::engine_config;
 use crate::config::Settings;
 use crate::core::driver::{drive, World};
-use crate::core::effect::{Delivery, Level, Log, Spawn};
+use crate::core::effect::{Delivery, Level, Log, Notice, Spawn};
 use crate::core::engine::{Engine, EngineConfig, PlanView};
 use crate::core::input::{FileRead, Input, MountTable, Reached, Undeliverable};
 use crate::core::lifecycle::Lifecycle;
@@ -118,6 +118,8 @@ impl World for Look<'_> {
         None
     }
     fn reap(&mut self, _: &str) {}
+    /// `status` only looks: it tells no one.
+    fn notify(&mut self, _: &Notice) {}
     fn deliver(&mut self, _: &Delivery) -> Option<Result<Reached, Undeliverable>> {
         None
     }
@@ -266,6 +268,9 @@ pub struct SessionView {
     pub state: Option<String>,
     /// When the daemon saw it enter that state (unix milliseconds).
     pub since_unix_ms: Option<u64>,
+    /// What it waits for a person for, when it does: `approval`,
+    /// `question` (`state` says what is asked).
+    pub waiting: Option<String>,
     /// The last prompt it was given and how that went (while the daemon
     /// runs: `sessions.json`).
     pub last_delivery: Option<session_view::ToldFile>,
@@ -291,6 +296,7 @@ fn sessions_view(dir: &Path, memory: &Memory, k: &Known) -> Vec<SessionView> {
             kind: Kind::of(id).0.name().to_string(),
             state: seen.and_then(|o| o.state.clone()),
             since_unix_ms: seen.and_then(|o| o.since),
+            waiting: seen.and_then(|o| o.waiting.clone()),
             last_delivery: seen.and_then(|o| o.told.clone()),
             pending: Vec::new(),
             open: Vec::new(),

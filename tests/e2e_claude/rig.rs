@@ -50,6 +50,16 @@ impl Rig {
     /// daemon, `tune`d, once it follows the session. `None`, with the
     /// `skipped:` line printed, where Claude Code or tmux is missing.
     pub fn start(tune: impl FnOnce(&mut Project)) -> Option<Rig> {
+        Rig::start_as(false, tune)
+    }
+
+    /// The same, Claude Code in its default permission mode: each shell
+    /// command asks the person first.
+    pub fn asking(tune: impl FnOnce(&mut Project)) -> Option<Rig> {
+        Rig::start_as(true, tune)
+    }
+
+    fn start_as(asking: bool, tune: impl FnOnce(&mut Project)) -> Option<Rig> {
         let one = one_at_a_time();
         let model = FakeModel::start(vec![Box::new(Messages)], Duration::from_millis(20));
         let mut claude = match Claude::new(&model) {
@@ -59,6 +69,15 @@ impl Rig {
                 return None;
             }
         };
+        claude.asking = asking;
+        if asking {
+            // The classic prompts: this version's default is "auto mode",
+            // whose server-side check a fake model cannot answer.
+            claude.write_settings(&serde_json::json!({
+                "crossSessionInbound": "accept",
+                "permissions": {"defaultMode": "default"},
+            }));
+        }
         let reg = claude.start();
         let plan_dir = claude.cwd.join("pl");
         std::fs::create_dir_all(&plan_dir).unwrap();

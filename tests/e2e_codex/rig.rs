@@ -47,8 +47,25 @@ impl Rig {
     /// Start it all, with `configure` adding to the project's settings;
     /// `None` after the `skipped:` line when Codex or tmux is missing.
     pub fn start(configure: impl FnOnce(&mut Project)) -> Option<Rig> {
+        Rig::start_with(CodexHome::new, false, configure)
+    }
+
+    /// The same, with Codex asking the person before each `sed`, and the
+    /// fake model ticking steps with one `sed` each.
+    pub fn asking(configure: impl FnOnce(&mut Project)) -> Option<Rig> {
+        Rig::start_with(CodexHome::asking, true, configure)
+    }
+
+    fn start_with(
+        home: fn(&FakeModel) -> Result<CodexHome, String>,
+        sed: bool,
+        configure: impl FnOnce(&mut Project),
+    ) -> Option<Rig> {
         let model = FakeModel::start(vec![Box::new(Responses)], Duration::from_millis(20));
-        let home = match CodexHome::new(&model) {
+        if sed {
+            model.tick_with_sed();
+        }
+        let home = match home(&model) {
             Ok(home) => home,
             Err(why) => {
                 eprintln!("skipped: {why}");

@@ -34,13 +34,22 @@ pub struct Rig {
 impl Rig {
     /// `None`, with one `skipped:` line, where opencode cannot run.
     pub fn new(mode: Mode) -> Option<Rig> {
+        Rig::with(mode, Home::new)
+    }
+
+    /// The same, with every shell command asking the person first.
+    pub fn asking(mode: Mode) -> Option<Rig> {
+        Rig::with(mode, Home::asking)
+    }
+
+    fn with(mode: Mode, home: fn(&str) -> Home) -> Option<Rig> {
         if let Some(why) = Opencode::unavailable(mode) {
             eprintln!("skipped: {why}");
             return None;
         }
         // A quick model: what is measured is the way to it.
         let model = FakeModel::start(vec![Box::new(Chat)], Duration::from_millis(50));
-        let oc = Opencode::start(Home::new(&model.url()), mode);
+        let oc = Opencode::start(home(&model.url()), mode);
         let session = match mode {
             Mode::Tui => oc.first_prompt("hello, I am the person at this terminal"),
             Mode::Serve => oc.create_session(),

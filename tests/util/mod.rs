@@ -17,6 +17,7 @@ pub mod fifo;
 pub mod journald;
 pub mod launch;
 pub mod netns;
+pub mod notify;
 pub mod plans;
 pub mod project;
 pub mod realollie;

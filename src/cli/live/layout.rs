@@ -27,12 +27,16 @@ pub struct Line {
     pub text: String,
     /// Shown in bold: the headline and section titles.
     pub strong: bool,
+    /// Shown in reverse video: a session waiting for a person, which only
+    /// a person can move on.
+    pub alert: bool,
 }
 
 fn plain(text: impl Into<String>) -> Line {
     Line {
         text: text.into(),
         strong: false,
+        alert: false,
     }
 }
 
@@ -40,6 +44,15 @@ fn strong(text: impl Into<String>) -> Line {
     Line {
         text: text.into(),
         strong: true,
+        alert: false,
+    }
+}
+
+fn alert(text: impl Into<String>) -> Line {
+    Line {
+        text: text.into(),
+        strong: true,
+        alert: true,
     }
 }
 
@@ -88,6 +101,7 @@ fn body(project: &str, shown: &Shown, now: SystemTime) -> Vec<Line> {
         }
     };
     let mut out = headline(s);
+    out.extend(waiting(s, now));
     out.push(strong("Sessions"));
     out.extend(sessions(s, now));
     out.push(strong("Outbox"));
@@ -132,6 +146,22 @@ fn headline(s: &Status) -> Vec<Line> {
         ));
     }
     out
+}
+
+/// Right under the headline, where the eye falls first: each session
+/// waiting for a person (`state` says what is asked), in reverse video.
+fn waiting(s: &Status, now: SystemTime) -> Vec<Line> {
+    if s.running.is_none() {
+        return Vec::new();
+    }
+    let waiting = s.sessions.iter().filter(|v| v.waiting.is_some());
+    waiting
+        .map(|v| {
+            let state = v.state.as_deref().unwrap_or("waiting for a person");
+            let since = v.since_unix_ms.map(|t| format!(" for {}", ago(now, t)));
+            alert(format!(" ! {} {state}{} ", v.id, since.unwrap_or_default()))
+        })
+        .collect()
 }
 
 fn ago(now: SystemTime, unix_ms: u64) -> String {

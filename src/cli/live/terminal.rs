@@ -132,9 +132,10 @@ impl Terminal {
             if i > 0 {
                 out.push_str("\r\n");
             }
-            match line.strong {
-                true => out.push_str(&format!("\x1b[1m{}\x1b[0m", line.text)),
-                false => out.push_str(&line.text),
+            match (line.alert, line.strong) {
+                (true, _) => out.push_str(&format!("\x1b[1;7m{}\x1b[0m", line.text)),
+                (false, true) => out.push_str(&format!("\x1b[1m{}\x1b[0m", line.text)),
+                (false, false) => out.push_str(&line.text),
             }
             // Without autowrap the cursor stays on the last column once it
             // is written, and clearing to the end of the line would erase

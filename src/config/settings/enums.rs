@@ -93,6 +93,19 @@ config_enum! {
 }
 
 config_enum! {
+    /// `notify.desktop`: desktop notifications over the user's D-Bus
+    /// session bus.
+    Desktop {
+        /// When a session bus is there.
+        Auto = "auto",
+        /// Always (a missing bus is logged).
+        On = "on",
+        /// Never.
+        Off = "off",
+    }
+}
+
+config_enum! {
     /// `log.target`: where logs go.
     LogTarget {
         /// journald when `JOURNAL_STREAM` matches stderr, else stderr.

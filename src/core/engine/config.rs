@@ -120,6 +120,9 @@ pub struct EngineConfig {
     pub remind_after: Option<Duration>,
     /// Reminders per item, at most, until the session makes progress.
     pub remind_max: u32,
+    /// Busy this long with no step checked: the person is told the
+    /// session is stuck (`[notify] stuck_after_ms`; `None`: never).
+    pub stuck_after: Option<Duration>,
     /// Child sessions for parallel steps (off by default).
     pub fanout: Fanout,
     /// The least severe journal entry the shell keeps (the configured
@@ -153,6 +156,7 @@ impl EngineConfig {
             beads_file: None,
             remind_after: None,
             remind_max: 3,
+            stuck_after: None,
             fanout: Fanout::default(),
             log_level: Level::Debug,
         }

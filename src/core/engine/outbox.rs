@@ -165,6 +165,11 @@ impl Lanes {
             .collect()
     }
 
+    /// What `session` was last told, in this run.
+    pub(super) fn last_told(&self, session: &str) -> Option<&Told> {
+        self.lanes.get(session).and_then(|l| l.last.as_ref())
+    }
+
     /// What each session was last told and how it went.
     pub(super) fn told(&self) -> BTreeMap<String, Told> {
         let told = self.lanes.iter();

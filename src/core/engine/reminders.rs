@@ -17,7 +17,7 @@ use super::context::Cx;
 use super::ledger::Ledger;
 use super::sessions::Observed;
 use super::timers::{Timer, Timers};
-use crate::core::effect::{Effect, Level, Log};
+use crate::core::effect::{Effect, Level, Log, Notice, NoticeEvent};
 use crate::core::prompt;
 use crate::core::record::{Item, Note, Pending, Record, Work};
 use crate::core::source::Source;
@@ -59,6 +59,30 @@ pub struct ReminderView {
     pub next_at: Option<Now>,
 }
 
+/// An item still open after its last reminder: warned of, and the person
+/// told (`gave-up`).
+fn gave_up(open: &Open, key: &Key, sent: u32, fx: &mut Vec<Effect>) {
+    let (session, source, _) = key;
+    let label = &open.label;
+    let message = format!(
+        "gave up on {label} for session {session}: still open after its last reminder ({sent} sent); a person must look"
+    );
+    let log = Log::new(Level::Warn, message)
+        .plan(source)
+        .step(label)
+        .session(session)
+        .file(&open.file);
+    fx.push(Effect::Log(log));
+    fx.push(Effect::Notify(Notice {
+        event: NoticeEvent::GaveUp,
+        session: session.clone(),
+        summary: format!("{session} left {label} open after {sent} reminders"),
+        body: format!("{label}: {}\n{}", open.title, open.path),
+        plan: Some(source.clone()),
+        step: Some(label.clone()),
+    }));
+}
+
 /// A reminder's subject: (session, source, work).
 type Key = (String, Source, Work);
 
@@ -84,6 +108,9 @@ pub(super) struct Reminders {
     /// the read, if it is still open then; the time is when the read was
     /// asked for.
     verifying: BTreeMap<Key, Now>,
+    /// Items the person was told were given up on (open after their last
+    /// reminder), in this run: told once until progress resets the count.
+    gave_up: BTreeSet<Key>,
 }
 
 /// When reminder `sent + 1` is due: `after × 2^sent` past `base`, or never
@@ -117,6 +144,8 @@ impl Reminders {
 
     /// `session` checked a step of `source`.
     pub(super) fn progressed(&mut self, now: Now, session: String, source: Source) {
+        self.gave_up
+            .retain(|(s, src, _)| !(*s == session && *src == source));
         self.progress.insert((session, source), now);
     }
 
@@ -134,6 +163,7 @@ impl Reminders {
         self.heard.retain(|k, _| announced(k));
         self.first.retain(|k, _| announced(k));
         self.verifying.retain(|k, _| announced(k));
+        self.gave_up.retain(announced);
         self.progress
             .retain(|(_, source), _| memory.announced_of(source).is_some());
     }
@@ -175,13 +205,39 @@ impl Reminders {
         sent: u32,
     ) -> Option<Now> {
         let after = config.remind_after?;
+        due_at(after, config.remind_max, sent, self.base(observed, key)?)
+    }
+
+    /// When an item still open after its last reminder is given up on —
+    /// the interval a next reminder would have had, had there been one —
+    /// unless the person was told so already.
+    fn give_up_at(
+        &self,
+        config: &EngineConfig,
+        observed: Option<&Observed>,
+        key: &Key,
+        sent: u32,
+    ) -> Option<Now> {
+        let after = config.remind_after?;
+        let last = config.remind_max;
+        if last == 0 || sent < last || self.gave_up.contains(key) {
+            return None;
+        }
+        let factor = 1u32.checked_shl(last).unwrap_or(u32::MAX);
+        Some(self.base(observed, key)? + after.saturating_mul(factor))
+    }
+
+    /// What an item's interval counts from: the later of "idle since",
+    /// its last prompt heard and the session's last progress in its source;
+    /// `None` unless the session is observed idle.
+    fn base(&self, observed: Option<&Observed>, key: &Key) -> Option<Now> {
         let o = observed.filter(|o| o.state.is_idle())?;
         let progress = self.progress.get(&(key.0.clone(), key.1.clone()));
         let base = [self.heard.get(key), progress]
             .into_iter()
             .flatten()
             .fold(o.since, |base, t| base.max(*t));
-        due_at(after, config.remind_max, sent, base)
+        Some(base)
     }
 
     /// Arm a reminder timer for every open item of `session` that will be
@@ -202,7 +258,8 @@ impl Reminders {
         }
         for (source, item, sent) in Self::open_items(ledger, session) {
             let key = (session.to_string(), source.clone(), item.clone());
-            if let Some(at) = self.next_at(config, observed, &key, sent) {
+            let next = self.next_at(config, observed, &key, sent);
+            if let Some(at) = next.or_else(|| self.give_up_at(config, observed, &key, sent)) {
                 timers.set(Timer::Remind(key.0, key.1, key.2), at);
             }
         }
@@ -238,6 +295,14 @@ impl Reminders {
             return;
         };
         let Some(at) = self.next_at(config, observed, &key, sent) else {
+            if let Some(at) = self.give_up_at(config, observed, &key, sent) {
+                if at > now {
+                    timers.set(Timer::Remind(key.0, key.1, key.2), at);
+                } else {
+                    gave_up(&open, &key, sent, fx);
+                    self.gave_up.insert(key);
+                }
+            }
             return;
         };
         if at > now {

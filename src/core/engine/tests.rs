@@ -10,7 +10,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::core::driver::{drive, World};
-use crate::core::effect::{Delivery, Log, Spawn};
+use crate::core::effect::{Delivery, Log, Notice, Spawn};
 use crate::core::input::{Change, FileRead, MountTable, ProjectMount, Reached, Undeliverable};
 use crate::core::record::Cursor;
 use crate::core::record::{Item, Note, Work};
@@ -41,6 +41,8 @@ struct Sim {
     /// Delivered prompts: (session, step label, text).
     delivered: Vec<(String, String, String)>,
     logs: Vec<Log>,
+    /// Every notice told to the person.
+    notices: Vec<Notice>,
     records: Vec<Record>,
     /// When each record was written (virtual clock).
     recorded_at: Vec<Duration>,
@@ -133,6 +135,9 @@ impl World for Sim {
     fn reap(&mut self, child: &str) {
         self.reaped.push(child.to_string());
     }
+    fn notify(&mut self, notice: &Notice) {
+        self.notices.push(notice.clone());
+    }
     fn deliver(&mut self, d: &Delivery) -> Option<Result<Reached, Undeliverable>> {
         self.handed.push((d.step.clone(), d.again));
         if !self.readers.get(&d.session).copied().unwrap_or(false) {
@@ -178,6 +183,7 @@ impl Rig {
                 readers: BTreeMap::new(),
                 delivered: Vec::new(),
                 logs: Vec::new(),
+                notices: Vec::new(),
                 records: Vec::new(),
                 recorded_at: Vec::new(),
                 unix: 1_800_000_000,

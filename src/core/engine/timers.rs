@@ -34,6 +34,8 @@ pub(super) enum Timer {
     /// A prompt reached an agent whose state is known: by now its turn
     /// should have been seen starting (for the journal only).
     Confirm(String),
+    /// A session busy since it was given work may be stuck by now.
+    Stuck(String),
 }
 
 /// The deadlines.

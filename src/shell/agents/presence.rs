@@ -34,9 +34,13 @@ impl Presence {
         matches!(self, Presence::State(Some(AgentState::Idle)))
     }
 
-    /// Whether it was busy (running a turn).
+    /// Whether it was busy (running a turn, or halfway through one and
+    /// waiting for a person).
     pub fn is_busy(&self) -> bool {
-        matches!(self, Presence::State(Some(AgentState::Busy(_))))
+        matches!(
+            self,
+            Presence::State(Some(AgentState::Busy(_) | AgentState::Waiting(_)))
+        )
     }
 }
 

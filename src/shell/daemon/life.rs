@@ -98,6 +98,7 @@ impl Daemon {
             watch,
             backends,
             notifier: Notifier::from_env(),
+            notices: Default::default(),
             started: Instant::now(),
             sync_at: None,
             store_failing: false,

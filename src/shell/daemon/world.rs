@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use crate::config::Settings;
 use crate::core::driver::World;
-use crate::core::effect::{Delivery, Level, Log, Spawn};
+use crate::core::effect::{Delivery, Level, Log, Notice, Spawn};
 use crate::core::engine::EngineConfig;
 use crate::core::input::{FileRead, Input, MountTable, Reached, Undeliverable};
 use crate::core::record::Record;
@@ -16,6 +16,7 @@ use crate::core::session::check_name;
 use crate::core::source::Source;
 use crate::shell::backends::Backends;
 use crate::shell::logging;
+use crate::shell::notices::Notices;
 use crate::shell::read::{read_capped, read_fresh, PlanFiles};
 use crate::shell::store::Store;
 use crate::shell::watch::Watch;
@@ -51,6 +52,7 @@ pub(super) fn emit(settings: &Settings, l: &Log) {
                 plan_name = plan_name.as_deref(),
                 line = l.line.map(|n| n as u64),
                 reminder = l.reminder,
+                waiting = l.waiting,
                 "{}",
                 l.message
             )
@@ -112,6 +114,7 @@ pub(super) struct Carry<'a> {
     pub(super) backends: &'a mut Backends,
     pub(super) background: &'a mut usize,
     pub(super) plan_files: &'a mut PlanFiles,
+    pub(super) notices: &'a mut Notices,
     /// Whether a prompt was written here and now (a pipe, a file): its
     /// outcome never comes back as an input, yet `sessions.json` shows it.
     pub(super) told: bool,
@@ -160,6 +163,10 @@ impl World for Carry<'_> {
 
     fn read_beads(&mut self) -> Option<(FileRead, i64)> {
         beads_read(self.settings)
+    }
+
+    fn notify(&mut self, notice: &Notice) {
+        self.notices.tell(self.settings, notice);
     }
 
     fn spawn(&mut self, spawn: &Spawn) -> Option<Input> {

@@ -61,6 +61,9 @@ pub struct Claude {
     tmux: Option<Tmux>,
     /// The user (uid, gid) it runs as; `None`: the test's own.
     owner: Option<(u32, u32)>,
+    /// Started in the default permission mode (a shell command asks the
+    /// person first), not with `--dangerously-skip-permissions`.
+    pub asking: bool,
 }
 
 impl Claude {
@@ -110,6 +113,7 @@ impl Claude {
             bin,
             tmux: None,
             owner,
+            asking: false,
         };
         claude.write_config();
         if let Some((uid, gid)) = owner {
@@ -157,10 +161,10 @@ impl Claude {
 
     fn launch(&mut self, args: &[&str]) -> Registered {
         self.kill();
-        let mut argv = vec![
-            self.bin.display().to_string(),
-            "--dangerously-skip-permissions".to_string(),
-        ];
+        let mut argv = vec![self.bin.display().to_string()];
+        if !self.asking {
+            argv.push("--dangerously-skip-permissions".to_string());
+        }
         argv.extend(args.iter().map(|a| a.to_string()));
         let socket = self.config_dir.with_file_name("tmux.sock");
         let tmux = Tmux::start_owned(&socket, &argv, &self.env, &self.cwd, (200, 50), self.owner);
@@ -236,6 +240,14 @@ impl Claude {
             .as_ref()
             .expect("Claude Code is running")
             .send(&[text], true);
+    }
+
+    /// Press `keys` (tmux key names), as a person does.
+    pub fn press(&self, keys: &[&str]) {
+        self.tmux
+            .as_ref()
+            .expect("Claude Code runs")
+            .send(keys, false);
     }
 
     /// What the terminal shows.

@@ -46,6 +46,25 @@ impl CodexHome {
     /// A fresh home whose `config.toml` talks only to `model`; `Err` names
     /// what is missing (the CLI, tmux) for the test's `skipped:` line.
     pub fn new(model: &FakeModel) -> Result<CodexHome, String> {
+        CodexHome::with_policy(model, "never")
+    }
+
+    /// The same, asking the person before any `sed` runs: approval policy
+    /// `on-request` and a `prompt` rule for `sed` (UPSTREAM: 0.171 refuses
+    /// `untrusted`, and without the rule nothing asks).
+    pub fn asking(model: &FakeModel) -> Result<CodexHome, String> {
+        let home = CodexHome::with_policy(model, "on-request")?;
+        let rules = home.home.join("rules");
+        std::fs::create_dir_all(&rules).unwrap();
+        std::fs::write(
+            rules.join("default.rules"),
+            "prefix_rule(pattern=[\"sed\"], decision=\"prompt\")\n",
+        )
+        .unwrap();
+        Ok(home)
+    }
+
+    fn with_policy(model: &FakeModel, approval: &str) -> Result<CodexHome, String> {
         let bin = cli_bin("codex")?;
         if let Some(why) = tmux_unavailable() {
             return Err(why);
@@ -58,7 +77,7 @@ impl CodexHome {
         ] {
             std::fs::create_dir_all(root.join(d)).unwrap();
         }
-        std::fs::write(home.join("config.toml"), config(model.port())).unwrap();
+        std::fs::write(home.join("config.toml"), config(model.port(), approval)).unwrap();
         let s = |p: &str| root.join(p).display().to_string();
         let env = vec![
             ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
@@ -135,12 +154,17 @@ impl CodexHome {
 }
 
 /// The offline configuration (UPSTREAM.md "Codex").
-fn config(port: u16) -> String {
+fn config(port: u16, approval: &str) -> String {
+    // Asking needs a sandbox: with full access a `prompt` rule asks no one.
+    let sandbox = match approval {
+        "never" => "danger-full-access",
+        _ => "workspace-write",
+    };
     format!(
         r#"model = "fake-model"
 model_provider = "fake"
-approval_policy = "never"
-sandbox_mode = "danger-full-access"
+approval_policy = "{approval}"
+sandbox_mode = "{sandbox}"
 check_for_update_on_startup = false
 
 [model_providers.fake]
@@ -251,6 +275,11 @@ impl Codex {
     /// What the terminal shows.
     pub fn screen(&self) -> String {
         self.tui.as_ref().map(Tmux::screen).unwrap_or_default()
+    }
+
+    /// Press `keys` (tmux key names), as a person does.
+    pub fn press(&self, keys: &[&str]) {
+        self.tui.as_ref().expect("the TUI runs").send(keys, false);
     }
 
     /// Type `text` into the composer without pressing Enter, and wait

@@ -43,6 +43,16 @@ pub struct Home {
 impl Home {
     /// A home whose opencode talks to the fake model at `model_url`.
     pub fn new(model_url: &str) -> Home {
+        Home::with_bash(model_url, "allow")
+    }
+
+    /// The same, with every shell command asking the person first
+    /// (`"permission": {"bash": "ask"}`): a wait for a person.
+    pub fn asking(model_url: &str) -> Home {
+        Home::with_bash(model_url, "ask")
+    }
+
+    fn with_bash(model_url: &str, bash: &str) -> Home {
         let dir = tempfile::Builder::new()
             .prefix("reveille-opencode-")
             .tempdir()
@@ -68,7 +78,7 @@ impl Home {
             "small_model": "fake/fake-model",
             "autoupdate": false,
             "share": "disabled",
-            "permission": {"edit": "allow", "bash": "allow", "webfetch": "allow", "external_directory": "allow"},
+            "permission": {"edit": "allow", "bash": bash, "webfetch": "allow", "external_directory": "allow"},
             "provider": {"fake": {
                 "npm": "@ai-sdk/openai-compatible",
                 "name": "Fake",
@@ -391,6 +401,11 @@ impl Opencode {
     /// What the TUI shows now.
     pub fn screen(&self) -> String {
         self.tui().screen()
+    }
+
+    /// Press `keys` (tmux key names) in the TUI, as a person does.
+    pub fn press(&self, keys: &[&str]) {
+        self.tui().send(keys, false);
     }
 
     /// Type a person's first prompt into a fresh TUI; the session it made.

@@ -115,6 +115,23 @@ impl Api for Chat {
                 out.event(None, &chunk(json!({"tool_calls": calls}), None))?;
                 "tool_calls"
             }
+            Reply::Question(question) => {
+                let options = json!([
+                    {"label": "Yes", "description": "go on"},
+                    {"label": "No", "description": "stop"},
+                ]);
+                let questions = json!({"questions": [
+                    {"question": question, "header": "Asked", "options": options},
+                ]});
+                let call = json!({
+                    "index": 0,
+                    "id": "call_fake_q",
+                    "type": "function",
+                    "function": {"name": "question", "arguments": questions.to_string()},
+                });
+                out.event(None, &chunk(json!({"tool_calls": [call]}), None))?;
+                "tool_calls"
+            }
         };
         let mut last = chunk(json!({}), Some(finish));
         last["usage"] = json!({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15});

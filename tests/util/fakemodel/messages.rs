@@ -143,7 +143,7 @@ fn tool_results(message: &Value) -> Vec<String> {
 /// The content blocks of the answer: one text, or one `Bash` call per step.
 fn blocks(reply: &Reply) -> Vec<Value> {
     match reply {
-        Reply::Text(text) => vec![json!({"type": "text", "text": text})],
+        Reply::Text(text) | Reply::Question(text) => vec![json!({"type": "text", "text": text})],
         Reply::Ticks(ticks) => ticks
             .iter()
             .enumerate()

@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use http::{Request, Response};
-pub use script::{tick_command, Script, Tick};
+pub use script::{sed_tick_command, tick_command, Script, Tick};
 
 /// One model API (a wire format), answering the requests it recognises.
 pub trait Api: Send + Sync + 'static {
@@ -62,6 +62,9 @@ pub enum Reply {
     Text(String),
     /// One shell tool call per step, each with its bash command.
     Ticks(Vec<(Tick, String)>),
+    /// A question for the person, through the agent's question tool (an
+    /// API without one says it as text).
+    Question(String),
 }
 
 /// One request as the test sees it.
@@ -85,6 +88,8 @@ struct Shared {
     /// The pace of a model: how long each answer takes unless the prompt
     /// says `delay=`.
     delay: Duration,
+    /// Ticks are one `sed -i` each ([`sed_tick_command`]).
+    sed: std::sync::atomic::AtomicBool,
 }
 
 /// The running fake model; stops accepting when dropped (its threads end
@@ -104,6 +109,7 @@ impl FakeModel {
             log: Mutex::new(Vec::new()),
             count: AtomicU64::new(0),
             delay,
+            sed: std::sync::atomic::AtomicBool::new(false),
         });
         let s = shared.clone();
         std::thread::spawn(move || {
@@ -114,6 +120,12 @@ impl FakeModel {
             }
         });
         FakeModel { port, shared }
+    }
+
+    /// From now on, tick each step with one `sed -i` (a command an
+    /// approval rule can name) instead of the pure-bash script.
+    pub fn tick_with_sed(&self) {
+        self.shared.sed.store(true, Ordering::SeqCst);
     }
 
     pub fn port(&self) -> u16 {
@@ -171,7 +183,7 @@ fn serve(s: &Shared, conn: TcpStream) {
             });
             log.len() - 1
         };
-        let reply = reply(n, &asked);
+        let reply = reply(n, &asked, s.sed.load(Ordering::SeqCst));
         let mut r = Response::new(&mut out);
         let delay = Script::of(&asked.last_user).delay.unwrap_or(s.delay);
         if !asked.auxiliary {
@@ -190,7 +202,7 @@ fn read_request_logged(r: &mut BufReader<TcpStream>) -> std::io::Result<Option<R
 }
 
 /// The model's answer to what was asked.
-fn reply(n: u64, asked: &Asked) -> Reply {
+fn reply(n: u64, asked: &Asked, sed: bool) -> Reply {
     if asked.auxiliary {
         return Reply::Text("Fake title".into());
     }
@@ -216,11 +228,17 @@ fn reply(n: u64, asked: &Asked) -> Reply {
                 .ticks
                 .into_iter()
                 .map(|t| {
-                    let cmd = tick_command(&t);
+                    let cmd = match sed {
+                        true => sed_tick_command(&t),
+                        false => tick_command(&t),
+                    };
                     (t, cmd)
                 })
                 .collect(),
         );
+    }
+    if let Some(question) = script.ask {
+        return Reply::Question(question);
     }
     let first = asked.last_user.lines().next().unwrap_or("");
     Reply::Text(format!("fake reply {n} to: {first}"))

@@ -63,7 +63,7 @@ impl Api for Responses {
             json!({"type": "response.created", "response": {"id": format!("resp_{id}")}}),
         )?;
         match reply {
-            Reply::Text(text) => {
+            Reply::Text(text) | Reply::Question(text) => {
                 let text = framed_text(&body, text);
                 // The other half of a `delay=` turn (the core waited the
                 // first half): the answer is still streaming meanwhile.

@@ -28,12 +28,19 @@ pub struct Tick {
 pub struct Script {
     pub ticks: Vec<Tick>,
     pub delay: Option<Duration>,
+    /// `ASK <question>` on a line of its own: the model asks the person
+    /// through the agent's question tool (opencode's `question`).
+    pub ask: Option<String>,
 }
 
 impl Script {
     /// Read the last user message of a request.
     pub fn of(prompt: &str) -> Script {
         let mut ticks = Vec::new();
+        let ask = prompt.lines().find_map(|l| {
+            let q = l.trim().strip_prefix("ASK ")?.trim();
+            (!q.is_empty()).then(|| q.to_string())
+        });
         for line in prompt.lines() {
             if let Some(t) = tick_line(line).or_else(|| close_line(line)) {
                 ticks.push(t);
@@ -42,6 +49,7 @@ impl Script {
         Script {
             ticks,
             delay: delay(prompt),
+            ask,
         }
     }
 }
@@ -143,9 +151,61 @@ echo "ticked: $got""#,
     )
 }
 
+/// The same tick as one `sed -i` (then `echo ticked: <title>`): a command
+/// an approval rule can name (Codex's `prefix_rule(pattern=["sed"], …)`).
+/// Titles are plain words in the tests that use it; the regex
+/// metacharacters are escaped all the same.
+pub fn sed_tick_command(tick: &Tick) -> String {
+    let title = tick.title.clone().unwrap_or_default();
+    let mut re = String::new();
+    for ch in title.chars() {
+        if "/\\.*[]^$&".contains(ch) {
+            re.push('\\');
+        }
+        re.push(ch);
+    }
+    format!(
+        "sed -i {} {} && echo {}",
+        sh_quote(&format!("s/- \\[ \\] {re}$/- [x] {re}/")),
+        sh_quote(&tick.path),
+        sh_quote(&format!("ticked: {title}")),
+    )
+}
+
+/// `s` in single quotes: the plain quoting a command parser (Codex's,
+/// matching its rules) reads as one word.
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sed_tick_ticks_the_titled_step() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("p.md");
+        std::fs::write(&f, "# G\n\n- [ ] A.b\n  - [ ] Write the lexer\n").unwrap();
+        let tick = Tick {
+            path: f.display().to_string(),
+            title: Some("Write the lexer".into()),
+        };
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(sed_tick_command(&tick))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "ticked: Write the lexer\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&f).unwrap(),
+            "# G\n\n- [ ] A.b\n  - [x] Write the lexer\n"
+        );
+    }
 
     #[test]
     fn tick_lines_close_instructions_and_delays_are_read() {

@@ -132,6 +132,7 @@ fn a_stopped_daemon_is_said_and_its_last_word_is_history() {
         kind: "dir".into(),
         state: Some("idle".into()),
         since_unix_ms: Some(NOW_MS - 5_000),
+        waiting: None,
         last_delivery: Some(ToldFile {
             step: "s2".into(),
             outcome: "turn_started".into(),
@@ -161,6 +162,7 @@ fn a_running_daemon_shows_how_long_a_session_has_been_in_its_state() {
         kind: "dir".into(),
         state: Some("thinking".into()),
         since_unix_ms: Some(NOW_MS - 12_000),
+        waiting: None,
         last_delivery: None,
         pending: Vec::new(),
         open: vec!["s1".into()],
@@ -172,6 +174,29 @@ fn a_running_daemon_shows_how_long_a_session_has_been_in_its_state() {
         "  agent (dir): thinking for 12s"
     );
     assert_eq!(line_with(&lines, "open s1"), "    open s1");
+}
+
+#[test]
+fn a_session_waiting_for_a_person_is_shown_first_in_reverse_video() {
+    let mut s = status(Some(42));
+    s.sessions.push(SessionView {
+        id: "codex:t".into(),
+        kind: "codex".into(),
+        state: Some("waiting for a person: approve `sed -i s/a/b/ f`".into()),
+        since_unix_ms: Some(NOW_MS - 7_000),
+        waiting: Some("approval".into()),
+        last_delivery: None,
+        pending: vec!["s2".into()],
+        open: vec!["s1".into()],
+    });
+    let lines = screen("demo", &Ok(s), now(), "12:00:00", big());
+    let first = lines.iter().position(|l| l.alert).expect("an alert line");
+    let sessions = lines.iter().position(|l| l.text == "Sessions").unwrap();
+    assert!(first < sessions, "{lines:#?}");
+    assert_eq!(
+        lines[first].text.trim(),
+        "! codex:t waiting for a person: approve `sed -i s/a/b/ f` for 7s"
+    );
 }
 
 #[test]

@@ -635,3 +635,5 @@ fn a_claimed_task_is_not_reminded_of_while_its_claims_note_waits() {
     rig.run_until(heard + AFTER);
     assert_eq!(rig.reminders(), [("bd-1".to_string(), 1)]);
 }
+
+mod waiting;

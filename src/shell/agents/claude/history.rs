@@ -43,6 +43,8 @@ impl History {
             // known to be held (a retry then finds out again).
             Record::Settled { .. } => self.held.clear(),
             Record::Dropped { from, reason, at } => self.dropped.push((from, reason, at)),
+            // What a wait for a person is about: kept by the observer.
+            Record::ToolUse { .. } | Record::ToolDone => {}
         }
     }
 

@@ -19,12 +19,12 @@ use super::inbox::{self, Message};
 use super::prompt_id::prompt_id;
 use super::registry::{self, Entry, Host};
 use super::settle::Settling;
-use super::transcript::{self, Tail};
+use super::transcript::{self, Record, Tail};
 use super::wait::{self, Waker, Wakeup};
 use super::watches::{Changes, Watches};
 use crate::core::effect::Delivery;
 use crate::core::input::Input;
-use crate::core::session::{AgentState, Kind};
+use crate::core::session::{AgentState, Kind, Wait, WaitOn};
 use crate::shell::backend::Reports;
 
 /// What the backend and the writing threads tell the observer.
@@ -50,6 +50,9 @@ struct Owner {
 struct Followed {
     tail: Tail,
     history: History,
+    /// The last tool call in its transcript: what a permission prompt is
+    /// about (the registry does not say).
+    last_tool: Option<String>,
 }
 
 pub struct Observer {
@@ -177,6 +180,8 @@ impl Observer {
                 self.read_transcript(&sid);
             }
         }
+        // A wait reported before its tool call was read is named now.
+        self.report_states();
     }
 
     /// Read the registry again: who runs, what each is doing, who ended.
@@ -225,7 +230,7 @@ impl Observer {
         let states: Vec<(String, AgentState)> = self
             .owners
             .iter()
-            .filter_map(|(sid, o)| Some((sid.clone(), o.entry.state()?)))
+            .filter_map(|(sid, o)| Some((sid.clone(), self.named(sid, o.entry.state()?))))
             .filter(|(sid, s)| self.reported.get(sid) != Some(s))
             .collect();
         for (sid, state) in states {
@@ -234,6 +239,19 @@ impl Observer {
                 session: Kind::Claude.qualify(&sid),
                 state: Some(state),
             });
+        }
+    }
+
+    /// A wait for an approval named by the session's last tool call.
+    fn named(&self, sid: &str, state: AgentState) -> AgentState {
+        let tool = self.followed.get(sid).and_then(|f| f.last_tool.clone());
+        match (state, tool) {
+            (AgentState::Waiting(w), Some(what))
+                if w.on == WaitOn::Approval && w.what.is_empty() =>
+            {
+                AgentState::Waiting(Wait::approval(what))
+            }
+            (state, _) => state,
         }
     }
 
@@ -335,6 +353,7 @@ impl Observer {
             let followed = Followed {
                 tail: Tail::new(path),
                 history: History::default(),
+                last_tool: None,
             };
             self.followed.insert(sid.to_string(), followed);
         }
@@ -392,6 +411,11 @@ impl Observer {
             f.history = History::default();
         }
         for record in batch.records {
+            match &record {
+                Record::ToolUse { what } => f.last_tool = Some(what.clone()),
+                Record::ToolDone => f.last_tool = None,
+                _ => {}
+            }
             f.history.apply(record);
         }
         self.review(sid);

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::core::session::AgentState;
+use crate::core::session::{AgentState, Wait};
 
 /// One registry entry, the fields reveille uses.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -41,12 +41,26 @@ pub struct Entry {
     pub messaging_socket_path: Option<PathBuf>,
 }
 
+/// What a `waitingFor` asks of the person. A permission prompt (and the
+/// other requests to allow something: `sandbox request`, `worker
+/// request`) is an approval — the registry does not say of which command;
+/// `input needed` (AskUserQuestion) is a question; anything else (`dialog
+/// open`, `goal proposal`, a word of a later version) is shown as said.
+pub fn wait_of(waiting_for: &str) -> Wait {
+    match waiting_for {
+        "permission prompt" | "sandbox request" | "worker request" => Wait::approval(""),
+        "input needed" => Wait::question(""),
+        other => Wait::question(other),
+    }
+}
+
 impl Entry {
     /// What the session does, in Claude Code's own words: `idle`, `busy`,
-    /// or `waiting: <what for>` (a dialog or a question holds the turn).
+    /// or `waiting` for a person (a permission prompt, a question, a
+    /// dialog holds the turn): see [`wait_of`].
     pub fn state(&self) -> Option<AgentState> {
         match (self.status.as_deref()?, self.waiting_for.as_deref()) {
-            ("waiting", Some(what)) => Some(AgentState::Busy(format!("waiting: {what}"))),
+            ("waiting", what) => Some(AgentState::Waiting(wait_of(what.unwrap_or("")))),
             (status, _) => AgentState::parse(status),
         }
     }
@@ -185,7 +199,11 @@ mod tests {
         );
         assert_eq!(
             e(r#","status":"waiting","waitingFor":"permission prompt""#),
-            Some(AgentState::Busy("waiting: permission prompt".into()))
+            Some(AgentState::Waiting(Wait::approval("")))
+        );
+        assert_eq!(
+            e(r#","status":"waiting","waitingFor":"input needed""#),
+            Some(AgentState::Waiting(Wait::question("")))
         );
         assert_eq!(e(""), None);
     }

@@ -38,6 +38,11 @@ pub enum Record {
     Held { preview: String, at: u64 },
     /// A held message was let through or settled (approved, denied, expired).
     Settled { at: u64 },
+    /// The assistant called a tool: its shell command, or its name and
+    /// what it works on — what a permission prompt right after it is about.
+    ToolUse { what: String },
+    /// A tool call's result came back: no call is pending.
+    ToolDone,
     /// Refused by the inbox's guard (duplicate, rate limit, full queue).
     Dropped {
         from: String,
@@ -51,9 +56,14 @@ pub enum Record {
 /// which are not parsed at all).
 pub fn classify(line: &[u8]) -> Option<Record> {
     let text = std::str::from_utf8(line).ok()?;
-    if !["\"queue-operation\"", "\"user\"", "\"informational\""]
-        .iter()
-        .any(|k| text.contains(k))
+    if ![
+        "\"queue-operation\"",
+        "\"user\"",
+        "\"informational\"",
+        "\"tool_use\"",
+    ]
+    .iter()
+    .any(|k| text.contains(k))
     {
         return None;
     }
@@ -64,14 +74,40 @@ pub fn classify(line: &[u8]) -> Option<Record> {
             content: v["content"].as_str()?.to_string(),
             at,
         }),
+        ("user", _) if has_tool_result(&v["message"]["content"]) => Some(Record::ToolDone),
         ("user", _) => Some(Record::Taken {
             content: v["message"]["content"].as_str()?.to_string(),
             msg_id: v["origin"]["msg_id"].as_str().map(str::to_string),
             at,
         }),
         ("system", Some("informational")) => informational(v["content"].as_str()?, at),
+        ("assistant", _) => tool_use(&v["message"]["content"]),
         _ => None,
     }
+}
+
+/// Whether a user message's content carries a tool's result.
+fn has_tool_result(content: &Value) -> bool {
+    content
+        .as_array()
+        .is_some_and(|parts| parts.iter().any(|p| p["type"] == "tool_result"))
+}
+
+/// The last tool call of an assistant message's content.
+fn tool_use(content: &Value) -> Option<Record> {
+    let call = content
+        .as_array()?
+        .iter()
+        .rev()
+        .find(|c| c["type"] == "tool_use")?;
+    let input = &call["input"];
+    let name = call["name"].as_str().unwrap_or("a tool");
+    let what = match (input["command"].as_str(), input["file_path"].as_str()) {
+        (Some(command), _) => command.to_string(),
+        (None, Some(file)) => format!("{name} {file}"),
+        (None, None) => name.to_string(),
+    };
+    Some(Record::ToolUse { what })
 }
 
 fn informational(content: &str, at: u64) -> Option<Record> {
@@ -226,6 +262,8 @@ mod tests {
                     msg_id: Some("id-1".into()),
                     at: ms
                 },
+                // A tool's result: no call pending (not a prompt taken).
+                Record::ToolDone,
                 Record::Held {
                     preview: "do s3".into(),
                     at: ms
@@ -237,6 +275,28 @@ mod tests {
                     at: ms
                 },
             ]
+        );
+    }
+
+    #[test]
+    fn a_tool_call_is_read_with_its_command() {
+        let line = br#"{"type":"assistant","message":{"content":[{"type":"text","text":"x"},
+            {"type":"tool_use","id":"t","name":"Bash","input":{"command":"sed -i x f","description":"d"}}]}}"#;
+        let line: Vec<u8> = line.iter().copied().filter(|&b| b != b'\n').collect();
+        assert_eq!(
+            classify(&line),
+            Some(Record::ToolUse {
+                what: "sed -i x f".into()
+            })
+        );
+        let done = br#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]}}"#;
+        assert_eq!(classify(done), Some(Record::ToolDone));
+        let edit = br#"{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Edit","input":{"file_path":"/w/a.rs"}}]}}"#;
+        assert_eq!(
+            classify(edit),
+            Some(Record::ToolUse {
+                what: "Edit /w/a.rs".into()
+            })
         );
     }
 

@@ -6,13 +6,15 @@
 
 use serde_json::{json, Value};
 
-use crate::core::session::AgentState;
+use crate::core::session::{AgentState, Wait};
 
 /// A thread's runtime status (`ThreadStatus`), as reveille's session state:
-/// `idle` is idle; `active` is busy, named by its flags
-/// (`waitingOnApproval`, `waitingOnUserInput`) or `active`; `systemError`
-/// is busy (nothing runs it until a person looks); `notLoaded` is idle —
-/// the thread is stored, and a resume loads it to run a prompt at once.
+/// `idle` is idle; `active` is busy — waiting for a person when its flags
+/// say `waitingOnApproval` or `waitingOnUserInput` (the status does not
+/// say of which command: [`Wait`]'s `what` is empty), else named by its
+/// flags or `active`; `systemError` is busy (nothing runs it until a
+/// person looks); `notLoaded` is idle — the thread is stored, and a resume
+/// loads it to run a prompt at once.
 pub fn state_of(status: &Value) -> Option<AgentState> {
     match status["type"].as_str()? {
         "idle" | "notLoaded" => Some(AgentState::Idle),
@@ -23,6 +25,12 @@ pub fn state_of(status: &Value) -> Option<AgentState> {
                 .flatten()
                 .filter_map(Value::as_str)
                 .collect();
+            if flags.contains(&"waitingOnApproval") {
+                return Some(AgentState::Waiting(Wait::approval("")));
+            }
+            if flags.contains(&"waitingOnUserInput") {
+                return Some(AgentState::Waiting(Wait::question("")));
+            }
             Some(AgentState::Busy(if flags.is_empty() {
                 "active".into()
             } else {
@@ -142,6 +150,15 @@ pub enum Event {
     /// (a provider's key missing from the daemon's environment, …) before
     /// the agent could act; its message.
     TurnFailed { thread: String, error: String },
+    /// A request of the server's to this client (an approval, a question:
+    /// reveille is subscribed to the thread, so Codex asks it too). Never
+    /// answered: a person answers in the agent's own TUI. `command`: what
+    /// an approval of a command is about.
+    Request {
+        thread: Option<String>,
+        method: String,
+        command: Option<String>,
+    },
 }
 
 impl Event {
@@ -149,6 +166,13 @@ impl Event {
     pub fn of(msg: &Value) -> Option<Event> {
         let params = &msg["params"];
         let thread = || params["threadId"].as_str().map(str::to_string);
+        if msg.get("id").is_some() {
+            return Some(Event::Request {
+                thread: thread(),
+                method: msg["method"].as_str()?.to_string(),
+                command: command_of(params),
+            });
+        }
         match msg["method"].as_str()? {
             "thread/status/changed" => Some(Event::Status {
                 thread: thread()?,
@@ -176,6 +200,25 @@ impl Event {
     }
 }
 
+/// The command an approval request is about: its `commandActions` (the
+/// command as the agent wrote it), else its `command` (as it runs, inside
+/// the user's shell: `/bin/bash -lc "…"`), a string or an argv.
+fn command_of(params: &Value) -> Option<String> {
+    let actions = params["commandActions"].as_array().into_iter().flatten();
+    let written: Vec<&str> = actions.filter_map(|a| a["command"].as_str()).collect();
+    if !written.is_empty() {
+        return Some(written.join("\n"));
+    }
+    match &params["command"] {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(argv) => {
+            let words: Vec<&str> = argv.iter().filter_map(Value::as_str).collect();
+            (!words.is_empty()).then(|| words.join(" "))
+        }
+        _ => None,
+    }
+}
+
 /// Whether `id` is a Codex-generated thread id (a UUID) rather than a
 /// thread's name.
 pub fn is_thread_id(id: &str) -> bool {
@@ -192,6 +235,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_request_to_this_connection_is_an_event_with_its_command() {
+        let msg = json!({"id": 0, "method": "item/commandExecution/requestApproval",
+            "params": {"threadId": "t", "command": "/bin/bash -lc \"sed -i x f\"",
+                "commandActions": [{"command": "sed -i x f", "type": "unknown"}]}});
+        assert_eq!(
+            Event::of(&msg),
+            Some(Event::Request {
+                thread: Some("t".into()),
+                method: "item/commandExecution/requestApproval".into(),
+                command: Some("sed -i x f".into()),
+            })
+        );
+        let bare =
+            json!({"id": 1, "method": "item/tool/requestUserInput", "params": {"threadId": "t"}});
+        assert!(matches!(
+            Event::of(&bare),
+            Some(Event::Request { command: None, .. })
+        ));
+    }
+
+    #[test]
     fn thread_statuses_are_idle_or_busy_in_codexs_own_words() {
         let s = |v: Value| state_of(&v);
         assert_eq!(s(json!({"type": "idle"})), Some(AgentState::Idle));
@@ -202,7 +266,7 @@ mod tests {
         );
         assert_eq!(
             s(json!({"type": "active", "activeFlags": ["waitingOnApproval"]})),
-            Some(AgentState::Busy("waitingOnApproval".into()))
+            Some(AgentState::Waiting(Wait::approval("")))
         );
         assert_eq!(
             s(json!({"type": "systemError"})),

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::core::effect::Delivery;
 use crate::core::input::Input;
-use crate::core::session::AgentState;
+use crate::core::session::{AgentState, Wait, WaitOn};
 use crate::shell::agents::presence::{self, Presence};
 
 /// One of reveille's prompts as the thread holds it.
@@ -49,6 +49,16 @@ pub struct Session {
     pub parked: Vec<Delivery>,
     /// When they are looked for again (`None`: nothing is parked).
     pub settle: Option<Settle>,
+    /// The command of the approval request Codex sent this connection
+    /// (left unanswered): what its `waitingOnApproval` is about.
+    asked: Option<String>,
+}
+
+impl Session {
+    /// Whether the command of an approval request was read for it.
+    pub fn has_asked(&self) -> bool {
+        self.asked.is_some()
+    }
 }
 
 /// When a session's parked prompts are looked for again.
@@ -100,7 +110,37 @@ impl Sessions {
     /// report when it differs from what was last reported.
     pub fn set_state(&mut self, name: &str, state: Option<AgentState>) -> Option<Input> {
         let s = self.map.get_mut(name)?;
+        let state = match state {
+            Some(AgentState::Waiting(w)) if w.on == WaitOn::Approval && w.what.is_empty() => {
+                let what = s.asked.clone().unwrap_or_default();
+                Some(AgentState::Waiting(Wait { what, ..w }))
+            }
+            other => {
+                let was_waiting = matches!(
+                    s.reported,
+                    Some(Presence::State(Some(AgentState::Waiting(_))))
+                );
+                if was_waiting || other.as_ref().is_none_or(AgentState::is_idle) {
+                    s.asked = None;
+                }
+                other
+            }
+        };
         presence::tell(&mut s.reported, Presence::State(state), name)
+    }
+
+    /// Codex asked this connection to approve `command` for `name`: the
+    /// wait reported (now or next) names it.
+    pub fn asked(&mut self, name: &str, command: &str) -> Option<Input> {
+        let s = self.map.get_mut(name)?;
+        s.asked = Some(command.to_string());
+        match &s.reported {
+            Some(Presence::State(Some(AgentState::Waiting(w)))) if w.what.is_empty() => {
+                let state = Some(AgentState::Waiting(Wait::approval(command)));
+                presence::tell(&mut s.reported, Presence::State(state), name)
+            }
+            _ => None,
+        }
     }
 
     /// A turn started on prompt `client_id` of `name`: whether the engine

@@ -56,7 +56,9 @@ impl Worker {
             return;
         };
         match (state, s.settle) {
-            (Some(AgentState::Busy(_)), Some(Settle::At(_))) => s.settle = Some(Settle::WhenIdle),
+            (Some(AgentState::Busy(_) | AgentState::Waiting(_)), Some(Settle::At(_))) => {
+                s.settle = Some(Settle::WhenIdle)
+            }
             (Some(AgentState::Idle), Some(Settle::WhenIdle)) => self.settle(name),
             _ => {}
         }

@@ -25,6 +25,7 @@ use super::sessions::Sessions;
 use crate::core::effect::{Delivery, Spawn};
 use crate::core::input::Input;
 use crate::shell::agents::remote::link::{Episode, LinkDown, Why};
+use crate::core::session::{AgentState, WaitOn};
 use crate::shell::backend::Reports;
 
 /// How often a down app-server is tried again while a session waits.
@@ -42,6 +43,11 @@ pub enum Command {
     /// Follow a session's state though nothing is delivered to it yet.
     Observe(String),
 }
+
+/// How long a status saying a subscribed thread waits for an approval
+/// waits for the request that names the command (it follows within a
+/// millisecond or two).
+const REQUEST_GRACE: Duration = Duration::from_millis(50);
 
 /// The worker's state; its methods run on its thread only.
 pub struct Worker {
@@ -284,6 +290,11 @@ impl Worker {
             };
             match conn.next_message() {
                 Ok(Some(msg)) => {
+                    if msg.get("id").is_some() && msg.get("method").is_some() {
+                        let params = msg["params"].to_string();
+                        let shown: String = params.chars().take(2000).collect();
+                        tracing::debug!("codex request to this connection: {shown}");
+                    }
                     if let Some(event) = Event::of(&msg) {
                         self.on_event(event);
                     }
@@ -301,6 +312,7 @@ impl Worker {
                 state,
                 loaded,
             } => {
+                self.await_request(&thread, state.as_ref());
                 for name in self.sessions.of_thread(&thread) {
                     if !loaded {
                         self.detach(&name);
@@ -331,6 +343,11 @@ impl Worker {
                     self.detach(&name);
                 }
             }
+            Event::Request {
+                thread,
+                method,
+                command,
+            } => self.on_request(thread.as_deref(), &method, command.as_deref()),
             Event::TurnFailed { thread, error } => {
                 // No input says "the turn failed": the journal does, so a
                 // person sees why the agent did not act (the reminder of
@@ -338,6 +355,60 @@ impl Worker {
                 for name in self.sessions.of_thread(&thread) {
                     tracing::warn!(SESSION = %name, "codex turn failed: {error}");
                 }
+            }
+        }
+    }
+
+    /// A thread this connection is subscribed to began waiting for an
+    /// approval: Codex sends its request here a moment after the status
+    /// (a millisecond, seen here), and its command names the wait. Looked
+    /// for, briefly, so the person is told which command from the start;
+    /// the request itself is handled (left unanswered) in its turn.
+    fn await_request(&mut self, thread: &str, state: Option<&AgentState>) {
+        let approval = matches!(state, Some(AgentState::Waiting(w)) if w.on == WaitOn::Approval);
+        let names = self.sessions.of_thread(thread);
+        // Subscribed, and its request not read yet (it may come first).
+        let subscribed = names.iter().any(|n| {
+            self.sessions
+                .get(n)
+                .is_some_and(|s| s.subscribed && !s.has_asked())
+        });
+        let Some(conn) = self.conn.as_mut().filter(|_| approval && subscribed) else {
+            return;
+        };
+        let ours = |m: &serde_json::Value| {
+            m.get("id").is_some() && m["params"]["threadId"] == thread && m.get("method").is_some()
+        };
+        let found = conn.look_ahead(REQUEST_GRACE, ours);
+        let command = found.as_ref().and_then(Event::of).and_then(|e| match e {
+            Event::Request { command, .. } => command,
+            _ => None,
+        });
+        if let Some(command) = command {
+            for name in names {
+                let input = self.sessions.asked(&name, &command);
+                self.report_all(input);
+            }
+        }
+    }
+
+    /// Codex asked this connection to answer `method` (an approval, a
+    /// question): a subscribed client gets every request of its thread,
+    /// and its answer would count. reveille never answers one — no reply
+    /// is sent, so the request stays for the person at the TUI — and says
+    /// so in the journal; a command to approve names the wait.
+    fn on_request(&mut self, thread: Option<&str>, method: &str, command: Option<&str>) {
+        let names = thread
+            .map(|t| self.sessions.of_thread(t))
+            .unwrap_or_default();
+        tracing::info!(
+            SESSION = names.first().map(String::as_str),
+            "codex asked reveille to answer {method}: left unanswered, for the person at the agent's own terminal"
+        );
+        for name in names {
+            if let Some(command) = command {
+                let input = self.sessions.asked(&name, command);
+                self.report_all(input);
             }
         }
     }

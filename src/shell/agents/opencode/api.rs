@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use super::http::{Answer, Failure, Server};
-use crate::core::session::AgentState;
+use crate::core::session::{AgentState, Wait};
 use crate::shell::agents::remote::link::LinkDown;
 
 /// Why a call failed, in words a person understands.
@@ -80,6 +80,25 @@ impl Api {
         let answer = self.ok(id, self.server.call("GET", &target, None)?)?;
         let map = answer.json()?;
         Ok(super::events::status(&map[id]).unwrap_or(AgentState::Idle))
+    }
+
+    /// `GET /permission` and `GET /question` of `directory`: the requests
+    /// waiting for a person there, as (session, request, what it asks).
+    pub fn pending(&self, directory: &str) -> Result<Vec<(String, String, Wait)>, ApiError> {
+        let mut out = Vec::new();
+        for route in ["/permission", "/question"] {
+            let target = format!("{route}?directory={}", encode(directory));
+            let answer = self.server.call("GET", &target, None)?;
+            if answer.status != 200 {
+                return Err(ApiError::Failed(format!("GET {route}: {}", answer.status)));
+            }
+            let list = answer.json()?;
+            let list = list
+                .as_array()
+                .ok_or_else(|| shape("a request list", &answer))?;
+            out.extend(list.iter().filter_map(super::events::request));
+        }
+        Ok(out)
     }
 
     /// `GET /session/:id/message?limit=`: the last `limit` messages, oldest

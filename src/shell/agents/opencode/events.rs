@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::core::session::AgentState;
+use crate::core::session::{AgentState, Wait};
 
 /// One event of the stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +33,16 @@ pub enum Event {
     },
     /// `session.deleted`.
     Deleted { session: String },
+    /// `permission.asked` or `question.asked`: the session waits for a
+    /// person to answer request `request`.
+    Asked {
+        session: String,
+        request: String,
+        wait: Wait,
+    },
+    /// `permission.replied`, `question.replied` or `question.rejected`:
+    /// request `request` was answered.
+    Answered { session: String, request: String },
     /// Anything else (deltas, other kinds of event).
     Other,
 }
@@ -59,6 +69,23 @@ pub fn parse(data: &str) -> Event {
             .map_or(Event::Other, |session| Event::Deleted { session }),
         "message.updated" => message(&props["info"]).unwrap_or(Event::Other),
         "message.part.updated" => tool(&props["part"]).unwrap_or(Event::Other),
+        "permission.asked" | "question.asked" => match request(props) {
+            Some((session, request, wait)) => Event::Asked {
+                session,
+                request,
+                wait,
+            },
+            None => Event::Other,
+        },
+        "permission.replied" | "question.replied" | "question.rejected" => {
+            match (session(), props["requestID"].as_str()) {
+                (Some(session), Some(request)) => Event::Answered {
+                    session,
+                    request: request.to_string(),
+                },
+                _ => Event::Other,
+            }
+        }
         _ => Event::Other,
     }
 }
@@ -76,6 +103,35 @@ pub fn status(v: &Value) -> Option<AgentState> {
         }
         other => Some(AgentState::Busy(other.to_string())),
     }
+}
+
+/// A pending request (a `PermissionRequest` or `QuestionRequest`, as
+/// `permission.asked`, `question.asked`, `GET /permission` and `GET
+/// /question` carry it): its session, its id and what it asks of a person
+/// — the command to approve (`metadata.command`), else the permission and
+/// its patterns; the first question.
+pub fn request(v: &Value) -> Option<(String, String, Wait)> {
+    let session = v["sessionID"].as_str()?.to_string();
+    let id = v["id"].as_str()?.to_string();
+    let wait = if let Some(questions) = v["questions"].as_array() {
+        let first = questions.first().and_then(|q| q["question"].as_str());
+        Wait::question(first.unwrap_or(""))
+    } else if let Some(command) = v["metadata"]["command"].as_str() {
+        Wait::approval(command)
+    } else {
+        let permission = v["permission"].as_str().unwrap_or("");
+        let patterns: Vec<&str> = v["patterns"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        match patterns.is_empty() {
+            true => Wait::approval(permission),
+            false => Wait::approval(format!("{permission} {}", patterns.join(" "))),
+        }
+    };
+    Some((session, id, wait))
 }
 
 fn message(info: &Value) -> Option<Event> {
@@ -191,5 +247,49 @@ mod tests {
             parse(r#"{"payload":{"type":"server.heartbeat","properties":{}}}"#),
             Event::Heartbeat
         );
+    }
+
+    #[test]
+    fn a_permission_or_a_question_asked_is_a_wait_and_its_reply_ends_it() {
+        let asked = r#"{"payload":{"type":"permission.asked","properties":{"id":"per_1",
+            "sessionID":"ses_a","permission":"bash","patterns":["sed -i s/a/b/ f"],
+            "metadata":{"command":"sed -i s/a/b/ f"},"tool":{"messageID":"m","callID":"c"}}}}"#;
+        assert_eq!(
+            parse(asked),
+            Event::Asked {
+                session: "ses_a".into(),
+                request: "per_1".into(),
+                wait: Wait::approval("sed -i s/a/b/ f"),
+            }
+        );
+        let edit = serde_json::json!({"id": "per_2", "sessionID": "ses_a",
+            "permission": "edit", "patterns": ["src/a.rs"], "metadata": {}});
+        assert_eq!(request(&edit).unwrap().2, Wait::approval("edit src/a.rs"));
+        let question = r#"{"type":"question.asked","properties":{"id":"que_1","sessionID":"ses_a",
+            "questions":[{"question":"Which one?","header":"Pick","options":[]}]}}"#;
+        assert_eq!(
+            parse(question),
+            Event::Asked {
+                session: "ses_a".into(),
+                request: "que_1".into(),
+                wait: Wait::question("Which one?"),
+            }
+        );
+        for kind in [
+            "permission.replied",
+            "question.replied",
+            "question.rejected",
+        ] {
+            let data = format!(
+                r#"{{"type":"{kind}","properties":{{"sessionID":"ses_a","requestID":"r","reply":"once"}}}}"#
+            );
+            assert_eq!(
+                parse(&data),
+                Event::Answered {
+                    session: "ses_a".into(),
+                    request: "r".into()
+                }
+            );
+        }
     }
 }

@@ -12,8 +12,9 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::api::MessageInfo;
+use super::waits::Waits;
 use crate::core::input::Input;
-use crate::core::session::{AgentState, Kind};
+use crate::core::session::{AgentState, Kind, Wait};
 use crate::shell::agents::presence::{self, Presence};
 use crate::shell::backend::Reports;
 
@@ -57,6 +58,8 @@ struct Session {
     streamed: u64,
     /// The state as last seen, before tool detail is added.
     busy_with_tool: Option<String>,
+    /// The requests it waits on a person for.
+    waits: Waits,
     /// Reveille's prompt it runs or is about to run.
     posted: Option<Posted>,
     /// Its next idle is reported even if idle was the last thing reported:
@@ -410,7 +413,7 @@ impl Followed {
                     s.posted = None;
                 }
             }
-            Some(AgentState::Busy(_)) => {
+            Some(AgentState::Busy(_) | AgentState::Waiting(_)) => {
                 if let Some(p) = s.posted.as_mut() {
                     p.busy_seen = true;
                 }
@@ -520,10 +523,53 @@ impl Followed {
         }
     }
 
+    /// The event stream says a person was asked (`Some`) or answered
+    /// (`None`) request `request` of session `id`.
+    pub fn request(&mut self, id: &str, request: &str, wait: Option<Wait>) {
+        let Some(s) = self.sessions.get_mut(id) else {
+            return;
+        };
+        s.streamed += 1;
+        s.waits.set(request, wait);
+        self.report_again(id);
+    }
+
+    /// The requests pending in `id` as the server lists them, read when
+    /// the stream had given `before` states of it: applied only if it gave
+    /// none since (as [`Followed::polled`]).
+    pub fn pending(&mut self, id: &str, pending: Vec<(String, Wait)>, before: u64) {
+        let Some(s) = self.sessions.get_mut(id) else {
+            return;
+        };
+        if s.streamed == before {
+            s.waits.replace(pending);
+            self.report_again(id);
+        }
+    }
+
+    /// What was last reported of `id`, said again with its requests (a
+    /// request pending makes an idle session busy: it is mid-turn).
+    fn report_again(&mut self, id: &str) {
+        let Some(s) = self.sessions.get(id) else {
+            return;
+        };
+        let Some(Presence::State(last)) = &s.reported else {
+            return;
+        };
+        let state = match last {
+            Some(AgentState::Idle) | None if !s.waits.is_empty() => {
+                Some(AgentState::Busy("busy".into()))
+            }
+            last => last.clone(),
+        };
+        self.report(id, state);
+    }
+
     fn report(&mut self, id: &str, state: Option<AgentState>) {
         let Some(s) = self.sessions.get_mut(id) else {
             return;
         };
+        let state = s.waits.over(state);
         let owed = s.owe_idle && state == Some(AgentState::Idle);
         let now = Presence::State(state.clone());
         if s.reported.as_ref() == Some(&now) && !owed {
@@ -549,201 +595,4 @@ impl Followed {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn followed() -> (Followed, tokio::sync::mpsc::UnboundedReceiver<Input>) {
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let mut f = Followed::new(tx);
-        f.learn("ses_a");
-        (f, rx)
-    }
-
-    fn drain(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Input>) -> Vec<Input> {
-        std::iter::from_fn(|| rx.try_recv().ok()).collect()
-    }
-
-    fn state(s: Option<AgentState>) -> Input {
-        Input::SessionState {
-            session: "opencode:ses_a".into(),
-            state: s,
-        }
-    }
-
-    fn busy(s: &str) -> Option<AgentState> {
-        Some(AgentState::Busy(s.into()))
-    }
-
-    #[test]
-    fn states_are_reported_on_change_with_the_running_tool() {
-        let (mut f, mut rx) = followed();
-        f.state("ses_a", Some(AgentState::Idle));
-        f.state("ses_a", Some(AgentState::Idle));
-        f.state("ses_a", busy("busy"));
-        f.tool("ses_a", Some("bash".into()));
-        f.state("ses_a", busy("busy"));
-        f.tool("ses_a", None);
-        f.state("ses_a", Some(AgentState::Idle));
-        f.server_gone();
-        f.state("ses_other", busy("busy"));
-        assert_eq!(
-            drain(&mut rx),
-            vec![
-                state(Some(AgentState::Idle)),
-                state(busy("busy")),
-                state(busy("calling: bash")),
-                state(busy("busy")),
-                state(Some(AgentState::Idle)),
-                Input::SessionUnreachable {
-                    session: "opencode:ses_a".into()
-                },
-            ]
-        );
-        // Found gone once the server is back: news.
-        f.state("ses_a", None);
-        assert_eq!(drain(&mut rx), vec![state(None)]);
-    }
-
-    #[test]
-    fn a_posted_prompt_holds_the_next_until_its_turn_ends_and_starts_once() {
-        let (mut f, mut rx) = followed();
-        f.state("ses_a", Some(AgentState::Idle));
-        f.posted("ses_a", 4, "msg_x", false);
-        assert_eq!(f.guard("ses_a", 4), Guard::Taken);
-        assert_eq!(f.guard("ses_a", 5), Guard::Running(4));
-        // A stale idle before its turn is seen releases nothing.
-        f.state("ses_a", Some(AgentState::Idle));
-        assert_eq!(f.guard("ses_a", 5), Guard::Running(4));
-        f.state("ses_a", busy("busy"));
-        f.answer("ses_a", "msg_other");
-        f.answer("ses_a", "msg_x");
-        f.answer("ses_a", "msg_x");
-        let delivered = Input::Delivered {
-            session: "opencode:ses_a".into(),
-            seq: 4,
-            reached: crate::core::input::Reached::Accepted,
-        };
-        f.outcome("ses_a", delivered.clone());
-        f.owe_idle("ses_a");
-        f.state("ses_a", Some(AgentState::Idle));
-        assert_eq!(f.guard("ses_a", 5), Guard::Free);
-        assert_eq!(f.guard("ses_a", 4), Guard::Taken, "delivered in this run");
-        assert_eq!(
-            drain(&mut rx),
-            vec![
-                state(Some(AgentState::Idle)),
-                state(busy("busy")),
-                delivered,
-                Input::TurnStarted {
-                    session: "opencode:ses_a".into(),
-                    seq: 4
-                },
-                state(Some(AgentState::Idle)),
-            ]
-        );
-    }
-
-    #[test]
-    fn an_idle_owed_to_a_refused_prompt_is_reported_even_if_unchanged() {
-        let (mut f, mut rx) = followed();
-        // Refused while busy: the idle that ends the turn is reported.
-        f.state("ses_a", busy("busy"));
-        f.owe_idle("ses_a");
-        assert_eq!(f.awaiting_idle(), ["ses_a"], "read again at each heartbeat");
-        f.state("ses_a", Some(AgentState::Idle));
-        assert!(f.awaiting_idle().is_empty());
-        // Refused after the idle was already reported: said again at once.
-        f.owe_idle("ses_a");
-        assert!(f.awaiting_idle().is_empty());
-        f.state("ses_a", Some(AgentState::Idle));
-        let idle = state(Some(AgentState::Idle));
-        assert_eq!(
-            drain(&mut rx),
-            vec![state(busy("busy")), idle.clone(), idle]
-        );
-    }
-
-    #[test]
-    fn a_polled_state_older_than_the_streams_word_is_not_applied() {
-        let (mut f, mut rx) = followed();
-        f.streamed("ses_a", busy("busy"));
-        let before = f.stream_count("ses_a");
-        // The turn ends while the poll is under way; its stale "busy"
-        // comes back after the stream's idle.
-        f.streamed("ses_a", Some(AgentState::Idle));
-        assert_eq!(
-            f.polled("ses_a", busy("busy"), before),
-            Some(AgentState::Idle)
-        );
-        let before = f.stream_count("ses_a");
-        assert_eq!(f.polled("ses_a", busy("busy"), before), busy("busy"));
-        assert_eq!(
-            drain(&mut rx),
-            vec![
-                state(busy("busy")),
-                state(Some(AgentState::Idle)),
-                state(busy("busy"))
-            ]
-        );
-    }
-
-    #[test]
-    fn a_child_is_reported_and_found_by_the_engines_name() {
-        let (mut f, mut rx) = followed();
-        let name = "opencode:ses_a.s2-0123456789ab";
-        f.learn("ses_c");
-        f.call("ses_c", name);
-        assert_eq!(f.find(name).as_deref(), Some("ses_c"));
-        assert_eq!(f.find("opencode:ses_c"), None);
-        f.state("ses_c", Some(AgentState::Idle));
-        f.turn_started("ses_c", 3);
-        let child = |state| Input::SessionState {
-            session: name.into(),
-            state,
-        };
-        assert_eq!(
-            drain(&mut rx),
-            vec![
-                child(Some(AgentState::Idle)),
-                Input::TurnStarted {
-                    session: name.into(),
-                    seq: 3
-                }
-            ]
-        );
-    }
-
-    #[test]
-    fn a_transcript_read_before_the_first_delivery_serves_its_look_once() {
-        let (mut f, _rx) = followed();
-        let m = MessageInfo {
-            id: "msg_1".into(),
-            role: "user".into(),
-            parent: None,
-        };
-        f.keep_snapshot("ses_a", vec![m.clone()]);
-        f.uncertain("ses_a", 2, true);
-        assert_eq!(f.take_snapshot("ses_a", 2), None, "a broken post reads now");
-        assert_eq!(f.take_snapshot("ses_a", 1), Some(vec![m]));
-        assert_eq!(f.take_snapshot("ses_a", 1), None, "once");
-        f.looked("ses_a");
-        f.keep_snapshot("ses_a", vec![]);
-        assert_eq!(f.take_snapshot("ses_a", 1), None, "not after a look");
-    }
-
-    #[test]
-    fn only_the_first_look_of_a_run_or_an_uncertain_post_looks_for_a_copy() {
-        let (mut f, _rx) = followed();
-        assert!(f.must_look("ses_a", 1));
-        // A delivery that failed before looking (the server was down)
-        // leaves the next one to look.
-        f.uncertain("ses_a", 1, false);
-        assert!(f.must_look("ses_a", 1));
-        f.looked("ses_a");
-        assert!(!f.must_look("ses_a", 2));
-        f.uncertain("ses_a", 2, true);
-        assert!(f.must_look("ses_a", 2));
-        f.uncertain("ses_a", 2, false);
-        assert!(!f.must_look("ses_a", 2));
-    }
-}
+mod tests;

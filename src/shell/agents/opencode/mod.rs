@@ -31,6 +31,7 @@ pub mod http;
 pub mod message_id;
 pub mod names;
 pub mod owner;
+pub mod waits;
 pub mod watch;
 
 use std::sync::mpsc::{self, Sender};

@@ -139,6 +139,15 @@ fn apply(shared: &Shared, event: Event) {
         }
         Event::Tool { session, running } => f.tool(&session, running),
         Event::Deleted { session } => f.streamed(&session, None),
+        Event::Asked {
+            session,
+            request,
+            wait,
+        } => {
+            tracing::debug!("opencode session {session} waits for a person ({request}); reveille does not answer it");
+            f.request(&session, &request, Some(wait));
+        }
+        Event::Answered { session, request } => f.request(&session, &request, None),
         Event::Connected | Event::Heartbeat | Event::Other => {}
     }
 }
@@ -198,9 +207,28 @@ pub fn refresh_one(api: &Api, shared: &Shared, id: &str) -> Result<(), Gone> {
         Err(ApiError::Failed(_)) => return Err(Gone::Unanswered),
     };
     missed_start(api, shared, id);
+    let waiting = state.is_some();
     shared.lock().polled(id, state, before);
+    if waiting {
+        pending(api, shared, id, before);
+    }
     shared.notify();
     Ok(())
+}
+
+/// The permissions and questions pending in `id`'s directory that are
+/// `id`'s: a request asked while the stream was down (or before reveille
+/// followed the session) is in no event.
+fn pending(api: &Api, shared: &Shared, id: &str, before: u64) {
+    let Some(directory) = shared.lock().directory(id) else {
+        return;
+    };
+    let Ok(pending) = api.pending(&directory) else {
+        return;
+    };
+    let ours = pending.into_iter().filter(|(s, _, _)| s == id);
+    let ours = ours.map(|(_, request, wait)| (request, wait)).collect();
+    shared.lock().pending(id, ours, before);
 }
 
 /// A turn on reveille's prompt that started while the stream was down.

@@ -1,0 +1,241 @@
+//! The followed sessions' rules, each shown on a `Followed` fed as the
+//! follower and the courier feed it.
+
+use super::*;
+
+fn followed() -> (Followed, tokio::sync::mpsc::UnboundedReceiver<Input>) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut f = Followed::new(tx);
+    f.learn("ses_a");
+    (f, rx)
+}
+
+fn drain(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Input>) -> Vec<Input> {
+    std::iter::from_fn(|| rx.try_recv().ok()).collect()
+}
+
+fn state(s: Option<AgentState>) -> Input {
+    Input::SessionState {
+        session: "opencode:ses_a".into(),
+        state: s,
+    }
+}
+
+fn busy(s: &str) -> Option<AgentState> {
+    Some(AgentState::Busy(s.into()))
+}
+
+#[test]
+fn states_are_reported_on_change_with_the_running_tool() {
+    let (mut f, mut rx) = followed();
+    f.state("ses_a", Some(AgentState::Idle));
+    f.state("ses_a", Some(AgentState::Idle));
+    f.state("ses_a", busy("busy"));
+    f.tool("ses_a", Some("bash".into()));
+    f.state("ses_a", busy("busy"));
+    f.tool("ses_a", None);
+    f.state("ses_a", Some(AgentState::Idle));
+    f.server_gone();
+    f.state("ses_other", busy("busy"));
+    assert_eq!(
+        drain(&mut rx),
+        vec![
+            state(Some(AgentState::Idle)),
+            state(busy("busy")),
+            state(busy("calling: bash")),
+            state(busy("busy")),
+            state(Some(AgentState::Idle)),
+            Input::SessionUnreachable {
+                session: "opencode:ses_a".into()
+            },
+        ]
+    );
+    // Found gone once the server is back: news.
+    f.state("ses_a", None);
+    assert_eq!(drain(&mut rx), vec![state(None)]);
+}
+
+#[test]
+fn a_posted_prompt_holds_the_next_until_its_turn_ends_and_starts_once() {
+    let (mut f, mut rx) = followed();
+    f.state("ses_a", Some(AgentState::Idle));
+    f.posted("ses_a", 4, "msg_x", false);
+    assert_eq!(f.guard("ses_a", 4), Guard::Taken);
+    assert_eq!(f.guard("ses_a", 5), Guard::Running(4));
+    // A stale idle before its turn is seen releases nothing.
+    f.state("ses_a", Some(AgentState::Idle));
+    assert_eq!(f.guard("ses_a", 5), Guard::Running(4));
+    f.state("ses_a", busy("busy"));
+    f.answer("ses_a", "msg_other");
+    f.answer("ses_a", "msg_x");
+    f.answer("ses_a", "msg_x");
+    let delivered = Input::Delivered {
+        session: "opencode:ses_a".into(),
+        seq: 4,
+        reached: crate::core::input::Reached::Accepted,
+    };
+    f.outcome("ses_a", delivered.clone());
+    f.owe_idle("ses_a");
+    f.state("ses_a", Some(AgentState::Idle));
+    assert_eq!(f.guard("ses_a", 5), Guard::Free);
+    assert_eq!(f.guard("ses_a", 4), Guard::Taken, "delivered in this run");
+    assert_eq!(
+        drain(&mut rx),
+        vec![
+            state(Some(AgentState::Idle)),
+            state(busy("busy")),
+            delivered,
+            Input::TurnStarted {
+                session: "opencode:ses_a".into(),
+                seq: 4
+            },
+            state(Some(AgentState::Idle)),
+        ]
+    );
+}
+
+#[test]
+fn an_idle_owed_to_a_refused_prompt_is_reported_even_if_unchanged() {
+    let (mut f, mut rx) = followed();
+    // Refused while busy: the idle that ends the turn is reported.
+    f.state("ses_a", busy("busy"));
+    f.owe_idle("ses_a");
+    assert_eq!(f.awaiting_idle(), ["ses_a"], "read again at each heartbeat");
+    f.state("ses_a", Some(AgentState::Idle));
+    assert!(f.awaiting_idle().is_empty());
+    // Refused after the idle was already reported: said again at once.
+    f.owe_idle("ses_a");
+    assert!(f.awaiting_idle().is_empty());
+    f.state("ses_a", Some(AgentState::Idle));
+    let idle = state(Some(AgentState::Idle));
+    assert_eq!(
+        drain(&mut rx),
+        vec![state(busy("busy")), idle.clone(), idle]
+    );
+}
+
+#[test]
+fn a_polled_state_older_than_the_streams_word_is_not_applied() {
+    let (mut f, mut rx) = followed();
+    f.streamed("ses_a", busy("busy"));
+    let before = f.stream_count("ses_a");
+    // The turn ends while the poll is under way; its stale "busy"
+    // comes back after the stream's idle.
+    f.streamed("ses_a", Some(AgentState::Idle));
+    assert_eq!(
+        f.polled("ses_a", busy("busy"), before),
+        Some(AgentState::Idle)
+    );
+    let before = f.stream_count("ses_a");
+    assert_eq!(f.polled("ses_a", busy("busy"), before), busy("busy"));
+    assert_eq!(
+        drain(&mut rx),
+        vec![
+            state(busy("busy")),
+            state(Some(AgentState::Idle)),
+            state(busy("busy"))
+        ]
+    );
+}
+
+#[test]
+fn a_child_is_reported_and_found_by_the_engines_name() {
+    let (mut f, mut rx) = followed();
+    let name = "opencode:ses_a.s2-0123456789ab";
+    f.learn("ses_c");
+    f.call("ses_c", name);
+    assert_eq!(f.find(name).as_deref(), Some("ses_c"));
+    assert_eq!(f.find("opencode:ses_c"), None);
+    f.state("ses_c", Some(AgentState::Idle));
+    f.turn_started("ses_c", 3);
+    let child = |state| Input::SessionState {
+        session: name.into(),
+        state,
+    };
+    assert_eq!(
+        drain(&mut rx),
+        vec![
+            child(Some(AgentState::Idle)),
+            Input::TurnStarted {
+                session: name.into(),
+                seq: 3
+            }
+        ]
+    );
+}
+
+#[test]
+fn a_transcript_read_before_the_first_delivery_serves_its_look_once() {
+    let (mut f, _rx) = followed();
+    let m = MessageInfo {
+        id: "msg_1".into(),
+        role: "user".into(),
+        parent: None,
+    };
+    f.keep_snapshot("ses_a", vec![m.clone()]);
+    f.uncertain("ses_a", 2, true);
+    assert_eq!(f.take_snapshot("ses_a", 2), None, "a broken post reads now");
+    assert_eq!(f.take_snapshot("ses_a", 1), Some(vec![m]));
+    assert_eq!(f.take_snapshot("ses_a", 1), None, "once");
+    f.looked("ses_a");
+    f.keep_snapshot("ses_a", vec![]);
+    assert_eq!(f.take_snapshot("ses_a", 1), None, "not after a look");
+}
+
+#[test]
+fn only_the_first_look_of_a_run_or_an_uncertain_post_looks_for_a_copy() {
+    let (mut f, _rx) = followed();
+    assert!(f.must_look("ses_a", 1));
+    // A delivery that failed before looking (the server was down)
+    // leaves the next one to look.
+    f.uncertain("ses_a", 1, false);
+    assert!(f.must_look("ses_a", 1));
+    f.looked("ses_a");
+    assert!(!f.must_look("ses_a", 2));
+    f.uncertain("ses_a", 2, true);
+    assert!(f.must_look("ses_a", 2));
+    f.uncertain("ses_a", 2, false);
+    assert!(!f.must_look("ses_a", 2));
+}
+
+#[test]
+fn a_request_pending_is_a_wait_until_it_is_answered_and_a_stale_list_is_not_applied() {
+    use crate::core::session::Wait;
+    let (mut f, mut rx) = followed();
+    f.state("ses_a", busy("busy"));
+    f.request("ses_a", "per_1", Some(Wait::approval("sed -i x f")));
+    f.tool("ses_a", Some("bash".into()));
+    f.request("ses_a", "per_1", None);
+    let waiting = Some(AgentState::Waiting(Wait::approval("sed -i x f")));
+    assert_eq!(
+        drain(&mut rx),
+        vec![
+            state(busy("busy")),
+            state(waiting.clone()),
+            state(busy("busy"))
+        ]
+    );
+    // A list read before the stream said more is stale: not applied.
+    let before = f.stream_count("ses_a");
+    f.request("ses_a", "per_2", Some(Wait::approval("rm f")));
+    f.request("ses_a", "per_2", None);
+    drain(&mut rx);
+    f.pending(
+        "ses_a",
+        vec![("per_2".into(), Wait::approval("rm f"))],
+        before,
+    );
+    assert_eq!(drain(&mut rx), vec![]);
+    // One read now is: pending at connect, the session waits.
+    let now = f.stream_count("ses_a");
+    f.pending(
+        "ses_a",
+        vec![("per_3".into(), Wait::question("Which?"))],
+        now,
+    );
+    let asked = Some(AgentState::Waiting(Wait::question("Which?")));
+    assert_eq!(drain(&mut rx), vec![state(asked)]);
+    // The turn ends (a rejection ends it): nothing pending any more.
+    f.state("ses_a", Some(AgentState::Idle));
+    assert_eq!(drain(&mut rx), vec![state(Some(AgentState::Idle))]);
+}
