@@ -18,10 +18,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::effect::{Delivery, Effect, Level, Log};
-use super::input::{Input, Reached};
+use super::input::{Input, Observation, Reached};
 use super::lifecycle::Lifecycle;
 use super::record::{Memory, Record, Work};
-use super::session::{AgentState, Kind};
+use super::session::Kind;
 use super::source::Source;
 pub use config::{EngineConfig, Fanout, Mode, Now, Templates};
 use context::{cx, Cx};
@@ -30,7 +30,7 @@ pub use outbox::{Outcome, Told};
 use plans::{Plans, ReadKind};
 pub use reminders::{human, ReminderView};
 use reminders::{Open, Reminders};
-use sessions::Sessions;
+use sessions::{Look, Sessions};
 use tasks::Tasks;
 use timers::{Timer, Timers};
 
@@ -215,21 +215,8 @@ impl Engine {
                     .on_activity(now, session, cx.ledger, cx.timers);
                 false
             }
-            Input::SessionState { session, state } => {
-                // A child gone before its step was done hands it back.
-                let back = children::on_state(&mut cx, &session, state.is_some());
-                read_again(&self.plans, back, cx.fx);
-                if state.is_none() {
-                    cx.ledger.on_gone(&session, cx.timers, cx.fx);
-                }
-                self.on_session_state(now, session, state);
-                false
-            }
-            Input::SessionUnreachable { session } => {
-                // As gone for delivery (its inbox went with the program,
-                // nothing is observed), but a child keeps its step.
-                cx.ledger.on_gone(&session, cx.timers, cx.fx);
-                self.on_session_state(now, session, None);
+            Input::Observed(look) => {
+                self.on_observed(now, look, &mut fx);
                 false
             }
             Input::ChildSpawned { child, outcome } => {
@@ -360,12 +347,28 @@ impl Engine {
         );
     }
 
-    /// A session's observed state changed (or it is no longer listed):
-    /// retries, then its reminders judged again.
-    fn on_session_state(&mut self, now: Now, session: String, state: Option<AgentState>) {
+    /// One look at a session, to its one owner (`Sessions`); unless an
+    /// older look than the newest known: then a child gone before its step
+    /// was done hands it back, a session gone or unreachable loses what
+    /// was in its inbox, and its retries and reminders are judged again.
+    fn on_observed(&mut self, now: Now, look: Observation, fx: &mut Vec<Effect>) {
+        let session = look.session.clone();
+        let (ledger, timers) = (&mut self.ledger, &mut self.timers);
+        let outcome = self.sessions.on_observed(now, look, ledger, timers);
+        let mut cx = cx!(self, fx);
+        match outcome {
+            Look::Stale | Look::Same => return,
+            Look::Changed => {}
+            Look::Gone => {
+                let back = children::on_state(&mut cx, &session, false);
+                read_again(&self.plans, back, cx.fx);
+                cx.ledger.on_gone(&session, cx.timers, cx.fx);
+            }
+            // As gone for delivery (its inbox went with the program), but
+            // a child keeps its step.
+            Look::Unreachable => cx.ledger.on_gone(&session, cx.timers, cx.fx),
+        }
         let (config, ledger, timers) = (&self.config, &mut self.ledger, &mut self.timers);
-        self.sessions
-            .on_state(now, session.clone(), state, ledger, timers);
         self.reminders.prune(ledger);
         let observed = self.sessions.observed().get(&session);
         self.reminders

@@ -29,8 +29,8 @@ use tokio::io::unix::AsyncFd;
 
 use crate::config::Framing;
 use crate::core::effect::{Delivery, Spawn};
-use crate::core::input::{Input, Reached, Undeliverable};
-use crate::core::session::check_name;
+use crate::core::input::{Input, Observation, Observer, Reached, Seen, Undeliverable};
+use crate::core::session::{check_name, AgentState};
 use crate::shell::backend::{Backend, Reports};
 use crate::shell::ollie::{self, Flavour};
 use crate::shell::sessions::listed;
@@ -403,10 +403,7 @@ impl Deliverer {
             // (An older ollie-9p's sessions have no `idx` to follow them
             // by: their state stays unobserved.)
             if let Some(state) = before.as_ref().filter(|_| flavour == Flavour::Current) {
-                let _ = reports.send(Input::SessionState {
-                    session: session.clone(),
-                    state: Some(state.clone()),
-                });
+                let _ = reports.send(seen(&session, state.clone()));
             }
             let took = ollie::deliver(&dir, flavour, &text)
                 .map_err(|e| undeliverable(format!("submit to prompt: {e}")))?;
@@ -429,10 +426,7 @@ impl Deliverer {
                 std::thread::spawn(move || {
                     if let Some(state) = ollie::await_turn(&dir, flavour) {
                         if !state.is_idle() && flavour == Flavour::Current {
-                            let _ = reports.send(Input::SessionState {
-                                session: session.clone(),
-                                state: Some(state),
-                            });
+                            let _ = reports.send(seen(&session, state));
                         }
                         let _ = reports.send(Input::TurnStarted { session, seq });
                     }
@@ -521,6 +515,16 @@ fn still_listed(sessions_dir: &Path, session: &str, flavour: Flavour) -> Result<
     }
 }
 
+/// A delivery's own look at an ollie-9p session's state (stamped as it
+/// is sent: `Reports`).
+fn seen(session: &str, state: AgentState) -> Input {
+    Input::Observed(Observation::new(
+        session.to_string(),
+        Seen::State(state),
+        Observer::Delivery,
+    ))
+}
+
 /// The input that reports a delivery's outcome.
 pub fn outcome(session: String, seq: u64, result: Result<Reached, Undeliverable>) -> Input {
     match result {
@@ -575,14 +579,14 @@ mod tests {
             enqueue: "fifo.in".into(),
             framing: Framing::Auto,
             submit: true,
-            reports: tokio::sync::mpsc::unbounded_channel().0,
+            reports: Reports::channel().0,
             root: HeldRoot::default(),
             spawner: Spawner {
                 sessions_dir: dir.to_path_buf(),
                 backend: None,
                 model: None,
                 project: "test".into(),
-                reports: tokio::sync::mpsc::unbounded_channel().0,
+                reports: Reports::channel().0,
             },
         }
     }

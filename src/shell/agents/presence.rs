@@ -4,7 +4,7 @@
 //! two are different news (a child keeps its step while its program is
 //! away, and hands it back when it is gone).
 
-use crate::core::input::Input;
+use crate::core::input::{Input, Observation, Observer, Seen};
 use crate::core::session::AgentState;
 
 /// The last thing told of a session.
@@ -19,14 +19,16 @@ pub enum Presence {
 impl Presence {
     /// The input that tells it, for `session` as the engine names it.
     pub fn input(&self, session: &str) -> Input {
-        let session = session.to_string();
-        match self {
-            Presence::State(state) => Input::SessionState {
-                session,
-                state: state.clone(),
-            },
-            Presence::Unreachable => Input::SessionUnreachable { session },
-        }
+        let seen = match self {
+            Presence::State(Some(state)) => Seen::State(state.clone()),
+            Presence::State(None) => Seen::Gone("no such session on its server".into()),
+            Presence::Unreachable => Seen::Unreachable("its program does not answer".into()),
+        };
+        Input::Observed(Observation::new(
+            session.to_string(),
+            seen,
+            Observer::Events,
+        ))
     }
 
     /// Whether it was idle.
@@ -63,17 +65,12 @@ mod tests {
         assert_eq!(tell(&mut last, idle, "s"), None);
         assert_eq!(
             tell(&mut last, Presence::Unreachable, "s"),
-            Some(Input::SessionUnreachable {
-                session: "s".into()
-            })
+            Some(Presence::Unreachable.input("s"))
         );
         assert_eq!(tell(&mut last, Presence::Unreachable, "s"), None);
         assert_eq!(
             tell(&mut last, Presence::State(None), "s"),
-            Some(Input::SessionState {
-                session: "s".into(),
-                state: None
-            })
+            Some(Presence::State(None).input("s"))
         );
     }
 }

@@ -22,8 +22,7 @@ pub(super) const VIEWS_DELAY: Duration = Duration::from_millis(200);
 pub(super) fn shows(input: &Input) -> bool {
     matches!(
         input,
-        Input::SessionState { .. }
-            | Input::SessionUnreachable { .. }
+        Input::Observed(_)
             | Input::Delivered { .. }
             | Input::TurnStarted { .. }
             | Input::Undeliverable { .. }

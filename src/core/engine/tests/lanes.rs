@@ -25,10 +25,12 @@ fn rig(session: &str, state: Option<AgentState>, reached: Reached) -> Rig {
     rig.world.reaches.insert(session.into(), reached);
     rig.startup();
     if state.is_some() {
-        rig.feed(Input::SessionState {
-            session: session.into(),
+        rig.feed(Input::Observed(Observation::state(
+            session.into(),
             state,
-        });
+            Observer::Index,
+            "gone",
+        )));
     }
     rig
 }
@@ -92,20 +94,24 @@ fn a_session_gone_with_a_prompt_in_its_inbox_gets_it_again_when_it_is_back() {
     let mut rig = rig("claude:x", Some(AgentState::Idle), Reached::Inbox);
     rig.write(NAME, &plan(1));
     assert_eq!(rig.take_delivered(), ["s1"]);
-    rig.feed(Input::SessionState {
-        session: "claude:x".into(),
-        state: None,
-    });
+    rig.feed(Input::Observed(Observation::state(
+        "claude:x".into(),
+        None,
+        Observer::Index,
+        "gone",
+    )));
     assert!(said(&rig, "went away with s1 in its inbox"));
     // Nothing is offered while it is gone…
     rig.world.readers.insert("claude:x".into(), false);
     rig.settle();
     // …and once it is back, the same prompt, once.
     rig.world.readers.insert("claude:x".into(), true);
-    rig.feed(Input::SessionState {
-        session: "claude:x".into(),
-        state: Some(AgentState::Idle),
-    });
+    rig.feed(Input::Observed(Observation::state(
+        "claude:x".into(),
+        Some(AgentState::Idle),
+        Observer::Index,
+        "gone",
+    )));
     rig.settle();
     assert_eq!(rig.steps_delivered(), ["s1"]);
     assert!(delivered_seqs(&rig).is_empty(), "still awaiting its turn");
@@ -119,10 +125,12 @@ fn an_agent_that_folds_prompts_into_its_turn_gets_them_only_while_idle() {
         rig.steps_delivered().is_empty(),
         "nothing into a running turn"
     );
-    rig.feed(Input::SessionState {
-        session: "opencode:x".into(),
-        state: Some(AgentState::Idle),
-    });
+    rig.feed(Input::Observed(Observation::state(
+        "opencode:x".into(),
+        Some(AgentState::Idle),
+        Observer::Index,
+        "gone",
+    )));
     // Idle: the first goes; the second waits for the turn it starts to
     // end, as the agent reports it.
     assert_eq!(rig.take_delivered(), ["s1"]);
@@ -131,10 +139,12 @@ fn an_agent_that_folds_prompts_into_its_turn_gets_them_only_while_idle() {
         rig.take_delivered().is_empty(),
         "not into the turn s1 started"
     );
-    rig.feed(Input::SessionState {
-        session: "opencode:x".into(),
-        state: Some(AgentState::Idle),
-    });
+    rig.feed(Input::Observed(Observation::state(
+        "opencode:x".into(),
+        Some(AgentState::Idle),
+        Observer::Index,
+        "gone",
+    )));
     assert_eq!(rig.take_delivered(), ["s2"]);
 }
 
@@ -154,15 +164,19 @@ fn the_journal_says_once_that_a_prompt_waits_for_an_agent_to_be_idle() {
     };
     assert_eq!(waits(&oc, "s1"), 1);
     assert!(said(&oc, "would be folded into that turn (thinking)"));
-    oc.feed(Input::SessionState {
-        session: "opencode:x".into(),
-        state: Some(AgentState::Busy("calling: bash".into())),
-    });
+    oc.feed(Input::Observed(Observation::state(
+        "opencode:x".into(),
+        Some(AgentState::Busy("calling: bash".into())),
+        Observer::Index,
+        "gone",
+    )));
     assert_eq!(waits(&oc, "s1"), 1, "said once per prompt");
-    oc.feed(Input::SessionState {
-        session: "opencode:x".into(),
-        state: Some(AgentState::Idle),
-    });
+    oc.feed(Input::Observed(Observation::state(
+        "opencode:x".into(),
+        Some(AgentState::Idle),
+        Observer::Index,
+        "gone",
+    )));
     assert_eq!(oc.take_delivered(), ["s1"]);
     // s2 now waits for the turn s1 started: said, with why.
     assert_eq!(waits(&oc, "s2"), 1);
@@ -226,10 +240,12 @@ fn the_journal_judges_a_delivery_by_the_state_seen_when_it_was_written() {
     assert_eq!(woke.take_delivered(), ["s1"]);
     let seq = woke.engine.memory().outbox.get("claude:x").unwrap()[0].seq;
     for input in [
-        Input::SessionState {
-            session: "claude:x".into(),
-            state: busy(),
-        },
+        Input::Observed(Observation::state(
+            "claude:x".into(),
+            busy(),
+            Observer::Index,
+            "gone",
+        )),
         Input::Delivered {
             session: "claude:x".into(),
             seq,
@@ -250,10 +266,12 @@ fn the_journal_judges_a_delivery_by_the_state_seen_when_it_was_written() {
     behind.write(NAME, &plan(1));
     let seq = behind.engine.memory().outbox.get("claude:x").unwrap()[0].seq;
     for input in [
-        Input::SessionState {
-            session: "claude:x".into(),
-            state: Some(AgentState::Idle),
-        },
+        Input::Observed(Observation::state(
+            "claude:x".into(),
+            Some(AgentState::Idle),
+            Observer::Index,
+            "gone",
+        )),
         Input::Delivered {
             session: "claude:x".into(),
             seq,
@@ -282,10 +300,12 @@ fn a_write_finishing_later_is_judged_by_the_state_when_it_finished() {
     rig.world.later.insert("a".into());
     rig.write(NAME, &plan(1));
     let seq = rig.engine.memory().outbox.get("a").unwrap()[0].seq;
-    rig.feed(Input::SessionState {
-        session: "a".into(),
-        state: busy(),
-    });
+    rig.feed(Input::Observed(Observation::state(
+        "a".into(),
+        busy(),
+        Observer::Index,
+        "gone",
+    )));
     rig.feed(Input::Delivered {
         session: "a".into(),
         seq,

@@ -23,7 +23,7 @@ use super::transcript::{self, Tail};
 use super::wait::{self, Waker, Wakeup};
 use super::watches::{Changes, Watches};
 use crate::core::effect::Delivery;
-use crate::core::input::Input;
+use crate::core::input::{self, Input, Observation, Seen};
 use crate::core::session::{AgentState, Kind};
 use crate::shell::backend::Reports;
 
@@ -206,8 +206,8 @@ impl Observer {
         self.report_states();
     }
 
-    /// A `SessionState` for each session whose state changed, and
-    /// `SessionUnreachable` for each that no longer runs: no process holds
+    /// A look (`Input::Observed`) for each session whose state changed,
+    /// and unreachable for each that no longer runs: no process holds
     /// it, though `claude --resume` brings it back.
     fn report_states(&mut self) {
         let gone: Vec<String> = self
@@ -218,9 +218,11 @@ impl Observer {
             .collect();
         for sid in gone {
             self.reported.remove(&sid);
-            self.report(Input::SessionUnreachable {
-                session: Kind::Claude.qualify(&sid),
-            });
+            self.report(Input::Observed(Observation::new(
+                Kind::Claude.qualify(&sid),
+                Seen::Unreachable("no process holds it (claude --resume brings it back)".into()),
+                input::Observer::Program,
+            )));
         }
         let states: Vec<(String, AgentState)> = self
             .owners
@@ -230,10 +232,11 @@ impl Observer {
             .collect();
         for (sid, state) in states {
             self.reported.insert(sid.clone(), state.clone());
-            self.report(Input::SessionState {
-                session: Kind::Claude.qualify(&sid),
-                state: Some(state),
-            });
+            self.report(Input::Observed(Observation::new(
+                Kind::Claude.qualify(&sid),
+                Seen::State(state),
+                input::Observer::Program,
+            )));
         }
     }
 

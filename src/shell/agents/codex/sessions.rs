@@ -192,12 +192,7 @@ mod tests {
         assert!(s
             .set_state("codex:t", Some(AgentState::Busy("active".into())))
             .is_some());
-        assert_eq!(
-            s.all_down(),
-            vec![Input::SessionUnreachable {
-                session: "codex:t".into(),
-            }]
-        );
+        assert_eq!(s.all_down(), vec![Presence::Unreachable.input("codex:t")]);
         assert!(!s.get("codex:t").unwrap().attached);
         assert_eq!(s.all_down(), vec![]);
         assert_eq!(s.of_thread("t"), vec!["codex:t".to_string()]);

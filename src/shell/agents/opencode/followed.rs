@@ -339,10 +339,7 @@ impl Followed {
         };
         if s.reported.as_ref().is_some_and(Presence::is_idle) {
             // It went idle before the refusal was told: say so again.
-            self.send(Input::SessionState {
-                session: self.engine_name(id),
-                state: Some(AgentState::Idle),
-            });
+            self.send(Presence::State(Some(AgentState::Idle)).input(&self.engine_name(id)));
         } else {
             s.owe_idle = true;
         }
@@ -541,10 +538,7 @@ impl Followed {
                 ""
             }
         );
-        self.send(Input::SessionState {
-            session: self.engine_name(id),
-            state,
-        });
+        self.send(Presence::State(state).input(&self.engine_name(id)));
     }
 }
 
@@ -553,21 +547,26 @@ mod tests {
     use super::*;
 
     fn followed() -> (Followed, tokio::sync::mpsc::UnboundedReceiver<Input>) {
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, rx) = Reports::channel();
         let mut f = Followed::new(tx);
         f.learn("ses_a");
         (f, rx)
     }
 
+    /// What was reported, each look's stamp left out.
     fn drain(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Input>) -> Vec<Input> {
-        std::iter::from_fn(|| rx.try_recv().ok()).collect()
+        std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|mut i| {
+                if let Input::Observed(look) = &mut i {
+                    look.at = std::time::Duration::ZERO;
+                }
+                i
+            })
+            .collect()
     }
 
     fn state(s: Option<AgentState>) -> Input {
-        Input::SessionState {
-            session: "opencode:ses_a".into(),
-            state: s,
-        }
+        Presence::State(s).input("opencode:ses_a")
     }
 
     fn busy(s: &str) -> Option<AgentState> {
@@ -594,9 +593,7 @@ mod tests {
                 state(busy("calling: bash")),
                 state(busy("busy")),
                 state(Some(AgentState::Idle)),
-                Input::SessionUnreachable {
-                    session: "opencode:ses_a".into()
-                },
+                Presence::Unreachable.input("opencode:ses_a"),
             ]
         );
         // Found gone once the server is back: news.
@@ -697,10 +694,7 @@ mod tests {
         assert_eq!(f.find("opencode:ses_c"), None);
         f.state("ses_c", Some(AgentState::Idle));
         f.turn_started("ses_c", 3);
-        let child = |state| Input::SessionState {
-            session: name.into(),
-            state,
-        };
+        let child = |state| Presence::State(state).input(name);
         assert_eq!(
             drain(&mut rx),
             vec![
