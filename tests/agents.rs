@@ -312,3 +312,29 @@ fn an_idle_agent_of_an_older_ollie_9p_is_woken_too() {
     daemon.wait_log("submitted s1 to session agent", T);
     assert!(ollie.queue("agent").is_empty());
 }
+
+/// The read of `prompt.prev` that confirms a Submit fails once (EIO, as
+/// ollie-9p's store reads do when they time out): the Submit had landed,
+/// so the step reaches the agent exactly once — the doubt is settled by
+/// the session's next look, never by sending again.
+#[test]
+fn a_failed_confirmation_read_is_not_a_lost_prompt() {
+    let Some((ollie, _cwd, project)) = world(Options::default()) else {
+        return;
+    };
+    let daemon = Daemon::start(&project);
+    wait_seen(&project, "agent");
+    ollie.fail_reads("prompt.prev", 1);
+    task_plan(&project.plan_dir, "once", &[Step::new("Run me once")]);
+    daemon.wait_log("could not tell whether session agent took s1", T);
+    ollie.wait_ended("agent", 1, T);
+    // Anything sent again is in before a second prompt's turn.
+    let turns = barrier(&project, &ollie, "After the doubt");
+    assert_eq!(
+        runs_of(&turns, "Run me once").len(),
+        1,
+        "{turns:?}\n{}",
+        daemon.log()
+    );
+    assert!(project.pending("agent").is_empty(), "{}", daemon.log());
+}

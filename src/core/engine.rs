@@ -18,11 +18,12 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::effect::{Delivery, Effect, Level, Log};
-use super::input::{Input, Observation, Reached};
+use super::input::{Input, Observation, Reached, Undeliverable};
 use super::lifecycle::Lifecycle;
 use super::record::{Memory, Record, Work};
 use super::session::Kind;
 use super::source::Source;
+use super::taken::{self, Verdict};
 pub use config::{EngineConfig, Fanout, Mode, Now, Templates};
 use context::{cx, Cx};
 use ledger::Ledger;
@@ -203,11 +204,13 @@ impl Engine {
                 reached,
             } => self.on_delivered(now, session, seq, reached, &mut fx),
             Input::TurnStarted { session, seq } => self.on_turn_started(now, session, seq, &mut fx),
+            Input::Evidence {
+                session,
+                seq,
+                evidence,
+            } => self.on_verdict(now, session, seq, taken::judge(evidence), &mut fx),
             Input::Undeliverable { session, seq, why } => {
-                let at = cx
-                    .ledger
-                    .on_undeliverable(now, &session, seq, why, cx.config, cx.fx);
-                cx.timers.set(Timer::Retry(session), at);
+                self.on_undeliverable(now, session, seq, why, &mut fx);
                 false
             }
             Input::SessionActivity { session } => {
@@ -347,12 +350,53 @@ impl Engine {
         );
     }
 
+    /// What the one rule (`core::taken`) decided of prompt `seq`. Returns
+    /// whether a capped outbox drained.
+    fn on_verdict(
+        &mut self,
+        now: Now,
+        session: String,
+        seq: u64,
+        verdict: Verdict,
+        fx: &mut Vec<Effect>,
+    ) -> bool {
+        match verdict {
+            Verdict::Delivered(reached) => {
+                return self.on_delivered(now, session, seq, reached, fx)
+            }
+            Verdict::Retry(why) => self.on_undeliverable(now, session, seq, why, fx),
+            Verdict::LookAgain(why) => self.ledger.on_doubt(now, &session, seq, &why, fx),
+        }
+        false
+    }
+
+    /// Prompt `seq` was not taken: it stays first, retried after a backoff.
+    fn on_undeliverable(
+        &mut self,
+        now: Now,
+        session: String,
+        seq: u64,
+        why: Undeliverable,
+        fx: &mut Vec<Effect>,
+    ) {
+        let at = self
+            .ledger
+            .on_undeliverable(now, &session, seq, why, &self.config, fx);
+        self.timers.set(Timer::Retry(session), at);
+    }
+
     /// One look at a session, to its one owner (`Sessions`); unless an
     /// older look than the newest known: then a child gone before its step
     /// was done hands it back, a session gone or unreachable loses what
     /// was in its inbox, and its retries and reminders are judged again.
     fn on_observed(&mut self, now: Now, look: Observation, fx: &mut Vec<Effect>) {
         let session = look.session.clone();
+        // A prompt whose taking could not be told is settled by a look
+        // made after the doubt: the one rule says what the look means.
+        if let Some(seq) = self.ledger.settled_by(&session, look.at.min(now)) {
+            let verdict = taken::settle(&look.seen);
+            self.on_verdict(now, session.clone(), seq, verdict, fx);
+        }
         let (ledger, timers) = (&mut self.ledger, &mut self.timers);
         let outcome = self.sessions.on_observed(now, look, ledger, timers);
         let mut cx = cx!(self, fx);

@@ -190,6 +190,25 @@ impl Input {
     }
 }
 
+/// What a backend saw of a prompt it wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Evidence {
+    /// Written whole to a named pipe or a file: its reader has it.
+    Written,
+    /// Not taken, and why: the write failed, the session refused it, or
+    /// was gone before it was written.
+    Refused(String),
+    /// Taken into the agent's own queue, which keeps it.
+    Queued,
+    /// Found in the agent's own record of its prompts (ollie-9p's
+    /// `prompt.prev`).
+    Recorded,
+    /// A turn started on it.
+    TurnStarted,
+    /// Written, but whether the agent took it could not be told; why.
+    Unsure(String),
+}
+
 /// An input to the engine. Time is passed beside it, never read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Input {
@@ -231,6 +250,13 @@ pub enum Input {
     /// show (Codex's `clientId`, Claude's transcript, opencode's
     /// `messageID`, an ollie-9p session seen busy after a Submit).
     TurnStarted { session: String, seq: u64 },
+    /// What a backend saw of prompt `seq` it wrote; the one rule
+    /// (`core::taken`) decides delivered, sent again, or looked at again.
+    Evidence {
+        session: String,
+        seq: u64,
+        evidence: Evidence,
+    },
     /// A prompt could not be written; it stays first in its outbox.
     Undeliverable {
         session: String,

@@ -14,7 +14,7 @@
 //!
 //! | it learns | it reports |
 //! |---|---|
-//! | a delivery's outcome | `Input::Delivered { reached }` or `Input::Undeliverable` |
+//! | a delivery's outcome | `Input::Evidence` (what it saw: written, refused, queued, found in the agent's record, unsure; `core::taken` judges it), or `Input::Delivered { reached }` / `Input::Undeliverable` for the kinds not moved onto evidence yet |
 //! | a turn started on a prompt of ours, by the agent's own identifiers | `Input::TurnStarted { session, seq }` |
 //! | a look at a session: its state (idle, busy, …), gone, or its program stopped or not answering (the session may well be there), each with why | `Input::Observed` |
 //! | a child created (or not) | `Input::ChildSpawned` |

@@ -588,6 +588,40 @@ impl Ledger {
         at
     }
 
+    /// Whether prompt `seq` was taken could not be told (`why`): it is
+    /// looked at again, never sent again on that, said once per prompt.
+    pub(super) fn on_doubt(
+        &mut self,
+        now: Now,
+        session: &str,
+        seq: u64,
+        why: &str,
+        fx: &mut Vec<Effect>,
+    ) {
+        if !self.lanes.doubt(now, session, seq) {
+            return;
+        }
+        let Some(p) = self.pending(session, seq) else {
+            return;
+        };
+        let log = Log::new(
+            Level::Info,
+            format!(
+                "could not tell whether session {session} took {} ({why}); it is not sent again: the session's next look says",
+                p.step
+            ),
+        )
+        .plan(&p.source)
+        .step(&p.step)
+        .session(session);
+        fx.push(Effect::Log(log));
+    }
+
+    /// The prompt in doubt that a look at `session` made at `at` settles.
+    pub(super) fn settled_by(&mut self, session: &str, at: Now) -> Option<u64> {
+        self.lanes.settled_by(session, at)
+    }
+
     /// A lane whose retry came due may send.
     pub(super) fn wake_lane(&mut self, session: String) {
         self.lanes.wake(&session);

@@ -24,6 +24,7 @@ pub(super) fn shows(input: &Input) -> bool {
         input,
         Input::Observed(_)
             | Input::Delivered { .. }
+            | Input::Evidence { .. }
             | Input::TurnStarted { .. }
             | Input::Undeliverable { .. }
             | Input::ChildSpawned { .. }
