@@ -157,7 +157,7 @@ fn a_killed_session_keeps_its_prompt_until_it_comes_back() {
     wait_seen(&project, "agent");
     ollie.kill("agent");
     daemon.wait_log("session agent is gone", T);
-    task_plan(
+    let plan = task_plan(
         &project.plan_dir,
         "while away",
         &[Step::new("Migrate the db")],
@@ -165,7 +165,24 @@ fn a_killed_session_keeps_its_prompt_until_it_comes_back() {
     wait_until("the prompt to wait in the outbox", T, || {
         (project.pending("agent").len() == 1).then_some(())
     });
-    let status = project.status_json();
+    // Why it waits, in words, in `status` and `why`.
+    let gone = "gone: no longer listed in the session index (killed, or renamed)";
+    let status = wait_until("status to say why the session has no state", T, || {
+        let status = project.status_json();
+        let said = status["sessions"]
+            .as_array()?
+            .iter()
+            .any(|s| s["absent"] == gone);
+        said.then_some(status)
+    });
+    let why = project.run(&["why", &plan.display().to_string()]);
+    let why = String::from_utf8_lossy(&why.stdout);
+    assert!(
+        why.contains(&format!(
+            "pending in the outbox of session agent (prompt 0): the session is {gone}"
+        )),
+        "{why}"
+    );
     let session = status["sessions"]
         .as_array()
         .unwrap()

@@ -539,6 +539,11 @@ impl Engine {
             })
     }
 
+    /// Every session last seen gone or unreachable, and why.
+    pub fn absent(&self) -> &BTreeMap<String, sessions::Absent> {
+        self.sessions.absent()
+    }
+
     /// Every session whose state is observed, and since when.
     pub fn sessions(&self) -> &BTreeMap<String, sessions::Observed> {
         self.sessions.observed()

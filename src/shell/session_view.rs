@@ -10,7 +10,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::engine::sessions::Observed;
+use crate::core::engine::sessions::{Absent, Observed};
 use crate::core::engine::{Now, Outcome, Told};
 use crate::core::session::Kind;
 
@@ -28,6 +28,10 @@ pub struct SessionFile {
     pub state: Option<String>,
     /// Since when it is in that state (unix ms).
     pub since: Option<u64>,
+    /// Why it has no state: `unreachable: <why>` (its program, with the
+    /// address and the error) or `gone: <why>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub absent: Option<String>,
     /// The last prompt it was given, and how that went.
     pub told: Option<ToldFile>,
 }
@@ -75,11 +79,15 @@ pub fn wall_ms(at: Now, now: Now, wall: SystemTime) -> u64 {
 /// The file's content from what the engine knows.
 pub fn sessions(
     observed: &BTreeMap<String, Observed>,
+    absent: &BTreeMap<String, Absent>,
     told: &BTreeMap<String, Told>,
-    now: Now,
-    wall: SystemTime,
+    (now, wall): (Now, SystemTime),
 ) -> BTreeMap<String, SessionFile> {
-    let ids: BTreeSet<&String> = observed.keys().chain(told.keys()).collect();
+    let ids: BTreeSet<&String> = observed
+        .keys()
+        .chain(told.keys())
+        .chain(absent.keys())
+        .collect();
     ids.into_iter()
         .map(|id| {
             let o = observed.get(id);
@@ -87,6 +95,7 @@ pub fn sessions(
                 kind: Kind::of(id).0.name().to_string(),
                 state: o.map(|o| o.state.as_str().to_string()),
                 since: o.map(|o| wall_ms(o.since, now, wall)),
+                absent: absent.get(id).map(absent_text),
                 told: told.get(id).map(|t| ToldFile {
                     step: t.step.clone(),
                     outcome: outcome_text(&t.outcome),
@@ -96,6 +105,12 @@ pub fn sessions(
             (id.clone(), file)
         })
         .collect()
+}
+
+/// Why a session has no state, in words.
+pub fn absent_text(a: &Absent) -> String {
+    let what = if a.unreachable { "unreachable" } else { "gone" };
+    format!("{what}: {}", a.why)
 }
 
 /// Write the file if its content differs from what was last written.

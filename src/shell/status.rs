@@ -265,6 +265,10 @@ pub struct SessionView {
     pub state: Option<String>,
     /// When the daemon saw it enter that state (unix milliseconds).
     pub since_unix_ms: Option<u64>,
+    /// Why it has no state: unreachable (with the address and the error)
+    /// or gone, as the daemon last saw it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub absent: Option<String>,
     /// The last prompt it was given and how that went (while the daemon
     /// runs: `sessions.json`).
     pub last_delivery: Option<session_view::ToldFile>,
@@ -290,6 +294,7 @@ fn sessions_view(dir: &Path, memory: &Memory, k: &Known) -> Vec<SessionView> {
             kind: Kind::of(id).0.name().to_string(),
             state: seen.and_then(|o| o.state.clone()),
             since_unix_ms: seen.and_then(|o| o.since),
+            absent: seen.and_then(|o| o.absent.clone()),
             last_delivery: seen.and_then(|o| o.told.clone()),
             pending: Vec::new(),
             open: Vec::new(),
@@ -579,7 +584,10 @@ fn render_sessions(out: &mut String, s: &Status) {
                 format!("{st} for {}s", now.saturating_sub(since) / 1000)
             }
             (Some(st), None) => st.clone(),
-            _ => "state unknown".to_string(),
+            _ => match &v.absent {
+                Some(why) => why.clone(),
+                None => "state unknown".to_string(),
+            },
         };
         let list = |ids: &[String]| {
             if ids.is_empty() {

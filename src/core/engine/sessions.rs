@@ -169,7 +169,6 @@ impl Sessions {
     }
 
     /// Every session last seen gone or unreachable, with why.
-    #[allow(dead_code)] // read by `status` and `why` next
     pub(super) fn absent(&self) -> &BTreeMap<String, Absent> {
         &self.absent
     }

@@ -132,6 +132,7 @@ fn a_stopped_daemon_is_said_and_its_last_word_is_history() {
         kind: "dir".into(),
         state: Some("idle".into()),
         since_unix_ms: Some(NOW_MS - 5_000),
+        absent: None,
         last_delivery: Some(ToldFile {
             step: "s2".into(),
             outcome: "turn_started".into(),
@@ -161,6 +162,7 @@ fn a_running_daemon_shows_how_long_a_session_has_been_in_its_state() {
         kind: "dir".into(),
         state: Some("thinking".into()),
         since_unix_ms: Some(NOW_MS - 12_000),
+        absent: None,
         last_delivery: None,
         pending: Vec::new(),
         open: vec!["s1".into()],
