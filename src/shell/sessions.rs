@@ -30,10 +30,13 @@ pub enum TreeChange {
     /// A listed session and its state, every poll, changed or not: the
     /// engine owns what a session is, and this read is only one look at
     /// it (a delivery's own reads are others). `new`: not listed before.
+    /// `from`: the state the listing before showed, when it differed
+    /// (for the journal only).
     Listed {
         session: String,
         state: AgentState,
         new: bool,
+        from: Option<AgentState>,
     },
     /// A listed session is no longer listed (killed, or renamed with `rn`).
     Gone(String),
@@ -85,9 +88,9 @@ impl SessionTree {
     pub fn poll(&mut self, session_plans: bool) -> Result<Vec<TreeChange>, String> {
         let text = read_all(&self.dir.join("idx"), IDX_CAP).map_err(|e| e.to_string())?;
         let mut out = Vec::new();
-        let mut new = BTreeSet::new();
+        let (mut new, mut changed) = (BTreeSet::new(), BTreeMap::new());
         if self.last.as_deref() != Some(&text[..]) {
-            new = self.apply_index(&text, &mut out);
+            (new, changed) = self.apply_index(&text, &mut out);
             self.last = Some(text);
         }
         // Every listed session's state, every poll, changed or not: a turn
@@ -98,6 +101,7 @@ impl SessionTree {
                 session: id.clone(),
                 state: state.clone(),
                 new: new.contains(id),
+                from: changed.remove(id),
             });
         }
         if session_plans {
@@ -106,31 +110,39 @@ impl SessionTree {
         Ok(out)
     }
 
-    /// A new `idx`: the sessions no longer listed, and those listed for
-    /// the first time (returned); checklists due to be read.
-    fn apply_index(&mut self, text: &[u8], out: &mut Vec<TreeChange>) -> BTreeSet<String> {
+    /// A new `idx`: the sessions no longer listed; those listed for the
+    /// first time, and the states it changed (returned, for the journal);
+    /// checklists due to be read.
+    fn apply_index(
+        &mut self,
+        text: &[u8],
+        out: &mut Vec<TreeChange>,
+    ) -> (BTreeSet<String>, BTreeMap<String, AgentState>) {
         let listed = parse_index(&String::from_utf8_lossy(text));
         for id in self.listed.keys().filter(|id| !listed.contains_key(*id)) {
             self.plans.remove(id);
             self.due.remove(id);
             out.push(TreeChange::Gone(id.clone()));
         }
-        let mut new = BTreeSet::new();
+        let (mut new, mut changed) = (BTreeSet::new(), BTreeMap::new());
         for (id, state) in &listed {
             match self.listed.get(id) {
                 None => {
                     self.due.insert(id.clone());
                     new.insert(id.clone());
                 }
-                // The turn that just ended may have ticked.
-                Some(before) if !before.is_idle() && state.is_idle() => {
-                    self.due.insert(id.clone());
+                Some(before) if before != state => {
+                    // The turn that just ended may have ticked.
+                    if state.is_idle() {
+                        self.due.insert(id.clone());
+                    }
+                    changed.insert(id.clone(), before.clone());
                 }
                 Some(_) => {}
             }
         }
         self.listed = listed;
-        new
+        (new, changed)
     }
 
     fn poll_plans(&mut self, out: &mut Vec<TreeChange>) {
@@ -238,6 +250,7 @@ mod tests {
             session: session.into(),
             state: AgentState::parse(state).unwrap(),
             new,
+            from: None,
         }
     }
 
@@ -269,7 +282,12 @@ mod tests {
         idx(t.path(), &[("b", "idle")]);
         let later = tree.poll(true).unwrap();
         assert!(later.contains(&TreeChange::Gone("a".into())));
-        assert!(later.contains(&listed("b", "idle", false)));
+        assert!(later.contains(&TreeChange::Listed {
+            session: "b".into(),
+            state: AgentState::Idle,
+            new: false,
+            from: Some(AgentState::Busy("thinking".into())),
+        }));
         assert_eq!(tree.listed().len(), 1);
     }
 

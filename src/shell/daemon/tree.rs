@@ -94,10 +94,13 @@ impl Daemon {
                 session,
                 state,
                 new,
+                from,
             } => {
+                let parent = parent_of(self, &session);
                 if new {
-                    let parent = parent_of(self, &session);
                     tracing::debug!(project = %project, session = %session, parent = parent.as_deref(), "session {session} appeared ({state})");
+                } else if let Some(from) = from {
+                    tracing::debug!(project = %project, session = %session, parent = parent.as_deref(), "session {session}: {from} → {state}");
                 }
                 self.look(session, Seen::State(state));
             }
