@@ -218,10 +218,7 @@ impl Engine {
                     .on_activity(now, session, cx.ledger, cx.timers);
                 false
             }
-            Input::Observed(look) => {
-                self.on_observed(now, look, &mut fx);
-                false
-            }
+            Input::Observed(look) => self.on_observed(now, look, &mut fx),
             Input::ChildSpawned { child, outcome } => {
                 let back = children::on_spawned(&mut cx, &child, outcome);
                 read_again(&self.plans, back, cx.fx);
@@ -389,19 +386,21 @@ impl Engine {
     /// older look than the newest known: then a child gone before its step
     /// was done hands it back, a session gone or unreachable loses what
     /// was in its inbox, and its retries and reminders are judged again.
-    fn on_observed(&mut self, now: Now, look: Observation, fx: &mut Vec<Effect>) {
+    /// Returns whether a capped outbox drained (a doubt settled).
+    fn on_observed(&mut self, now: Now, look: Observation, fx: &mut Vec<Effect>) -> bool {
         let session = look.session.clone();
         // A prompt whose taking could not be told is settled by a look
         // made after the doubt: the one rule says what the look means.
+        let mut refill = false;
         if let Some(seq) = self.ledger.settled_by(&session, look.at.min(now)) {
             let verdict = taken::settle(&look.seen);
-            self.on_verdict(now, session.clone(), seq, verdict, fx);
+            refill = self.on_verdict(now, session.clone(), seq, verdict, fx);
         }
         let (ledger, timers) = (&mut self.ledger, &mut self.timers);
         let outcome = self.sessions.on_observed(now, look, ledger, timers);
         let mut cx = cx!(self, fx);
         match outcome {
-            Look::Stale | Look::Same => return,
+            Look::Stale | Look::Same => return refill,
             Look::Changed => {}
             Look::Gone => {
                 let back = children::on_state(&mut cx, &session, false);
@@ -417,6 +416,7 @@ impl Engine {
         let observed = self.sessions.observed().get(&session);
         self.reminders
             .rearm(config, &session, observed, ledger, timers);
+        refill
     }
 
     /// Sessions that checked a step restart their reminder clocks there.

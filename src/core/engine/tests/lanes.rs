@@ -35,6 +35,19 @@ fn rig(session: &str, state: Option<AgentState>, reached: Reached) -> Rig {
     rig
 }
 
+impl Rig {
+    /// Every timer due in the next `span`, as the daemon's deadline fires.
+    fn ticks_for(&mut self, span: Duration) {
+        let end = self.now + span;
+        while let Some(next) = self.engine.poll_timeout().filter(|&t| t <= end) {
+            self.now = self.now.max(next);
+            self.feed(Input::Tick);
+        }
+        self.now = end;
+        self.feed(Input::Tick);
+    }
+}
+
 fn busy() -> Option<AgentState> {
     Some(AgentState::Busy("thinking".into()))
 }
@@ -399,4 +412,79 @@ fn a_prompt_closed_while_being_written_is_withdrawn_when_the_write_fails() {
         rig.advance(at.saturating_sub(rig.now) + Duration::from_secs(60));
     }
     assert!(!rig.steps_delivered().contains(&"s1".to_string()));
+}
+
+/// A Submit whose confirmation read failed: the prompt is in doubt, not
+/// lost. Nothing is sent again on the doubt, nor does the next prompt go;
+/// a look made before it settles nothing; the first look after it does —
+/// the session still there took the write, and the next prompt goes.
+#[test]
+fn a_doubt_is_settled_by_the_next_look_never_by_sending_again() {
+    let mut rig = rig("a", Some(AgentState::Idle), Reached::Accepted);
+    rig.world.later.insert("a".into());
+    // (A look at engine time zero is stamped as it is fed.)
+    rig.advance(Duration::from_millis(5));
+    rig.write(NAME, &plan(2));
+    assert_eq!(rig.take_delivered(), ["s1"]);
+    let seq = rig.engine.memory().outbox.get("a").unwrap()[0].seq;
+    let before = rig.now;
+    rig.advance(Duration::from_millis(10));
+    rig.feed(Input::Evidence {
+        session: "a".into(),
+        seq,
+        evidence: Evidence::Unsure("EIO".into()),
+    });
+    assert!(said(&rig, "could not tell whether session a took s1 (EIO)"));
+    let mut old = Observation::new("a".into(), Seen::State(AgentState::Idle), Observer::Index);
+    old.at = before;
+    rig.feed(Input::Observed(old));
+    rig.ticks_for(Duration::from_secs(60));
+    let sent = rig.take_delivered();
+    assert!(
+        sent.is_empty(),
+        "nothing sent on a doubt: {sent:?} {:?}",
+        rig.world.logs
+    );
+    assert_eq!(rig.engine.memory().outbox.len_of("a"), 2);
+    rig.feed(Input::Observed(Observation::state(
+        "a".into(),
+        busy(),
+        Observer::Index,
+        "gone",
+    )));
+    assert_eq!(rig.engine.memory().outbox.len_of("a"), 1, "s1 delivered");
+    assert_eq!(rig.take_delivered(), ["s2"]);
+}
+
+/// A doubt settled by the session seen gone: what it had went with it,
+/// and the prompt waits for it to come back.
+#[test]
+fn a_doubt_settled_by_the_session_gone_waits_for_it_to_come_back() {
+    let mut rig = rig("a", Some(AgentState::Idle), Reached::Accepted);
+    rig.world.later.insert("a".into());
+    rig.write(NAME, &plan(1));
+    assert_eq!(rig.take_delivered(), ["s1"]);
+    let seq = rig.engine.memory().outbox.get("a").unwrap()[0].seq;
+    rig.feed(Input::Evidence {
+        session: "a".into(),
+        seq,
+        evidence: Evidence::Unsure("EIO".into()),
+    });
+    rig.advance(Duration::from_millis(10));
+    rig.feed(Input::Observed(Observation::state(
+        "a".into(),
+        None,
+        Observer::Index,
+        "killed",
+    )));
+    assert_eq!(rig.engine.memory().outbox.len_of("a"), 1, "kept");
+    rig.advance(Duration::from_secs(60));
+    rig.feed(Input::Observed(Observation::state(
+        "a".into(),
+        Some(AgentState::Idle),
+        Observer::Index,
+        "gone",
+    )));
+    rig.ticks_for(Duration::from_secs(60));
+    assert_eq!(rig.take_delivered(), ["s1"], "sent again once it is back");
 }
