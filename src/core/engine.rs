@@ -323,11 +323,12 @@ impl Engine {
         refill
     }
 
-    /// Prompt `seq` was heard by an observed session (when `now_heard`):
-    /// its item's reminder clock starts.
+    /// Prompt `seq` was heard by its session (when `now_heard`): its
+    /// item's reminder clock starts, and `status` says when it was
+    /// announced — whether or not the session's state is seen yet (one
+    /// seen only later is reminded from when it was first seen idle).
     fn heard(&mut self, now: Now, session: &str, seq: u64, now_heard: bool) {
-        // Only sessions seen idle or busy can be reminded.
-        if !now_heard || !self.sessions.observed().contains_key(session) {
+        if !now_heard {
             return;
         }
         if let Some(p) = self.ledger.pending(session, seq) {
@@ -422,15 +423,15 @@ impl Engine {
     /// Sessions that checked a step restart their reminder clocks there.
     fn after_progress(&mut self, now: Now) {
         let mut progressed = self.ledger.take_progressed();
-        // Only an observed session can be reminded, and one seen only later
-        // counts from when its state was first seen, after this progress:
-        // what is kept is kept for observed sessions alone, and a plain pipe
-        // (the common case) costs no walk over the reminder maps per tick.
-        progressed.retain(|(session, _)| self.sessions.observed().contains_key(session));
         if progressed.is_empty() {
             return;
         }
+        // When each item was heard is kept for every session, pruned with
+        // the announced set at each progress.
         self.reminders.prune(&self.ledger);
+        // Only an observed session can be reminded, and one seen only later
+        // counts from when its state was first seen, after this progress.
+        progressed.retain(|(session, _)| self.sessions.observed().contains_key(session));
         for (session, source) in progressed {
             self.reminders.progressed(now, session.clone(), source);
             let observed = self.sessions.observed().get(&session);
