@@ -403,14 +403,22 @@ impl Engine {
         match outcome {
             Look::Stale | Look::Same => return refill,
             Look::Changed => {}
-            Look::Gone => {
+            Look::Gone(news) => {
                 let back = children::on_state(&mut cx, &session, false);
                 read_again(&self.plans, back, cx.fx);
                 cx.ledger.on_gone(&session, cx.timers, cx.fx);
+                if news {
+                    self.say_waiting(&session, fx);
+                }
             }
             // As gone for delivery (its inbox went with the program), but
             // a child keeps its step.
-            Look::Unreachable => cx.ledger.on_gone(&session, cx.timers, cx.fx),
+            Look::Unreachable(news) => {
+                cx.ledger.on_gone(&session, cx.timers, cx.fx);
+                if news {
+                    self.say_waiting(&session, fx);
+                }
+            }
         }
         let (config, ledger, timers) = (&self.config, &mut self.ledger, &mut self.timers);
         self.reminders.prune(ledger);
@@ -418,6 +426,28 @@ impl Engine {
         self.reminders
             .rearm(config, &session, observed, ledger, timers);
         refill
+    }
+
+    /// A session newly seen gone or unreachable with prompts waiting for
+    /// it: why they wait, said once per episode (not per retry).
+    fn say_waiting(&self, session: &str, fx: &mut Vec<Effect>) {
+        let pending = self.ledger.outbox().len_of(session);
+        let Some(absent) = self.sessions.absent().get(session) else {
+            return;
+        };
+        if pending == 0 || !self.config.logs(Level::Info) {
+            return;
+        }
+        let what = if absent.unreachable {
+            "cannot be reached"
+        } else {
+            "is gone"
+        };
+        let message = format!(
+            "session {session} {what} ({}); {pending} prompt(s) wait in its outbox until it is back",
+            absent.why
+        );
+        fx.push(Effect::Log(Log::new(Level::Info, message).session(session)));
     }
 
     /// Sessions that checked a step restart their reminder clocks there.

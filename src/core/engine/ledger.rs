@@ -343,11 +343,13 @@ impl Ledger {
         // A prompt in an inbox is confirmed long after its write (Claude's
         // transcript, 60-400 ms), by when it may itself have made an idle
         // agent busy: judged by what the agent was doing when it was
-        // handed over. Any other outcome is the write's own end, and the
-        // state now is the freshest there is (an ollie-9p tree is polled).
+        // handed over — not known then (just after a restart), not known,
+        // never the busy its own turn brought. Any other outcome is the
+        // write's own end, and the state now is the freshest there is (an
+        // ollie-9p tree is polled).
         let at_write = self.lanes.seen_at_write(session, seq);
         let observed = match reached {
-            Reached::Inbox => at_write.as_ref().or(observed),
+            Reached::Inbox => at_write.as_ref(),
             _ => observed,
         };
         let was_idle = observed.map(|o| o.state.is_idle());

@@ -46,10 +46,10 @@ pub(super) enum Look {
     Same,
     /// Seen in a state it was not known in (or seen for the first time).
     Changed,
-    /// Seen gone.
-    Gone,
-    /// Its program cannot be reached.
-    Unreachable,
+    /// Seen gone (`true`: news — it was not known gone for this reason).
+    Gone(bool),
+    /// Its program cannot be reached (`true`: news).
+    Unreachable(bool),
 }
 
 /// How long a session last seen gone or unreachable, with nothing pending
@@ -127,6 +127,10 @@ impl Sessions {
         // Gone or unreachable: nothing of its queue will run; its prompts
         // wait in the outbox for it to come back.
         self.observed.remove(&session);
+        let news = self
+            .absent
+            .get(&session)
+            .is_none_or(|a| a.unreachable != unreachable || a.why != why);
         let absent = Absent {
             unreachable,
             why,
@@ -137,9 +141,9 @@ impl Sessions {
         self.absent
             .retain(|s, a| a.at + ABSENT_KEPT > now || ledger.outbox().len_of(s) > 0);
         if unreachable {
-            Look::Unreachable
+            Look::Unreachable(news)
         } else {
-            Look::Gone
+            Look::Gone(news)
         }
     }
 

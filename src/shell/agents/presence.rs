@@ -12,8 +12,8 @@ use crate::core::session::AgentState;
 pub enum Presence {
     /// Its state (`None`: gone).
     State(Option<AgentState>),
-    /// Its program does not answer.
-    Unreachable,
+    /// Its program does not answer: why, with the address and the error.
+    Unreachable(String),
 }
 
 impl Presence {
@@ -22,7 +22,7 @@ impl Presence {
         let seen = match self {
             Presence::State(Some(state)) => Seen::State(state.clone()),
             Presence::State(None) => Seen::Gone("no such session on its server".into()),
-            Presence::Unreachable => Seen::Unreachable("its program does not answer".into()),
+            Presence::Unreachable(why) => Seen::Unreachable(why.clone()),
         };
         Input::Observed(Observation::new(
             session.to_string(),
@@ -57,17 +57,18 @@ pub fn tell(last: &mut Option<Presence>, now: Presence, session: &str) -> Option
 mod tests {
     use super::*;
 
+    fn down() -> Presence {
+        Presence::Unreachable("the server at :1 does not answer".into())
+    }
+
     #[test]
     fn each_change_is_told_once_and_gone_after_unreachable_is_news() {
         let mut last = None;
         let idle = Presence::State(Some(AgentState::Idle));
         assert!(tell(&mut last, idle.clone(), "s").is_some());
         assert_eq!(tell(&mut last, idle, "s"), None);
-        assert_eq!(
-            tell(&mut last, Presence::Unreachable, "s"),
-            Some(Presence::Unreachable.input("s"))
-        );
-        assert_eq!(tell(&mut last, Presence::Unreachable, "s"), None);
+        assert_eq!(tell(&mut last, down(), "s"), Some(down().input("s")));
+        assert_eq!(tell(&mut last, down(), "s"), None);
         assert_eq!(
             tell(&mut last, Presence::State(None), "s"),
             Some(Presence::State(None).input("s"))

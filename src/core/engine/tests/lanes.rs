@@ -488,3 +488,68 @@ fn a_doubt_settled_by_the_session_gone_waits_for_it_to_come_back() {
     rig.ticks_for(Duration::from_secs(60));
     assert_eq!(rig.take_delivered(), ["s1"], "sent again once it is back");
 }
+
+/// Just after a restart a Claude session's state is not known yet when
+/// its first prompt is written; by the time the transcript confirms it,
+/// the session is busy — on that very prompt. It is not said to wait for
+/// a running turn.
+#[test]
+fn a_prompt_written_before_the_state_was_known_is_not_said_to_wait_behind_a_turn() {
+    let mut rig = rig("claude:x", None, Reached::Inbox);
+    rig.world.later.insert("claude:x".into());
+    rig.write(NAME, &plan(1));
+    assert_eq!(rig.take_delivered(), ["s1"]);
+    let seq = rig.engine.memory().outbox.get("claude:x").unwrap()[0].seq;
+    rig.feed(Input::Observed(Observation::state(
+        "claude:x".into(),
+        Some(AgentState::Busy("busy".into())),
+        Observer::Program,
+        "gone",
+    )));
+    rig.feed(Input::Delivered {
+        session: "claude:x".into(),
+        seq,
+        reached: Reached::Inbox,
+    });
+    assert!(
+        !said(&rig, "for its running turn to end"),
+        "{:?}",
+        rig.world.logs
+    );
+    assert!(said(
+        &rig,
+        "submitted s1 to session claude:x (its state is not known)"
+    ));
+}
+
+/// A session whose program cannot be reached, with prompts waiting: the
+/// journal says why at info, once per episode, not at every look.
+#[test]
+fn why_prompts_wait_for_an_unreachable_session_is_said_once() {
+    let mut rig = rig("opencode:x", Some(AgentState::Idle), Reached::Accepted);
+    rig.world.later.insert("opencode:x".into());
+    rig.write(NAME, &plan(2));
+    let down = "the opencode server at http://127.0.0.1:4096 does not answer (connection refused)";
+    for _ in 0..3 {
+        rig.advance(Duration::from_secs(1));
+        rig.feed(Input::Observed(Observation::new(
+            "opencode:x".into(),
+            Seen::Unreachable(down.into()),
+            Observer::Events,
+        )));
+    }
+    let said: Vec<_> = rig
+        .world
+        .logs
+        .iter()
+        .filter(|l| l.message.contains("cannot be reached"))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", rig.world.logs);
+    assert_eq!(said[0].level, Some(Level::Info));
+    assert!(said[0].message.contains(down), "{}", said[0].message);
+    assert!(
+        said[0].message.contains("2 prompt(s) wait"),
+        "{}",
+        said[0].message
+    );
+}

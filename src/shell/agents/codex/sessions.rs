@@ -154,16 +154,16 @@ impl Sessions {
         due.map(|(n, _)| n.clone()).collect()
     }
 
-    /// `name`'s program cannot be reached (the server is down): the
-    /// `SessionUnreachable` to report, unless it was the last report.
-    pub fn unreachable(&mut self, name: &str) -> Option<Input> {
+    /// `name`'s program cannot be reached (the server is down, `why`): the
+    /// look to report, unless it was the last report.
+    pub fn unreachable(&mut self, name: &str, why: &str) -> Option<Input> {
         let s = self.map.get_mut(name)?;
-        presence::tell(&mut s.reported, Presence::Unreachable, name)
+        presence::tell(&mut s.reported, Presence::Unreachable(why.into()), name)
     }
 
     /// The connection is gone: nothing is attached, every session's
     /// program is not reachable.
-    pub fn all_down(&mut self) -> Vec<Input> {
+    pub fn all_down(&mut self, why: &str) -> Vec<Input> {
         let names = self.names();
         names
             .iter()
@@ -171,7 +171,7 @@ impl Sessions {
                 let s = self.map.get_mut(n)?;
                 s.attached = false;
                 s.subscribed = false;
-                self.unreachable(n)
+                self.unreachable(n, why)
             })
             .collect()
     }
@@ -192,9 +192,10 @@ mod tests {
         assert!(s
             .set_state("codex:t", Some(AgentState::Busy("active".into())))
             .is_some());
-        assert_eq!(s.all_down(), vec![Presence::Unreachable.input("codex:t")]);
+        let down = Presence::Unreachable("down".into());
+        assert_eq!(s.all_down("down"), vec![down.input("codex:t")]);
         assert!(!s.get("codex:t").unwrap().attached);
-        assert_eq!(s.all_down(), vec![]);
+        assert_eq!(s.all_down("down"), vec![]);
         assert_eq!(s.of_thread("t"), vec!["codex:t".to_string()]);
         // Found gone once the server is back: news.
         assert!(s.set_state("codex:t", None).is_some());

@@ -186,7 +186,7 @@ impl Worker {
             }
             Err(e) => {
                 self.down = format!("codex app-server not running at {} ({e})", self.endpoint);
-                let gone = self.sessions.all_down();
+                let gone = self.sessions.all_down(&self.down);
                 self.report_all(gone);
             }
         }
@@ -198,7 +198,7 @@ impl Worker {
             tracing::warn!(endpoint = %self.endpoint, "lost the codex app-server: {why}");
         }
         self.down = format!("codex app-server at {} went away ({why})", self.endpoint);
-        let gone = self.sessions.all_down();
+        let gone = self.sessions.all_down(&self.down);
         self.report_all(gone);
         self.unpark_all();
     }

@@ -261,7 +261,7 @@ impl Courier {
     fn failed(&self, id: &str, e: ApiError) -> String {
         match &e {
             ApiError::Unreachable(_) => {
-                self.shared.lock().unreachable(id);
+                self.shared.lock().unreachable(id, &e.to_string());
                 format!(
                     "{e}: start it with `opencode --port {port}` or `opencode serve --port {port}`",
                     port = self.api.server.port()

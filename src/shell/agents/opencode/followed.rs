@@ -494,24 +494,25 @@ impl Followed {
 
     /// The server stopped answering: every followed session is
     /// unreachable.
-    pub fn server_gone(&mut self) {
+    pub fn server_gone(&mut self, why: &str) {
         let ids: Vec<String> = self.sessions.keys().cloned().collect();
         for id in ids {
-            self.unreachable(&id);
+            self.unreachable(&id, why);
         }
     }
 
     /// The server does not answer for `id`: nothing is known of it until
     /// it does (what it was running is forgotten, as for a gone session);
     /// reported unless it was the last report.
-    pub fn unreachable(&mut self, id: &str) {
+    pub fn unreachable(&mut self, id: &str, why: &str) {
         let name = self.engine_name(id);
         let Some(s) = self.sessions.get_mut(id) else {
             return;
         };
         s.busy_with_tool = None;
         s.posted = None;
-        if let Some(input) = presence::tell(&mut s.reported, Presence::Unreachable, &name) {
+        let down = Presence::Unreachable(why.to_string());
+        if let Some(input) = presence::tell(&mut s.reported, down, &name) {
             tracing::debug!("opencode session {id} is unreachable");
             self.send(input);
         }
@@ -583,7 +584,7 @@ mod tests {
         f.state("ses_a", busy("busy"));
         f.tool("ses_a", None);
         f.state("ses_a", Some(AgentState::Idle));
-        f.server_gone();
+        f.server_gone("down");
         f.state("ses_other", busy("busy"));
         assert_eq!(
             drain(&mut rx),
@@ -593,7 +594,7 @@ mod tests {
                 state(busy("calling: bash")),
                 state(busy("busy")),
                 state(Some(AgentState::Idle)),
-                Presence::Unreachable.input("opencode:ses_a"),
+                Presence::Unreachable("down".into()).input("opencode:ses_a"),
             ]
         );
         // Found gone once the server is back: news.

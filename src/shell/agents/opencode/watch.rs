@@ -26,7 +26,7 @@ use std::time::Duration;
 use super::api::{Api, ApiError};
 use super::events::{self, Event};
 use super::followed::Shared;
-use super::http::Stopper;
+use super::http::{EventStream, Stopper};
 
 /// How often a server that is not running is tried again.
 pub const RETRY: Duration = Duration::from_millis(250);
@@ -44,43 +44,64 @@ pub struct Stop {
 pub fn follow(api: Api, shared: Arc<Shared>, stop: Arc<Stop>, closed: Receiver<()>) {
     let url = api.server.url().to_string();
     loop {
-        if let Ok(mut stream) = api.server.events() {
-            if let Ok(s) = stream.stopper() {
-                *stop.stream.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
-            }
-            if is_closed(&closed) {
-                return;
-            }
-            tracing::debug!("following the event stream of {url}");
-            let mut connected = false;
-            let ended = loop {
-                let event = match stream.next_event() {
-                    Ok(Some(data)) => events::parse(&data),
-                    Ok(None) => break "the server ended it".to_string(),
-                    Err(e) => break e.to_string(),
-                };
-                match event {
-                    Event::Connected if !connected => {
-                        tracing::debug!("the event stream of {url} is connected");
-                        connected = true;
-                        refresh(&api, &shared);
-                    }
-                    Event::Heartbeat => recheck_busy(&api, &shared),
-                    event => apply(&shared, event),
-                }
-            };
-            tracing::debug!("the event stream of {url} broke ({ended}); every session of it is not running until it is back");
-        }
+        // Why the sessions cannot be reached, once the stream is down.
+        let down = match api.server.events() {
+            Err(e) => format!("the opencode server at {url} does not answer ({e})"),
+            Ok(stream) => match stream_until_down(&api, &shared, &stop, &closed, stream) {
+                Some(down) => down,
+                None => return,
+            },
+        };
         if is_closed(&closed) {
             return;
         }
-        shared.lock().server_gone();
+        shared.lock().server_gone(&down);
         shared.notify();
         match closed.recv_timeout(RETRY) {
             Err(RecvTimeoutError::Timeout) => {}
             _ => return,
         }
     }
+}
+
+/// Apply the server's events until its stream breaks: why, in words
+/// (`None`: reveille is stopping).
+fn stream_until_down(
+    api: &Api,
+    shared: &Shared,
+    stop: &Stop,
+    closed: &Receiver<()>,
+    mut stream: EventStream,
+) -> Option<String> {
+    let url = api.server.url();
+    if let Ok(s) = stream.stopper() {
+        *stop.stream.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
+    }
+    if is_closed(closed) {
+        return None;
+    }
+    tracing::debug!("following the event stream of {url}");
+    let mut connected = false;
+    let ended = loop {
+        let event = match stream.next_event() {
+            Ok(Some(data)) => events::parse(&data),
+            Ok(None) => break "the server ended it".to_string(),
+            Err(e) => break e.to_string(),
+        };
+        match event {
+            Event::Connected if !connected => {
+                tracing::debug!("the event stream of {url} is connected");
+                connected = true;
+                refresh(api, shared);
+            }
+            Event::Heartbeat => recheck_busy(api, shared),
+            event => apply(shared, event),
+        }
+    };
+    tracing::debug!("the event stream of {url} broke ({ended}); every session of it is not running until it is back");
+    Some(format!(
+        "the event stream of the opencode server at {url} broke ({ended})"
+    ))
 }
 
 fn is_closed(closed: &Receiver<()>) -> bool {
