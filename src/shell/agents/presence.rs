@@ -1,8 +1,8 @@
 //! What a backend last told the engine of one session — its state, gone,
-//! or its program unreachable — so that each change is told once, and a
-//! session found gone after its program was unreachable is told gone: the
-//! two are different news (a child keeps its step while its program is
-//! away, and hands it back when it is gone).
+//! or its program unreachable. Every look is told, changed or not: the
+//! engine owns what a session is and keeps the newest look, so a follower
+//! that filtered by its own last report could leave the engine holding a
+//! state another observer told it (a delivery's busy) for ever.
 
 use crate::core::input::{Input, Observation, Observer, Seen};
 use crate::core::session::AgentState;
@@ -42,15 +42,12 @@ impl Presence {
     }
 }
 
-/// Tell `now` unless it is what was told last (`last`, updated): the input
-/// to send, if any.
-pub fn tell(last: &mut Option<Presence>, now: Presence, session: &str) -> Option<Input> {
-    if last.as_ref() == Some(&now) {
-        return None;
-    }
+/// Tell `now` (`last` keeps it, for what the backend decides by it): the
+/// input to send.
+pub fn tell(last: &mut Option<Presence>, now: Presence, session: &str) -> Input {
     let input = now.input(session);
     *last = Some(now);
-    Some(input)
+    input
 }
 
 #[cfg(test)]
@@ -62,16 +59,13 @@ mod tests {
     }
 
     #[test]
-    fn each_change_is_told_once_and_gone_after_unreachable_is_news() {
+    fn every_look_is_told_and_kept_as_the_last() {
         let mut last = None;
         let idle = Presence::State(Some(AgentState::Idle));
-        assert!(tell(&mut last, idle.clone(), "s").is_some());
-        assert_eq!(tell(&mut last, idle, "s"), None);
-        assert_eq!(tell(&mut last, down(), "s"), Some(down().input("s")));
-        assert_eq!(tell(&mut last, down(), "s"), None);
-        assert_eq!(
-            tell(&mut last, Presence::State(None), "s"),
-            Some(Presence::State(None).input("s"))
-        );
+        let told = tell(&mut last, idle.clone(), "s");
+        assert_eq!(told, idle.input("s"));
+        assert_eq!(tell(&mut last, idle.clone(), "s"), told, "told again");
+        assert_eq!(tell(&mut last, down(), "s"), down().input("s"));
+        assert_eq!(last, Some(down()));
     }
 }

@@ -206,8 +206,9 @@ impl Observer {
         self.report_states();
     }
 
-    /// A look (`Input::Observed`) for each session whose state changed,
-    /// and unreachable for each that no longer runs: no process holds
+    /// A look (`Input::Observed`) at each running session, changed or not
+    /// (the engine keeps the newest look), and unreachable for each that
+    /// no longer runs: no process holds
     /// it, though `claude --resume` brings it back.
     fn report_states(&mut self) {
         let gone: Vec<String> = self
@@ -228,7 +229,6 @@ impl Observer {
             .owners
             .iter()
             .filter_map(|(sid, o)| Some((sid.clone(), o.entry.state()?)))
-            .filter(|(sid, s)| self.reported.get(sid) != Some(s))
             .collect();
         for (sid, state) in states {
             self.reported.insert(sid.clone(), state.clone());

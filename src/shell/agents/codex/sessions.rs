@@ -100,7 +100,11 @@ impl Sessions {
     /// report when it differs from what was last reported.
     pub fn set_state(&mut self, name: &str, state: Option<AgentState>) -> Option<Input> {
         let s = self.map.get_mut(name)?;
-        presence::tell(&mut s.reported, Presence::State(state), name)
+        Some(presence::tell(
+            &mut s.reported,
+            Presence::State(state),
+            name,
+        ))
     }
 
     /// A turn started on prompt `client_id` of `name`: whether the engine
@@ -158,7 +162,11 @@ impl Sessions {
     /// look to report, unless it was the last report.
     pub fn unreachable(&mut self, name: &str, why: &str) -> Option<Input> {
         let s = self.map.get_mut(name)?;
-        presence::tell(&mut s.reported, Presence::Unreachable(why.into()), name)
+        Some(presence::tell(
+            &mut s.reported,
+            Presence::Unreachable(why.into()),
+            name,
+        ))
     }
 
     /// The connection is gone: nothing is attached, every session's
@@ -182,20 +190,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_state_is_reported_once_per_change_and_gone_when_the_server_goes() {
+    fn every_state_is_reported_and_gone_when_the_server_goes() {
         let mut s = Sessions::default();
         s.know("codex:t").thread = Some("t".into());
         s.get("codex:t").unwrap().attached = true;
         let idle = Some(AgentState::Idle);
         assert!(s.set_state("codex:t", idle.clone()).is_some());
-        assert_eq!(s.set_state("codex:t", idle), None);
+        assert!(s.set_state("codex:t", idle).is_some(), "told again");
         assert!(s
             .set_state("codex:t", Some(AgentState::Busy("active".into())))
             .is_some());
         let down = Presence::Unreachable("down".into());
         assert_eq!(s.all_down("down"), vec![down.input("codex:t")]);
         assert!(!s.get("codex:t").unwrap().attached);
-        assert_eq!(s.all_down("down"), vec![]);
+        assert_eq!(
+            s.all_down("down"),
+            vec![down.input("codex:t")],
+            "told again"
+        );
         assert_eq!(s.of_thread("t"), vec!["codex:t".to_string()]);
         // Found gone once the server is back: news.
         assert!(s.set_state("codex:t", None).is_some());

@@ -512,33 +512,46 @@ impl Followed {
         s.busy_with_tool = None;
         s.posted = None;
         let down = Presence::Unreachable(why.to_string());
-        if let Some(input) = presence::tell(&mut s.reported, down, &name) {
-            tracing::debug!("opencode session {id} is unreachable");
-            self.send(input);
+        if s.reported.as_ref() != Some(&down) {
+            tracing::debug!("opencode session {id} is unreachable: {why}");
         }
+        let input = presence::tell(&mut s.reported, down, &name);
+        self.send(input);
     }
 
     fn report(&mut self, id: &str, state: Option<AgentState>) {
         let Some(s) = self.sessions.get_mut(id) else {
             return;
         };
-        let owed = s.owe_idle && state == Some(AgentState::Idle);
-        let now = Presence::State(state.clone());
-        if s.reported.as_ref() == Some(&now) && !owed {
+        // An idle seen after a post and before its turn was seen is older
+        // than the post (the server answers before it stores the prompt):
+        // not a look at the session as it is now.
+        let idle = state == Some(AgentState::Idle);
+        if idle
+            && s.posted
+                .as_ref()
+                .is_some_and(|p| !p.busy_seen && !p.started)
+        {
             return;
+        }
+        let owed = s.owe_idle && idle;
+        let now = Presence::State(state.clone());
+        // Told every time, changed or not (the engine keeps the newest
+        // look); said in the journal only when it changed.
+        if s.reported.as_ref() != Some(&now) || owed {
+            tracing::debug!(
+                "opencode session {id} is {state:?}{}",
+                if owed {
+                    " (an idle a refused prompt waits for)"
+                } else {
+                    ""
+                }
+            );
         }
         if owed {
             s.owe_idle = false;
         }
         s.reported = Some(now);
-        tracing::debug!(
-            "opencode session {id} is {state:?}{}",
-            if owed {
-                " (an idle a refused prompt waits for)"
-            } else {
-                ""
-            }
-        );
         self.send(Presence::State(state).input(&self.engine_name(id)));
     }
 }
@@ -575,7 +588,7 @@ mod tests {
     }
 
     #[test]
-    fn states_are_reported_on_change_with_the_running_tool() {
+    fn every_state_is_reported_with_the_running_tool() {
         let (mut f, mut rx) = followed();
         f.state("ses_a", Some(AgentState::Idle));
         f.state("ses_a", Some(AgentState::Idle));
@@ -590,7 +603,9 @@ mod tests {
             drain(&mut rx),
             vec![
                 state(Some(AgentState::Idle)),
+                state(Some(AgentState::Idle)),
                 state(busy("busy")),
+                state(busy("calling: bash")),
                 state(busy("calling: bash")),
                 state(busy("busy")),
                 state(Some(AgentState::Idle)),
@@ -657,7 +672,7 @@ mod tests {
         let idle = state(Some(AgentState::Idle));
         assert_eq!(
             drain(&mut rx),
-            vec![state(busy("busy")), idle.clone(), idle]
+            vec![state(busy("busy")), idle.clone(), idle.clone(), idle]
         );
     }
 
