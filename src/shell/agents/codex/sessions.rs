@@ -96,8 +96,8 @@ impl Sessions {
             .collect()
     }
 
-    /// Record `state` for `name` (`None`: gone): the `SessionState` to
-    /// report when it differs from what was last reported.
+    /// Record `state` for `name` (`None`: gone): the look to report (every
+    /// look is told; `None` only for a session not known).
     pub fn set_state(&mut self, name: &str, state: Option<AgentState>) -> Option<Input> {
         let s = self.map.get_mut(name)?;
         Some(presence::tell(
