@@ -12,11 +12,12 @@ use std::time::{Duration, Instant};
 
 use reveille::config::ClaudeSettings;
 use reveille::core::effect::Delivery;
-use reveille::core::input::{Input, Reached};
+use reveille::core::input::{Input, Reached, Seen};
 use reveille::core::session::{AgentState, Wait};
 use reveille::shell::agents::claude::ClaudeBackend;
 use reveille::shell::backend::Backend;
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use reveille::shell::backend::Reports;
+use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::util::agents::claude::{Claude, Registered};
 use crate::util::fakemodel::messages::Messages;
@@ -52,7 +53,7 @@ impl Rig {
             }
         };
         let reg = claude.start();
-        let (tx, inputs) = unbounded_channel();
+        let (tx, inputs) = Reports::channel();
         let settings = ClaudeSettings {
             config_dir: claude.config_dir.clone(),
         };
@@ -94,7 +95,7 @@ impl Rig {
     /// A backend started afresh, as after a reveille restart.
     fn restart_backend(&mut self) {
         drop(self.backend.take());
-        let (tx, inputs) = unbounded_channel();
+        let (tx, inputs) = Reports::channel();
         let settings = ClaudeSettings {
             config_dir: self.claude.config_dir.clone(),
         };
@@ -157,11 +158,11 @@ impl Rig {
         let session = self.session();
         wait_until(&format!("{session} reported {state:?}"), T, || {
             self.collect();
-            let last = self.seen.iter().rev().find_map(|i| match i {
-                Input::SessionState { session: s, state } if *s == session => Some(state.clone()),
-                Input::SessionUnreachable { session: s } if *s == session => Some(None),
-                _ => None,
-            });
+            let last = self
+                .seen
+                .iter()
+                .rev()
+                .find_map(|i| i.look_at(&session).map(|seen| seen.state().cloned()));
             (last == Some(state.clone())).then_some(())
         });
     }
@@ -278,7 +279,7 @@ fn an_idle_claude_starts_a_turn_on_each_delivered_prompt_at_once() {
     );
     // Busy and idle were both seen from the registry.
     let busy = rig.seen.iter().any(|i| {
-        matches!(i, Input::SessionState { state: Some(AgentState::Busy(s)), .. } if s == "busy")
+        matches!(i, Input::Observed(look) if matches!(&look.seen, Seen::State(AgentState::Busy(s)) if s == "busy"))
     });
     assert!(busy, "{:#?}", rig.seen);
     assert!(max < Duration::from_secs(3), "idle wake took {max:?}");
@@ -519,7 +520,7 @@ fn a_session_without_cross_session_accept_holds_the_prompt_and_reveille_says_why
 
 #[test]
 fn spawn_is_refused_at_once_and_other_kinds_are_not_delivered() {
-    let (tx, mut rx) = unbounded_channel();
+    let (tx, mut rx) = Reports::channel();
     let dir = tempfile::tempdir().unwrap();
     let settings = ClaudeSettings {
         config_dir: dir.path().to_path_buf(),

@@ -10,11 +10,12 @@ use std::time::{Duration, Instant};
 
 use reveille::config::CodexSettings;
 use reveille::core::effect::{Delivery, Spawn};
-use reveille::core::input::{Input, Reached};
+use reveille::core::input::{Input, Reached, Seen};
 use reveille::core::session::AgentState;
 use reveille::shell::agents::codex::CodexBackend;
 use reveille::shell::backend::Backend;
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use reveille::shell::backend::Reports;
+use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::util::agents::codex::app_server::AppServer;
 use crate::util::agents::codex::{Codex, CodexHome, ListeningServer};
@@ -53,7 +54,7 @@ struct Reveille {
 
 impl Reveille {
     fn new(settings: CodexSettings) -> Reveille {
-        let (tx, rx) = unbounded_channel();
+        let (tx, rx) = Reports::channel();
         Reveille {
             backend: CodexBackend::new(&settings, PROJECT, tx),
             rx,
@@ -145,15 +146,14 @@ fn started(session: &str, seq: u64) -> impl Fn(&Input) -> bool + '_ {
 
 fn state(session: &str, want: Option<AgentState>) -> impl Fn(&Input) -> bool + '_ {
     move |i| {
-        *i == Input::SessionState {
-            session: session.into(),
-            state: want.clone(),
-        }
+        i.look_at(session).is_some_and(|seen| {
+            seen.state() == want.as_ref() && !matches!(seen, Seen::Unreachable(_))
+        })
     }
 }
 
 fn busy(session: &str) -> impl Fn(&Input) -> bool + '_ {
-    move |i| matches!(i, Input::SessionState { session: s, state: Some(AgentState::Busy(_)) } if s == session)
+    move |i| matches!(i.look_at(session), Some(Seen::State(AgentState::Busy(_))))
 }
 
 /// The model's request for the turn on `text` (its first request),
@@ -350,9 +350,7 @@ fn a_prompt_for_a_stopped_codex_is_refused_and_delivered_once_when_it_is_back() 
 
     codex.stop();
     let down = reveille.wait("the session unreachable with its program", 0, |i| {
-        *i == Input::SessionUnreachable {
-            session: session.clone(),
-        }
+        matches!(i.look_at(&session), Some(Seen::Unreachable(_)))
     });
     let text = "reveille prompt while codex is down";
     reveille.deliver(&session, 2, text);

@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 
 use reveille::config::OpencodeSettings;
 use reveille::core::effect::{Delivery, Spawn};
-use reveille::core::input::{Input, Reached};
+use reveille::core::input::{Input, Reached, Seen};
 use reveille::core::session::AgentState;
 use reveille::shell::agents::opencode::OpencodeBackend;
 use reveille::shell::backend::Backend;
+use reveille::shell::backend::Reports;
 use std::sync::mpsc::{channel, Receiver};
-use tokio::sync::mpsc::unbounded_channel;
 
 use crate::util::agents::opencode::{Home, Mode, Opencode};
 use crate::util::fakemodel::{chat::Chat, FakeModel, Logged};
@@ -116,7 +116,7 @@ impl Rig {
 /// A backend for `url`, and its reports stamped with their arrival (a
 /// thread receives them as the daemon's loop would, at once).
 fn backend_for(url: &str) -> (OpencodeBackend, Receiver<(Instant, Input)>) {
-    let (tx, mut rx) = unbounded_channel();
+    let (tx, mut rx) = Reports::channel();
     let settings = OpencodeSettings {
         url: url.to_string(),
         username: "opencode".into(),
@@ -141,7 +141,7 @@ fn is_delivered(i: &Input, seq: u64) -> bool {
 }
 
 fn is_idle(i: &Input, session: &str) -> bool {
-    matches!(i, Input::SessionState { session: s, state: Some(AgentState::Idle) } if s == session)
+    matches!(i.look_at(session), Some(Seen::State(AgentState::Idle)))
 }
 
 /// A TUI with a session a person made by typing a first prompt, idle.
@@ -181,7 +181,7 @@ fn an_idle_agent_starts_a_turn_on_a_delivered_prompt() {
         |i| matches!(i, Input::TurnStarted { seq: 1, session } if *session == q),
     );
     let busy = rig.wait_for("a busy state", 0, |i| {
-        matches!(i, Input::SessionState { session, state: Some(AgentState::Busy(_)) } if *session == q)
+        matches!(i.look_at(&q), Some(Seen::State(AgentState::Busy(_))))
     });
     rig.wait_for("the idle that ends the turn", busy, |i| is_idle(i, &q));
     rig.oc.wait_idle(&session, T);
@@ -336,11 +336,9 @@ fn a_prompt_waits_while_the_program_is_down_and_is_delivered_once_when_it_is_bac
     rig.oc.wait_idle(&session, T);
     // kill -9: the server is gone; the session is unreachable, not gone.
     rig.oc.kill9();
-    rig.wait_for(
-        "the session unreachable with its program",
-        0,
-        |i| matches!(i, Input::SessionUnreachable { session } if *session == q),
-    );
+    rig.wait_for("the session unreachable with its program", 0, |i| {
+        matches!(i.look_at(&q), Some(Seen::Unreachable(_)))
+    });
     let at = rig.outcome(&q, 2, "[reveille] second, while it is down");
     match &rig.seen[at] {
         Input::Undeliverable { why, .. } => assert!(
@@ -415,9 +413,11 @@ fn the_agent_ticks_a_plan_step_through_its_own_shell_tool() {
         rig.model.requests()
     );
     let q = format!("opencode:{session}");
-    rig.wait_for("the shell tool seen running", at, |i| {
-        matches!(i, Input::SessionState { session, state: Some(AgentState::Busy(b)) } if *session == q && b == "calling: bash")
-    });
+    rig.wait_for(
+        "the shell tool seen running",
+        at,
+        |i| matches!(i.look_at(&q), Some(Seen::State(AgentState::Busy(b))) if b == "calling: bash"),
+    );
     let said = rig.oc.transcript(&session);
     assert!(
         said.iter()
@@ -452,7 +452,7 @@ fn wake_through_reveille(rig: &mut Rig, session: &str, i: u64) -> (Duration, Dur
     // The turn's busy may come before the server's record of the prompt,
     // which the outcome waits for.
     let busy = rig.wait_for("busy on it", before, |i| {
-        matches!(i, Input::SessionState { session, state: Some(AgentState::Busy(_)) } if *session == q)
+        matches!(i.look_at(&q), Some(Seen::State(AgentState::Busy(_))))
     });
     let idle = rig.wait_for("the idle after it", busy, |i| is_idle(i, &q));
     let last_byte = rig
@@ -628,17 +628,14 @@ fn children_are_made_under_their_parent_once_and_reaped() {
     // keeps its step with it — and back, it is there under its name.
     let down = rig.seen.len();
     rig.oc.stop();
-    rig.wait_for(
-        "the child unreachable with its server",
-        down,
-        |i| matches!(i, Input::SessionUnreachable { session } if *session == name),
-    );
+    rig.wait_for("the child unreachable with its server", down, |i| {
+        matches!(i.look_at(&name), Some(Seen::Unreachable(_)))
+    });
     rig.oc.start_again();
     rig.wait_for("the child back, idle, under its name", down, |i| {
         is_idle(i, &name)
     });
-    let gone =
-        |i: &Input| matches!(i, Input::SessionState { session, state: None } if *session == name);
+    let gone = |i: &Input| matches!(i.look_at(&name), Some(Seen::Gone(_)));
     assert!(
         !rig.seen[down..].iter().any(gone),
         "reported gone: {:?}",
@@ -664,11 +661,9 @@ fn children_are_made_under_their_parent_once_and_reaped() {
     );
     let from = rig.seen.len();
     rig.backend.as_mut().unwrap().reap(&name);
-    rig.wait_for(
-        "the child gone",
-        from,
-        |i| matches!(i, Input::SessionState { session, state: None } if *session == name),
-    );
+    rig.wait_for("the child gone", from, |i| {
+        matches!(i.look_at(&name), Some(Seen::Gone(_)))
+    });
     let (status, _) = rig.oc.call("GET", &format!("/session/{id}"), None).unwrap();
     assert_eq!(status, 404);
     assert_eq!(rig.turns("child step").len(), 1, "{turn:?}");
@@ -694,11 +689,9 @@ fn a_tui_killed_mid_turn_and_started_again_keeps_its_session_and_is_woken_once()
         rig.turns("a long step").first().cloned()
     });
     rig.oc.kill9();
-    rig.wait_for(
-        "the session unreachable with its program",
-        at,
-        |i| matches!(i, Input::SessionUnreachable { session } if *session == q),
-    );
+    rig.wait_for("the session unreachable with its program", at, |i| {
+        matches!(i.look_at(&q), Some(Seen::Unreachable(_)))
+    });
     let at = rig.outcome(&q, 2, "[reveille] the next step");
     assert!(
         matches!(rig.seen[at], Input::Undeliverable { .. }),

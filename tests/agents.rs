@@ -157,7 +157,7 @@ fn a_killed_session_keeps_its_prompt_until_it_comes_back() {
     wait_seen(&project, "agent");
     ollie.kill("agent");
     daemon.wait_log("session agent is gone", T);
-    task_plan(
+    let plan = task_plan(
         &project.plan_dir,
         "while away",
         &[Step::new("Migrate the db")],
@@ -165,7 +165,24 @@ fn a_killed_session_keeps_its_prompt_until_it_comes_back() {
     wait_until("the prompt to wait in the outbox", T, || {
         (project.pending("agent").len() == 1).then_some(())
     });
-    let status = project.status_json();
+    // Why it waits, in words, in `status` and `why`.
+    let gone = "gone: no longer listed in the session index (killed, or renamed)";
+    let status = wait_until("status to say why the session has no state", T, || {
+        let status = project.status_json();
+        let said = status["sessions"]
+            .as_array()?
+            .iter()
+            .any(|s| s["absent"] == gone);
+        said.then_some(status)
+    });
+    let why = project.run(&["why", &plan.display().to_string()]);
+    let why = String::from_utf8_lossy(&why.stdout);
+    assert!(
+        why.contains(&format!(
+            "pending in the outbox of session agent (prompt 0): the session is {gone}"
+        )),
+        "{why}"
+    );
     let session = status["sessions"]
         .as_array()
         .unwrap()
@@ -311,4 +328,30 @@ fn an_idle_agent_of_an_older_ollie_9p_is_woken_too() {
     // No `idx` to follow its state by: the journal says what is known.
     daemon.wait_log("submitted s1 to session agent", T);
     assert!(ollie.queue("agent").is_empty());
+}
+
+/// The read of `prompt.prev` that confirms a Submit fails once (EIO, as
+/// ollie-9p's store reads do when they time out): the Submit had landed,
+/// so the step reaches the agent exactly once — the doubt is settled by
+/// the session's next look, never by sending again.
+#[test]
+fn a_failed_confirmation_read_is_not_a_lost_prompt() {
+    let Some((ollie, _cwd, project)) = world(Options::default()) else {
+        return;
+    };
+    let daemon = Daemon::start(&project);
+    wait_seen(&project, "agent");
+    ollie.fail_reads("prompt.prev", 1);
+    task_plan(&project.plan_dir, "once", &[Step::new("Run me once")]);
+    daemon.wait_log("could not tell whether session agent took s1", T);
+    ollie.wait_ended("agent", 1, T);
+    // Anything sent again is in before a second prompt's turn.
+    let turns = barrier(&project, &ollie, "After the doubt");
+    assert_eq!(
+        runs_of(&turns, "Run me once").len(),
+        1,
+        "{turns:?}\n{}",
+        daemon.log()
+    );
+    assert!(project.pending("agent").is_empty(), "{}", daemon.log());
 }

@@ -150,6 +150,7 @@ pub fn why(file: &Path, step: Option<&str>, flags: &ConfigFlags, json: bool) -> 
         known,
         running: status::running_pid(&settings.state.dir),
         outbox_cap: settings.sessions.outbox_cap,
+        sessions: reveille::shell::session_view::read(&settings.state.dir),
     });
     let answer = why::answer(&plan, file, only, daemon.as_ref());
     if json {

@@ -18,12 +18,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::effect::{Delivery, Effect, Level, Log};
-use super::input::{Input, Reached};
+use super::input::{Input, Observation, Reached, Undeliverable};
 use super::lifecycle::Lifecycle;
 use super::memory::Memory;
 use super::record::{Record, Work};
-use super::session::{AgentState, Kind};
+use super::session::Kind;
 use super::source::Source;
+use super::taken::{self, Verdict};
 pub use config::{EngineConfig, Fanout, Mode, Now, Templates};
 use context::{cx, Cx};
 use ledger::Ledger;
@@ -31,7 +32,7 @@ pub use outbox::{Outcome, Told};
 use plans::{Plans, ReadKind};
 pub use reminders::{human, ReminderView};
 use reminders::{Open, Reminders};
-use sessions::Sessions;
+use sessions::{Look, Sessions};
 use tasks::Tasks;
 use timers::{Timer, Timers};
 
@@ -207,11 +208,13 @@ impl Engine {
                 reached,
             } => self.on_delivered(now, session, seq, reached, &mut fx),
             Input::TurnStarted { session, seq } => self.on_turn_started(now, session, seq, &mut fx),
+            Input::Evidence {
+                session,
+                seq,
+                evidence,
+            } => self.on_verdict(now, session, seq, taken::judge(evidence), &mut fx),
             Input::Undeliverable { session, seq, why } => {
-                let at = cx
-                    .ledger
-                    .on_undeliverable(now, &session, seq, why, cx.config, cx.fx);
-                cx.timers.set(Timer::Retry(session), at);
+                self.on_undeliverable(now, session, seq, why, &mut fx);
                 false
             }
             Input::SessionActivity { session } => {
@@ -219,23 +222,7 @@ impl Engine {
                     .on_activity(now, session, cx.ledger, cx.timers);
                 false
             }
-            Input::SessionState { session, state } => {
-                // A child gone before its step was done hands it back.
-                let back = children::on_state(&mut cx, &session, state.is_some());
-                read_again(&self.plans, back, cx.fx);
-                if state.is_none() {
-                    cx.ledger.on_gone(&session, cx.timers, cx.fx);
-                }
-                self.on_session_state(now, session, state, &mut fx);
-                false
-            }
-            Input::SessionUnreachable { session } => {
-                // As gone for delivery (its inbox went with the program,
-                // nothing is observed), but a child keeps its step.
-                cx.ledger.on_gone(&session, cx.timers, cx.fx);
-                self.on_session_state(now, session, None, &mut fx);
-                false
-            }
+            Input::Observed(look) => self.on_observed(now, look, &mut fx),
             Input::ChildSpawned { child, outcome } => {
                 let back = children::on_spawned(&mut cx, &child, outcome);
                 read_again(&self.plans, back, cx.fx);
@@ -340,11 +327,12 @@ impl Engine {
         refill
     }
 
-    /// Prompt `seq` was heard by an observed session (when `now_heard`):
-    /// its item's reminder clock starts.
+    /// Prompt `seq` was heard by its session (when `now_heard`): its
+    /// item's reminder clock starts, and `status` says when it was
+    /// announced — whether or not the session's state is seen yet (one
+    /// seen only later is reminded from when it was first seen idle).
     fn heard(&mut self, now: Now, session: &str, seq: u64, now_heard: bool) {
-        // Only sessions seen idle or busy can be reminded.
-        if !now_heard || !self.sessions.observed().contains_key(session) {
+        if !now_heard {
             return;
         }
         if let Some(p) = self.ledger.pending(session, seq) {
@@ -364,24 +352,86 @@ impl Engine {
         );
     }
 
-    /// A session's observed state changed (or it is no longer listed):
-    /// retries, a wait for a person begun or ended told, then its
-    /// reminders judged again.
-    fn on_session_state(
+    /// What the one rule (`core::taken`) decided of prompt `seq`. Returns
+    /// whether a capped outbox drained.
+    fn on_verdict(
         &mut self,
         now: Now,
         session: String,
-        state: Option<AgentState>,
+        seq: u64,
+        verdict: Verdict,
+        fx: &mut Vec<Effect>,
+    ) -> bool {
+        match verdict {
+            Verdict::Delivered(reached) => {
+                return self.on_delivered(now, session, seq, reached, fx)
+            }
+            Verdict::Retry(why) => self.on_undeliverable(now, session, seq, why, fx),
+            Verdict::LookAgain(why) => self.ledger.on_doubt(now, &session, seq, &why, fx),
+        }
+        false
+    }
+
+    /// Prompt `seq` was not taken: it stays first, retried after a backoff.
+    fn on_undeliverable(
+        &mut self,
+        now: Now,
+        session: String,
+        seq: u64,
+        why: Undeliverable,
         fx: &mut Vec<Effect>,
     ) {
+        let at = self
+            .ledger
+            .on_undeliverable(now, &session, seq, why, &self.config, fx);
+        self.timers.set(Timer::Retry(session), at);
+    }
+
+    /// One look at a session, to its one owner (`Sessions`); unless an
+    /// older look than the newest known: then a child gone before its step
+    /// was done hands it back, a session gone or unreachable loses what
+    /// was in its inbox, and its retries and reminders are judged again.
+    /// Returns whether a capped outbox drained (a doubt settled).
+    fn on_observed(&mut self, now: Now, look: Observation, fx: &mut Vec<Effect>) -> bool {
+        let session = look.session.clone();
+        // A prompt whose taking could not be told is settled by a look
+        // made after the doubt: the one rule says what the look means.
+        let mut refill = false;
+        if let Some(seq) = self.ledger.settled_by(&session, look.at.min(now)) {
+            let verdict = taken::settle(&look.seen);
+            refill = self.on_verdict(now, session.clone(), seq, verdict, fx);
+        }
+        // The state before the look, so a wait for a person begun or
+        // ended by it is told.
         let before = self
             .sessions
             .observed()
             .get(&session)
             .map(|o| o.state.clone());
+        let (ledger, timers) = (&mut self.ledger, &mut self.timers);
+        let outcome = self.sessions.on_observed(now, look, ledger, timers);
+        let mut cx = cx!(self, fx);
+        match outcome {
+            Look::Stale | Look::Same => return refill,
+            Look::Changed => {}
+            Look::Gone(news) => {
+                let back = children::on_state(&mut cx, &session, false);
+                read_again(&self.plans, back, cx.fx);
+                cx.ledger.on_gone(&session, cx.timers, cx.fx);
+                if news {
+                    self.say_waiting(&session, fx);
+                }
+            }
+            // As gone for delivery (its inbox went with the program), but
+            // a child keeps its step.
+            Look::Unreachable(news) => {
+                cx.ledger.on_gone(&session, cx.timers, cx.fx);
+                if news {
+                    self.say_waiting(&session, fx);
+                }
+            }
+        }
         let (config, ledger, timers) = (&self.config, &mut self.ledger, &mut self.timers);
-        self.sessions
-            .on_state(now, session.clone(), state, ledger, timers);
         let after = self.sessions.observed().get(&session).map(|o| &o.state);
         let told = ledger.lanes().last_told(&session);
         waiting::judge(&session, before.as_ref(), after, told, fx);
@@ -390,20 +440,43 @@ impl Engine {
         let observed = self.sessions.observed().get(&session);
         self.reminders
             .rearm(config, &session, observed, ledger, timers);
+        refill
+    }
+
+    /// A session newly seen gone or unreachable with prompts waiting for
+    /// it: why they wait, said once per episode (not per retry).
+    fn say_waiting(&self, session: &str, fx: &mut Vec<Effect>) {
+        let pending = self.ledger.outbox().len_of(session);
+        let Some(absent) = self.sessions.absent().get(session) else {
+            return;
+        };
+        if pending == 0 || !self.config.logs(Level::Info) {
+            return;
+        }
+        let what = if absent.unreachable {
+            "cannot be reached"
+        } else {
+            "is gone"
+        };
+        let message = format!(
+            "session {session} {what} ({}); {pending} prompt(s) wait in its outbox until it is back",
+            absent.why
+        );
+        fx.push(Effect::Log(Log::new(Level::Info, message).session(session)));
     }
 
     /// Sessions that checked a step restart their reminder clocks there.
     fn after_progress(&mut self, now: Now) {
         let mut progressed = self.ledger.take_progressed();
-        // Only an observed session can be reminded, and one seen only later
-        // counts from when its state was first seen, after this progress:
-        // what is kept is kept for observed sessions alone, and a plain pipe
-        // (the common case) costs no walk over the reminder maps per tick.
-        progressed.retain(|(session, _)| self.sessions.observed().contains_key(session));
         if progressed.is_empty() {
             return;
         }
+        // When each item was heard is kept for every session, pruned with
+        // the announced set at each progress.
         self.reminders.prune(&self.ledger);
+        // Only an observed session can be reminded, and one seen only later
+        // counts from when its state was first seen, after this progress.
+        progressed.retain(|(session, _)| self.sessions.observed().contains_key(session));
         for (session, source) in progressed {
             let timers = &mut self.timers;
             self.stuck.progressed(&self.config, now, &session, timers);
@@ -516,6 +589,11 @@ impl Engine {
             .views(&self.config, &self.ledger, observed, |who, s, i| {
                 self.open_item(who, s, i)
             })
+    }
+
+    /// Every session last seen gone or unreachable, and why.
+    pub fn absent(&self) -> &BTreeMap<String, sessions::Absent> {
+        self.sessions.absent()
     }
 
     /// Every session whose state is observed, and since when.

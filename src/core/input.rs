@@ -1,6 +1,7 @@
 //! What the shell tells the engine: things that happened in the world.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use super::lines::LineError;
 use super::record::Cursor;
@@ -100,6 +101,131 @@ pub enum Reached {
     Inbox,
 }
 
+/// Who looked at a session. Only said in the journal and `status`: every
+/// observer's look counts the same, the newest wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Observer {
+    /// ollie-9p's `idx`, read once per state poll for every session.
+    Index,
+    /// A delivery's own read around its write (ollie-9p's `cfg` and
+    /// `statewait`), or what the engine knows from a delivery it made.
+    Delivery,
+    /// The agent program's own events (Codex's notifications, opencode's
+    /// event stream).
+    Events,
+    /// A registry of running sessions (Claude Code's), or the agent
+    /// program's answer to a request about the session.
+    Program,
+}
+
+impl Observer {
+    /// In words, for the journal and `status`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Observer::Index => "the session index",
+            Observer::Delivery => "a delivery",
+            Observer::Events => "the agent's events",
+            Observer::Program => "the agent program",
+        }
+    }
+}
+
+/// What was seen of a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seen {
+    /// Its state (idle, busy, …).
+    State(AgentState),
+    /// It is gone: no longer listed (killed, renamed), deleted, or not
+    /// known to its server; why, in words. A child gone with its step
+    /// open hands the step back.
+    Gone(String),
+    /// Its agent program is not running or not answering (a server
+    /// stopped, no process holds it); why, in words, with the address and
+    /// the error. Nothing can be delivered to it, but it is not known to
+    /// be gone (opencode and Codex keep their sessions on disk), so a
+    /// child keeps its step; its next look says which.
+    Unreachable(String),
+}
+
+impl Seen {
+    /// The state seen; `None` when gone or unreachable.
+    pub fn state(&self) -> Option<&AgentState> {
+        match self {
+            Seen::State(state) => Some(state),
+            Seen::Gone(_) | Seen::Unreachable(_) => None,
+        }
+    }
+}
+
+/// One look at one session: what was seen, by whom, and when (engine
+/// time). A look older than the newest one the engine has of the session
+/// changes nothing: a read that answered late (a blocking `statewait`, a
+/// delivery's thread) never overrides a newer poll.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observation {
+    pub session: String,
+    pub seen: Seen,
+    pub by: Observer,
+    /// When it was seen. A worker that reports what it sees at once is
+    /// stamped as it sends (`shell::backend::Reports`).
+    pub at: Duration,
+}
+
+impl Observation {
+    /// A look stamped when it is sent (see `at`).
+    pub fn new(session: String, seen: Seen, by: Observer) -> Observation {
+        Observation {
+            session,
+            seen,
+            by,
+            at: Duration::ZERO,
+        }
+    }
+
+    /// `Some(state)` seen, or gone (`None`) for `why`.
+    pub fn state(
+        session: String,
+        state: Option<AgentState>,
+        by: Observer,
+        why_gone: &str,
+    ) -> Observation {
+        let seen = match state {
+            Some(state) => Seen::State(state),
+            None => Seen::Gone(why_gone.to_string()),
+        };
+        Observation::new(session, seen, by)
+    }
+}
+
+impl Input {
+    /// The look at `session` this input is, if it is one.
+    pub fn look_at(&self, session: &str) -> Option<&Seen> {
+        match self {
+            Input::Observed(look) if look.session == session => Some(&look.seen),
+            _ => None,
+        }
+    }
+}
+
+/// What a backend saw of a prompt it wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Evidence {
+    /// Written whole to a named pipe or a file: its reader has it.
+    Written,
+    /// Not taken, and why: the write failed, the session refused it, or
+    /// was gone before it was written.
+    Refused(String),
+    /// Taken into the agent's own queue, which keeps it.
+    Queued,
+    /// Found in the agent's own record of its prompts (ollie-9p's
+    /// `prompt.prev`).
+    Recorded,
+    /// A turn started on it.
+    TurnStarted,
+    /// Written, but whether the agent took it could not be told; why.
+    Unsure(String),
+}
+
 /// An input to the engine. Time is passed beside it, never read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Input {
@@ -141,6 +267,13 @@ pub enum Input {
     /// show (Codex's `clientId`, Claude's transcript, opencode's
     /// `messageID`, an ollie-9p session seen busy after a Submit).
     TurnStarted { session: String, seq: u64 },
+    /// What a backend saw of prompt `seq` it wrote; the one rule
+    /// (`core::taken`) decides delivered, sent again, or looked at again.
+    Evidence {
+        session: String,
+        seq: u64,
+        evidence: Evidence,
+    },
     /// A prompt could not be written; it stays first in its outbox.
     Undeliverable {
         session: String,
@@ -150,20 +283,11 @@ pub enum Input {
     /// Something happened in a session's directory (its enqueue file was
     /// created or opened): a reader may have appeared, retry now.
     SessionActivity { session: String },
-    /// What an agent session is doing, as its backend reports it
-    /// (ollie-9p's `idx`, an agent program's events): on every change,
-    /// when it appears, and `None` when it is gone (no longer listed:
-    /// killed, renamed, deleted).
-    SessionState {
-        session: String,
-        state: Option<AgentState>,
-    },
-    /// The agent program that serves the session is not running or not
-    /// answering (a server stopped): nothing is known of the session until
-    /// it is back, and nothing can be delivered to it — but it is not
-    /// known to be gone (opencode and Codex keep their sessions on disk),
-    /// so a child keeps its step. Its next `SessionState` says which.
-    SessionUnreachable { session: String },
+    /// What an observer saw of a session: its state, that it is gone, or
+    /// that its program cannot be reached. Every observer of every kind
+    /// reports every look, changed or not; the engine's `Sessions` is the
+    /// one owner of what a session is, and the newest look wins.
+    Observed(Observation),
     /// The answer to `Effect::Spawn`: the child was seen to exist (at this
     /// wall-clock time, unix milliseconds), or could not be created.
     ChildSpawned {

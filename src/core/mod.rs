@@ -23,7 +23,8 @@
 //! - `fnv`: the stable hash of what is persisted or shared;
 //! - `tracker`, `beads`, `timestamp`, `lines`: the task tracker's event
 //!   lines, ready files and `issues.jsonl` with `bd ready`'s rule;
-//! - `ready_report`: `reveille ready` output.
+//! - `ready_report`: `reveille ready` output;
+//! - `taken`: was a prompt taken — the one rule over a delivery's evidence.
 
 pub mod beads;
 pub mod close;
@@ -42,5 +43,6 @@ pub mod ready_report;
 pub mod record;
 pub mod session;
 pub mod source;
+pub mod taken;
 pub mod timestamp;
 pub mod tracker;

@@ -14,10 +14,9 @@
 //!
 //! | it learns | it reports |
 //! |---|---|
-//! | a delivery's outcome | `Input::Delivered { reached }` or `Input::Undeliverable` |
+//! | a delivery's outcome | `Input::Evidence` (what it saw: written, refused, queued, found in the agent's record, unsure; `core::taken` judges it), or `Input::Delivered { reached }` / `Input::Undeliverable` for the kinds not moved onto evidence yet |
 //! | a turn started on a prompt of ours, by the agent's own identifiers | `Input::TurnStarted { session, seq }` |
-//! | a session's state (idle, busy, gone) | `Input::SessionState` |
-//! | its program stopped or does not answer (the session may well be there) | `Input::SessionUnreachable` |
+//! | a look at a session: its state (idle, busy, …), gone, or its program stopped or not answering (the session may well be there), each with why | `Input::Observed` |
 //! | a child created (or not) | `Input::ChildSpawned` |
 //!
 //! Session ids arrive qualified as the engine knows them (`codex:<thread>`,
@@ -30,13 +29,51 @@
 //! never typed into a person's half-written input; it talks only to the
 //! process that owns the session.
 
+use std::time::Instant;
+
+use tokio::sync::mpsc::error::SendError;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::core::effect::{Delivery, Spawn};
 use crate::core::input::{Input, Reached, Undeliverable};
 
-/// Where a backend's workers send what they learn.
-pub type Reports = UnboundedSender<Input>;
+/// Where a backend's workers send what they learn. A look at a session
+/// (`Input::Observed`) is stamped with the engine time it is sent at:
+/// every worker sends what it sees as soon as it has seen it, so that is
+/// when it was seen — and the engine keeps the newest look, so a look
+/// that waited in the channel behind a newer poll changes nothing.
+#[derive(Debug, Clone)]
+pub struct Reports {
+    tx: UnboundedSender<Input>,
+    /// The engine's clock origin (the daemon's start).
+    origin: Instant,
+}
+
+impl Reports {
+    pub fn new(tx: UnboundedSender<Input>, origin: Instant) -> Reports {
+        Reports { tx, origin }
+    }
+
+    /// Send `input` to the loop, a look stamped now.
+    pub fn send(&self, mut input: Input) -> Result<(), SendError<Input>> {
+        if let Input::Observed(look) = &mut input {
+            look.at = self.origin.elapsed();
+        }
+        self.tx.send(input)
+    }
+
+    /// Whether the loop stopped listening.
+    pub fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+
+    /// Reports that go nowhere (tests of a worker alone), and their
+    /// receiver.
+    pub fn channel() -> (Reports, tokio::sync::mpsc::UnboundedReceiver<Input>) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        (Reports::new(tx, Instant::now()), rx)
+    }
+}
 
 /// One kind of agent session.
 pub trait Backend {
@@ -56,7 +93,7 @@ pub trait Backend {
     /// Kill a child session reveille made (its step is done, it is idle).
     fn reap(&mut self, child: &str);
 
-    /// Follow `session`'s state from now on (`Input::SessionState`), though
+    /// Follow `session`'s state from now on (`Input::Observed`), though
     /// nothing may be delivered to it for a while: the daemon asks this at
     /// its start for every session with work announced or pending, so an
     /// idle agent can be reminded after a restart of reveille. A backend

@@ -258,7 +258,10 @@ impl Daemon {
     /// What a backend's worker reported; a delivery's outcome ends one
     /// background write.
     fn on_report(&mut self, input: Input) {
-        if matches!(input, Input::Delivered { .. } | Input::Undeliverable { .. }) {
+        if matches!(
+            input,
+            Input::Delivered { .. } | Input::Undeliverable { .. } | Input::Evidence { .. }
+        ) {
             self.background = self.background.saturating_sub(1);
         }
         self.feed(input);

@@ -29,8 +29,8 @@ use tokio::io::unix::AsyncFd;
 
 use crate::config::Framing;
 use crate::core::effect::{Delivery, Spawn};
-use crate::core::input::{Input, Reached, Undeliverable};
-use crate::core::session::check_name;
+use crate::core::input::{Evidence, Input, Observation, Observer, Reached, Seen, Undeliverable};
+use crate::core::session::{check_name, AgentState};
 use crate::shell::backend::{Backend, Reports};
 use crate::shell::ollie::{self, Flavour};
 use crate::shell::sessions::listed;
@@ -379,12 +379,12 @@ impl Deliverer {
             Target::Regular(mut file) => {
                 let bytes = self.frame(d, false);
                 self.in_background(d, move |_| {
-                    let result = file
-                        .write_all(&bytes)
-                        .map(|()| Reached::Written)
-                        .map_err(|e| undeliverable(format!("write: {e}")));
+                    let evidence = match file.write_all(&bytes) {
+                        Ok(()) => Evidence::Written,
+                        Err(e) => Evidence::Refused(format!("write: {e}")),
+                    };
                     drop(file);
-                    result
+                    evidence
                 });
                 None
             }
@@ -397,9 +397,10 @@ impl Deliverer {
 
     /// Submit to an ollie-9p session on a blocking thread (a 9P server
     /// takes its time): the plain text (ollie-9p trims it and makes one
-    /// prompt of each write-and-close, so no framing applies), checked by
-    /// `prompt.prev`; then, the outcome reported, the turn starting is
-    /// watched for the journal (`Input::TurnStarted`).
+    /// prompt of each write-and-close, so no framing applies), and what
+    /// `prompt.prev` then shows reported as evidence (`core::taken` judges
+    /// it); then the turn starting is watched for the journal
+    /// (`Input::TurnStarted`).
     fn submit_later(&self, d: &Delivery, dir: OwnedFd, flavour: Flavour) {
         let text = d.text.clone();
         let sessions_dir = self.sessions_dir.clone();
@@ -409,7 +410,9 @@ impl Deliverer {
             // the kernel still resolves its old path for about a second —
             // a prompt written there is lost, or reaches the renamed
             // session unannounced. It waits in the outbox instead.
-            still_listed(&sessions_dir, &session, flavour)?;
+            if let Err(why) = still_listed(&sessions_dir, &session, flavour) {
+                return Evidence::Refused(why.reason);
+            }
             // The state it is in as the prompt reaches it, told first: it
             // decides whether the prompt woke it or waits behind a turn
             // (the tree's last poll may be older than a person's Submit).
@@ -417,57 +420,44 @@ impl Deliverer {
             // (An older ollie-9p's sessions have no `idx` to follow them
             // by: their state stays unobserved.)
             if let Some(state) = before.as_ref().filter(|_| flavour == Flavour::Current) {
-                let _ = reports.send(Input::SessionState {
-                    session: session.clone(),
-                    state: Some(state.clone()),
-                });
+                let _ = reports.send(seen(&session, state.clone()));
             }
-            let took = ollie::deliver(&dir, flavour, &text)
-                .map_err(|e| undeliverable(format!("submit to prompt: {e}")))?;
-            // A write to a session killed a moment ago opens fine and is
-            // lost: one that is no longer listed did not take it. One still
-            // listed whose `prompt.prev` shows another text was written to
-            // by someone else meanwhile; it took ours too.
-            if !took {
-                still_listed(&sessions_dir, &session, flavour).map_err(|why| {
-                    undeliverable(format!(
-                        "the session did not take the prompt: {}",
-                        why.reason
-                    ))
-                })?;
-            }
+            let evidence = submitted(&dir, flavour, &text, &sessions_dir, &session);
             // An idle agent's turn on it is about to start: seen for the
             // journal. A busy one runs it after its turn.
-            if before.is_some_and(|s| s.is_idle()) {
+            let taken = matches!(evidence, Evidence::Recorded | Evidence::Queued);
+            if taken && before.is_some_and(|s| s.is_idle()) {
                 let reports = reports.clone();
                 std::thread::spawn(move || {
                     if let Some(state) = ollie::await_turn(&dir, flavour) {
                         if !state.is_idle() && flavour == Flavour::Current {
-                            let _ = reports.send(Input::SessionState {
-                                session: session.clone(),
-                                state: Some(state),
-                            });
+                            let _ = reports.send(seen(&session, state));
                         }
                         let _ = reports.send(Input::TurnStarted { session, seq });
                     }
                 });
             }
-            Ok(Reached::Accepted)
+            evidence
         });
     }
 
     /// Run a write that may block (a FUSE/9P server takes its time) on a
     /// blocking thread, so one slow session never holds up another, and
-    /// report its outcome.
+    /// report what it saw.
     fn in_background(
         &self,
         d: &Delivery,
-        write: impl FnOnce(&Reports) -> Result<Reached, Undeliverable> + Send + 'static,
+        write: impl FnOnce(&Reports) -> Evidence + Send + 'static,
     ) {
         let reports = self.reports.clone();
         let (session, seq) = (d.session.clone(), d.seq);
         tokio::task::spawn_blocking(move || {
-            let _ = reports.send(outcome(session, seq, write(&reports)));
+            let evidence = write(&reports);
+            let _ = reports.send(Input::Evidence {
+                session,
+                seq,
+                evidence,
+            });
         });
     }
 
@@ -497,7 +487,15 @@ impl Deliverer {
                 Ok(Reached::Written)
             }
             .await;
-            let _ = reports.send(outcome(session, seq, result));
+            let evidence = match result {
+                Ok(_) => Evidence::Written,
+                Err(why) => Evidence::Refused(why.reason),
+            };
+            let _ = reports.send(Input::Evidence {
+                session,
+                seq,
+                evidence,
+            });
         });
     }
 }
@@ -517,6 +515,37 @@ impl Backend for Deliverer {
     }
 }
 
+/// Submit `text` and what the session then shows of it: found in its
+/// `prompt.prev` (an older ollie-9p has none to look in: queued); another
+/// text there while it is still listed (someone else wrote meanwhile: it
+/// took ours too); no longer listed (killed under the write: not taken);
+/// or the read failed — not a lost prompt, but a doubt, looked at again.
+fn submitted(
+    dir: &OwnedFd,
+    flavour: Flavour,
+    text: &str,
+    sessions_dir: &Path,
+    session: &str,
+) -> Evidence {
+    if let Err(e) = ollie::submit(dir, text) {
+        return Evidence::Refused(format!("submit to prompt: {e}"));
+    }
+    if flavour == Flavour::Legacy {
+        return Evidence::Queued;
+    }
+    match ollie::took(dir, text) {
+        Ok(true) => Evidence::Recorded,
+        Ok(false) => match still_listed(sessions_dir, session, flavour) {
+            Ok(()) => Evidence::Queued,
+            Err(why) => Evidence::Refused(format!(
+                "the session did not take the prompt: {}",
+                why.reason
+            )),
+        },
+        Err(e) => Evidence::Unsure(format!("reading prompt.prev after the Submit failed: {e}")),
+    }
+}
+
 /// Whether `session` is still listed in the tree's `idx` — `Err` with the
 /// reason when it is not, or `idx` cannot be read (retried: a prompt is
 /// never written to a session that may be gone). An older ollie-9p has no
@@ -533,6 +562,16 @@ fn still_listed(sessions_dir: &Path, session: &str, flavour: Flavour) -> Result<
             sessions_dir.join("idx").display()
         ))),
     }
+}
+
+/// A delivery's own look at an ollie-9p session's state (stamped as it
+/// is sent: `Reports`).
+fn seen(session: &str, state: AgentState) -> Input {
+    Input::Observed(Observation::new(
+        session.to_string(),
+        Seen::State(state),
+        Observer::Delivery,
+    ))
 }
 
 /// The input that reports a delivery's outcome.
@@ -589,14 +628,14 @@ mod tests {
             enqueue: "fifo.in".into(),
             framing: Framing::Auto,
             submit: true,
-            reports: tokio::sync::mpsc::unbounded_channel().0,
+            reports: Reports::channel().0,
             root: HeldRoot::default(),
             spawner: Spawner {
                 sessions_dir: dir.to_path_buf(),
                 backend: None,
                 model: None,
                 project: "test".into(),
-                reports: tokio::sync::mpsc::unbounded_channel().0,
+                reports: Reports::channel().0,
             },
         }
     }

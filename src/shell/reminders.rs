@@ -107,7 +107,7 @@ pub fn line(item: &OpenItem, now: SystemTime) -> String {
     let ago = |ms: u64| human(Duration::from_millis(now.saturating_sub(ms)));
     let announced = match item.announced_ms {
         Some(ms) => format!("announced {} ago", ago(ms)),
-        None => "announced before the daemon's last start".to_string(),
+        None => "delivered before the daemon's last start".to_string(),
     };
     let state = match (&item.state, item.state_since_ms) {
         (Some(s), Some(ms)) => format!("{s} for {}", ago(ms)),

@@ -10,7 +10,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::engine::sessions::Observed;
+use crate::core::engine::sessions::{Absent, Observed};
 use crate::core::engine::{Now, Outcome, Told};
 use crate::core::session::Kind;
 
@@ -32,6 +32,10 @@ pub struct SessionFile {
     /// `question` (its `state` says what is asked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting: Option<String>,
+    /// Why it has no state: `unreachable: <why>` (its program, with the
+    /// address and the error) or `gone: <why>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub absent: Option<String>,
     /// The last prompt it was given, and how that went.
     pub told: Option<ToldFile>,
 }
@@ -79,11 +83,15 @@ pub fn wall_ms(at: Now, now: Now, wall: SystemTime) -> u64 {
 /// The file's content from what the engine knows.
 pub fn sessions(
     observed: &BTreeMap<String, Observed>,
+    absent: &BTreeMap<String, Absent>,
     told: &BTreeMap<String, Told>,
-    now: Now,
-    wall: SystemTime,
+    (now, wall): (Now, SystemTime),
 ) -> BTreeMap<String, SessionFile> {
-    let ids: BTreeSet<&String> = observed.keys().chain(told.keys()).collect();
+    let ids: BTreeSet<&String> = observed
+        .keys()
+        .chain(told.keys())
+        .chain(absent.keys())
+        .collect();
     ids.into_iter()
         .map(|id| {
             let o = observed.get(id);
@@ -94,6 +102,7 @@ pub fn sessions(
                 waiting: o
                     .and_then(|o| o.state.waiting())
                     .map(|w| w.on.name().to_string()),
+                absent: absent.get(id).map(absent_text),
                 told: told.get(id).map(|t| ToldFile {
                     step: t.step.clone(),
                     outcome: outcome_text(&t.outcome),
@@ -103,6 +112,12 @@ pub fn sessions(
             (id.clone(), file)
         })
         .collect()
+}
+
+/// Why a session has no state, in words.
+pub fn absent_text(a: &Absent) -> String {
+    let what = if a.unreachable { "unreachable" } else { "gone" };
+    format!("{what}: {}", a.why)
 }
 
 /// Write the file if its content differs from what was last written.

@@ -15,49 +15,31 @@
 //! once when the session appears. Its content is compared, not its
 //! metadata: 9P servers report fixed mtimes and sizes that need not change.
 
+use crate::core::session::{check_name, AgentState};
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
-
-use serde::Serialize;
-
-use crate::core::session::{check_name, AgentState};
 
 /// `idx` files larger than this are refused (100,000 sessions at 80 bytes).
 const IDX_CAP: u64 = 8 << 20;
 
-/// One session as `idx` shows it, and since when it is in that state.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Observed {
-    pub state: AgentState,
-    /// When reveille first saw it in this state (wall clock).
-    #[serde(serialize_with = "unix_ms")]
-    pub since: SystemTime,
-    pub cwd: String,
-}
-
-fn unix_ms<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
-    let ms = t
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    s.serialize_u64(ms)
-}
-
 /// What one poll of the tree found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TreeChange {
-    /// A session id that was not listed before.
-    Appeared(String),
+    /// A listed session and its state, every poll, changed or not: the
+    /// engine owns what a session is, and this read is only one look at
+    /// it (a delivery's own reads are others). `new`: not listed before.
+    /// `from`: the state the listing before showed, when it differed
+    /// (for the journal only).
+    Listed {
+        session: String,
+        state: AgentState,
+        new: bool,
+        from: Option<AgentState>,
+    },
     /// A listed session is no longer listed (killed, or renamed with `rn`).
     Gone(String),
-    /// A session's state changed.
-    State {
-        session: String,
-        from: AgentState,
-        to: AgentState,
-    },
     /// A session's checklist has new content: read it.
     PlanChanged(PathBuf),
 }
@@ -68,7 +50,10 @@ pub struct SessionTree {
     dir: PathBuf,
     /// The last `idx` content, so an unchanged one costs no parsing.
     last: Option<Vec<u8>>,
-    sessions: BTreeMap<String, Observed>,
+    /// What that content lists: each session's state in it. Only the
+    /// last read, never compared with the next to filter what is told:
+    /// it says which sessions went, and whose checklists to read.
+    listed: BTreeMap<String, AgentState>,
     /// A hash of each session checklist's last content.
     plans: BTreeMap<String, u64>,
     /// Checklists to read at the next poll whatever the state (the session
@@ -86,30 +71,38 @@ impl SessionTree {
             .map(|_| SessionTree {
                 dir: dir.to_path_buf(),
                 last: None,
-                sessions: BTreeMap::new(),
+                listed: BTreeMap::new(),
                 plans: BTreeMap::new(),
                 due: BTreeSet::new(),
             })
     }
 
-    /// Every listed session and its state.
-    pub fn sessions(&self) -> &BTreeMap<String, Observed> {
-        &self.sessions
+    /// Every session the last read of `idx` listed, and its state.
+    pub fn listed(&self) -> &BTreeMap<String, AgentState> {
+        &self.listed
     }
 
     /// One poll: read `idx`, and the checklists that may have changed.
     /// `Err` when `idx` cannot be read (the mount went away): nothing is
     /// forgotten then, the next good read is compared with the last.
-    pub fn poll(
-        &mut self,
-        session_plans: bool,
-        now: SystemTime,
-    ) -> Result<Vec<TreeChange>, String> {
+    pub fn poll(&mut self, session_plans: bool) -> Result<Vec<TreeChange>, String> {
         let text = read_all(&self.dir.join("idx"), IDX_CAP).map_err(|e| e.to_string())?;
         let mut out = Vec::new();
+        let (mut new, mut changed) = (BTreeSet::new(), BTreeMap::new());
         if self.last.as_deref() != Some(&text[..]) {
-            self.apply_index(&text, now, &mut out);
+            (new, changed) = self.apply_index(&text, &mut out);
             self.last = Some(text);
+        }
+        // Every listed session's state, every poll, changed or not: a turn
+        // shorter than a poll leaves `idx` as it was, but the engine may
+        // have been told busy by a delivery meanwhile.
+        for (id, state) in &self.listed {
+            out.push(TreeChange::Listed {
+                session: id.clone(),
+                state: state.clone(),
+                new: new.contains(id),
+                from: changed.remove(id),
+            });
         }
         if session_plans {
             self.poll_plans(&mut out);
@@ -117,60 +110,47 @@ impl SessionTree {
         Ok(out)
     }
 
-    fn apply_index(&mut self, text: &[u8], now: SystemTime, out: &mut Vec<TreeChange>) {
+    /// A new `idx`: the sessions no longer listed; those listed for the
+    /// first time, and the states it changed (returned, for the journal);
+    /// checklists due to be read.
+    fn apply_index(
+        &mut self,
+        text: &[u8],
+        out: &mut Vec<TreeChange>,
+    ) -> (BTreeSet<String>, BTreeMap<String, AgentState>) {
         let listed = parse_index(&String::from_utf8_lossy(text));
-        let gone: Vec<String> = self
-            .sessions
-            .keys()
-            .filter(|id| !listed.contains_key(*id))
-            .cloned()
-            .collect();
-        for id in gone {
-            self.sessions.remove(&id);
-            self.plans.remove(&id);
-            self.due.remove(&id);
-            out.push(TreeChange::Gone(id));
+        for id in self.listed.keys().filter(|id| !listed.contains_key(*id)) {
+            self.plans.remove(id);
+            self.due.remove(id);
+            out.push(TreeChange::Gone(id.clone()));
         }
-        for (id, (state, cwd)) in listed {
-            match self.sessions.get_mut(&id) {
+        let (mut new, mut changed) = (BTreeSet::new(), BTreeMap::new());
+        for (id, state) in &listed {
+            match self.listed.get(id) {
                 None => {
                     self.due.insert(id.clone());
-                    self.sessions.insert(
-                        id.clone(),
-                        Observed {
-                            state,
-                            since: now,
-                            cwd,
-                        },
-                    );
-                    out.push(TreeChange::Appeared(id));
+                    new.insert(id.clone());
                 }
-                Some(seen) => {
-                    seen.cwd = cwd;
-                    if seen.state != state {
-                        if state.is_idle() {
-                            // The turn that just ended may have ticked.
-                            self.due.insert(id.clone());
-                        }
-                        let from = std::mem::replace(&mut seen.state, state.clone());
-                        seen.since = now;
-                        out.push(TreeChange::State {
-                            session: id,
-                            from,
-                            to: state,
-                        });
+                Some(before) if before != state => {
+                    // The turn that just ended may have ticked.
+                    if state.is_idle() {
+                        self.due.insert(id.clone());
                     }
+                    changed.insert(id.clone(), before.clone());
                 }
+                Some(_) => {}
             }
         }
+        self.listed = listed;
+        (new, changed)
     }
 
     fn poll_plans(&mut self, out: &mut Vec<TreeChange>) {
         let due = std::mem::take(&mut self.due);
         let read: Vec<String> = self
-            .sessions
+            .listed
             .iter()
-            .filter(|(id, o)| !o.state.is_idle() || due.contains(*id))
+            .filter(|(id, state)| !state.is_idle() || due.contains(*id))
             .map(|(id, _)| id.clone())
             .collect();
         for id in read {
@@ -199,15 +179,14 @@ pub fn listed(dir: &Path, id: &str) -> std::io::Result<bool> {
 
 /// `id\tstate\tcwd\tbackend\tmodel` lines; ids that are not safe path
 /// components and lines without a state are skipped.
-fn parse_index(text: &str) -> BTreeMap<String, (AgentState, String)> {
+fn parse_index(text: &str) -> BTreeMap<String, AgentState> {
     text.lines()
         .filter_map(|line| {
             let mut cols = line.split('\t');
             let id = cols.next()?.trim();
             let state = AgentState::parse(cols.next()?)?;
-            let cwd = cols.next().unwrap_or("").to_string();
             check_name(id).ok()?;
-            Some((id.to_string(), (state, cwd)))
+            Some((id.to_string(), state))
         })
         .collect()
 }
@@ -266,8 +245,17 @@ mod tests {
         std::fs::write(dir.join("idx"), text).unwrap();
     }
 
+    fn listed(session: &str, state: &str, new: bool) -> TreeChange {
+        TreeChange::Listed {
+            session: session.into(),
+            state: AgentState::parse(state).unwrap(),
+            new,
+            from: None,
+        }
+    }
+
     #[test]
-    fn states_come_from_one_index_and_checklists_are_read_only_around_turns() {
+    fn every_poll_tells_every_state_and_checklists_are_read_only_around_turns() {
         let t = tempfile::tempdir().unwrap();
         idx(t.path(), &[("a", "idle"), ("b", "thinking")]);
         for id in ["a", "b"] {
@@ -275,27 +263,32 @@ mod tests {
             std::fs::write(t.path().join(id).join("plan"), "# g\n- [ ] x\n").unwrap();
         }
         let mut tree = SessionTree::detect(t.path()).unwrap();
-        let now = SystemTime::now();
-        let first = tree.poll(true, now).unwrap();
-        assert!(first.contains(&TreeChange::Appeared("a".into())));
+        let first = tree.poll(true).unwrap();
+        assert!(first.contains(&listed("a", "idle", true)));
         assert!(first.contains(&TreeChange::PlanChanged(t.path().join("a/plan"))));
         assert!(first.contains(&TreeChange::PlanChanged(t.path().join("b/plan"))));
-        // Idle a's checklist is not read again; busy b's is, but unchanged.
+        // Nothing changed: every state is told again all the same (the
+        // engine may have heard otherwise from a delivery); idle a's
+        // checklist is not read again; busy b's is, but unchanged.
         std::fs::write(t.path().join("a/plan"), "# g\n- [x] x\n").unwrap();
-        assert_eq!(tree.poll(true, now).unwrap(), vec![]);
+        assert_eq!(
+            tree.poll(true).unwrap(),
+            vec![listed("a", "idle", false), listed("b", "thinking", false)]
+        );
         // a goes busy, then idle: its change is seen by then.
         idx(t.path(), &[("a", "calling: grep"), ("b", "thinking")]);
-        let busy = tree.poll(true, now).unwrap();
+        let busy = tree.poll(true).unwrap();
         assert!(busy.contains(&TreeChange::PlanChanged(t.path().join("a/plan"))));
         idx(t.path(), &[("b", "idle")]);
-        let later = tree.poll(true, now).unwrap();
+        let later = tree.poll(true).unwrap();
         assert!(later.contains(&TreeChange::Gone("a".into())));
-        assert!(later.contains(&TreeChange::State {
+        assert!(later.contains(&TreeChange::Listed {
             session: "b".into(),
-            from: AgentState::Busy("thinking".into()),
-            to: AgentState::Idle,
+            state: AgentState::Idle,
+            new: false,
+            from: Some(AgentState::Busy("thinking".into())),
         }));
-        assert_eq!(tree.sessions().len(), 1);
+        assert_eq!(tree.listed().len(), 1);
     }
 
     #[test]

@@ -21,7 +21,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use tokio::sync::mpsc::UnboundedSender;
+use crate::shell::backend::Reports;
 
 use crate::core::effect::Spawn;
 use crate::core::input::Input;
@@ -47,7 +47,7 @@ pub struct Spawner {
     /// For the journal.
     pub project: String,
     /// Where create outcomes are reported (`Input::ChildSpawned`).
-    pub reports: UnboundedSender<Input>,
+    pub reports: Reports,
 }
 
 impl Spawner {

@@ -271,6 +271,11 @@ pub struct SessionView {
     /// What it waits for a person for, when it does: `approval`,
     /// `question` (`state` says what is asked).
     pub waiting: Option<String>,
+
+    /// Why it has no state: unreachable (with the address and the error)
+    /// or gone, as the daemon last saw it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub absent: Option<String>,
     /// The last prompt it was given and how that went (while the daemon
     /// runs: `sessions.json`).
     pub last_delivery: Option<session_view::ToldFile>,
@@ -297,6 +302,7 @@ fn sessions_view(dir: &Path, memory: &Memory, k: &Known) -> Vec<SessionView> {
             state: seen.and_then(|o| o.state.clone()),
             since_unix_ms: seen.and_then(|o| o.since),
             waiting: seen.and_then(|o| o.waiting.clone()),
+            absent: seen.and_then(|o| o.absent.clone()),
             last_delivery: seen.and_then(|o| o.told.clone()),
             pending: Vec::new(),
             open: Vec::new(),
@@ -586,7 +592,10 @@ fn render_sessions(out: &mut String, s: &Status) {
                 format!("{st} for {}s", now.saturating_sub(since) / 1000)
             }
             (Some(st), None) => st.clone(),
-            _ => "state unknown".to_string(),
+            _ => match &v.absent {
+                Some(why) => why.clone(),
+                None => "state unknown".to_string(),
+            },
         };
         let list = |ids: &[String]| {
             if ids.is_empty() {

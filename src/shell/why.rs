@@ -4,6 +4,7 @@
 //! announced, is pending in an outbox, or was delivered, and for a ready
 //! step that was not announced, why not (doc/TROUBLESHOOTING.md).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
@@ -13,6 +14,7 @@ use crate::core::plan::{Plan, StepStatus};
 use crate::core::ready_report::{explain, one_line, Standing, StepRef, StepWhy};
 use crate::core::record::Item;
 use crate::core::source::Source;
+use crate::shell::session_view::SessionFile;
 use crate::shell::status::Known;
 
 /// What the daemon did with one step.
@@ -27,8 +29,14 @@ pub enum Delivery {
     },
     /// Ready at the very first start: recorded, never prompted.
     Baseline,
-    /// Announced; the prompt waits in the session's outbox.
-    Pending { session: String, seq: u64 },
+    /// Announced; the prompt waits in the session's outbox, and why, as
+    /// far as the daemon last saw the session.
+    Pending {
+        session: String,
+        seq: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        waits: Option<String>,
+    },
     /// Announced and written to the session.
     Delivered { session: Option<String> },
 }
@@ -73,6 +81,8 @@ pub struct Daemon<'a> {
     pub known: &'a Known,
     pub running: Option<u32>,
     pub outbox_cap: usize,
+    /// The sessions as the running daemon last saw them (`sessions.json`).
+    pub sessions: BTreeMap<String, SessionFile>,
 }
 
 /// Why a ready step of the plan `source` is not announced, as far as the
@@ -119,10 +129,35 @@ fn delivery(d: &Daemon<'_>, source: &Source, step: &StepWhy) -> Delivery {
             .map(|p| (session.clone(), p.seq))
     });
     match pending {
-        Some((session, seq)) => Delivery::Pending { session, seq },
+        Some((session, seq)) => Delivery::Pending {
+            waits: waits(d.sessions.get(&session)),
+            session,
+            seq,
+        },
         None => Delivery::Delivered {
             session: a.session.clone(),
         },
+    }
+}
+
+/// Why a prompt waits for `session`, as the daemon last saw it: gone or
+/// unreachable (with why), busy, or not known.
+fn waits(session: Option<&SessionFile>) -> Option<String> {
+    let s = session?;
+    if let Some(why) = &s.absent {
+        return Some(format!("the session is {why}"));
+    }
+    if let Some(refused) = s
+        .told
+        .as_ref()
+        .and_then(|t| t.outcome.strip_prefix("refused: "))
+    {
+        return Some(format!("the last write was refused: {refused}"));
+    }
+    match s.state.as_deref() {
+        Some("idle") => None,
+        Some(busy) => Some(format!("the session is running a turn ({busy})")),
+        None => None,
     }
 }
 
@@ -166,8 +201,13 @@ fn delivery_text(d: &Delivery) -> String {
         Delivery::Baseline => {
             "recorded as the baseline at the first start (never announced)".into()
         }
-        Delivery::Pending { session, seq } => {
-            format!("announced; pending in the outbox of session {session} (prompt {seq})")
+        Delivery::Pending {
+            session,
+            seq,
+            waits,
+        } => {
+            let waits = waits.as_ref().map_or(String::new(), |w| format!(": {w}"));
+            format!("announced; pending in the outbox of session {session} (prompt {seq}){waits}")
         }
         Delivery::Delivered { session: Some(s) } => {
             format!("announced; delivered to session {s}")

@@ -92,6 +92,20 @@ fn why_says_what_each_step_waits_for_and_what_the_daemon_did() {
     assert_eq!(step["standing"], "ready");
     assert_eq!(step["daemon"]["state"], "pending", "{json:#}");
     assert_eq!(step["daemon"]["session"], "away");
+    // Why it waits, in words (`sessions.json` is written a moment after).
+    crate::util::wait_until("why to say why s1 waits", WAIT, || {
+        let text = stdout(&why(&p, &[&away_file]));
+        text.contains("the last write was refused: no session directory yet")
+            .then_some(())
+    });
+    // A fresh delivery is shown as announced now, not before a restart.
+    let open = crate::util::wait_until("status to list the open steps", WAIT, || {
+        let status = p.status_json();
+        let open = status["reminders"].as_array()?.clone();
+        open.into_iter()
+            .find(|o| o["id"] == "s1" && o["session"] == "agent")
+    });
+    assert!(open["announced_ms"].is_u64(), "{open}");
 
     // One step, by id or by title; a checked one says so.
     let out = why(&p, &[&file, "ship"]);

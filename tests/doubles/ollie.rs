@@ -272,6 +272,7 @@ impl Ollie {
             record: Arc::new(Record::default()),
             behaviour: Arc::new(behaviour),
             lingering: Default::default(),
+            failing_reads: Default::default(),
         });
         let mount =
             Mount::new(Arc::new(Served(server.clone()))).expect("mount the ollie-9p double");
@@ -291,6 +292,13 @@ impl Ollie {
     /// `<mount>/s/<id>`.
     pub fn session_dir(&self, id: &str) -> PathBuf {
         self.sessions_dir().join(id)
+    }
+
+    /// The next `n` reads of every session's `file` fail with EIO, as
+    /// ollie-9p's store reads do when they time out.
+    pub fn fail_reads(&self, file: &str, n: u32) {
+        let mut failing = self.server.failing_reads.lock().unwrap();
+        failing.insert(file.to_string(), n);
     }
 
     /// FUSE requests served so far.

@@ -16,6 +16,7 @@ mod queue;
 mod reminders;
 mod renamed;
 mod server;
+mod short_turns;
 mod wake;
 
 use std::path::{Path, PathBuf};

@@ -343,11 +343,13 @@ impl Ledger {
         // A prompt in an inbox is confirmed long after its write (Claude's
         // transcript, 60-400 ms), by when it may itself have made an idle
         // agent busy: judged by what the agent was doing when it was
-        // handed over. Any other outcome is the write's own end, and the
-        // state now is the freshest there is (an ollie-9p tree is polled).
+        // handed over — not known then (just after a restart), not known,
+        // never the busy its own turn brought. Any other outcome is the
+        // write's own end, and the state now is the freshest there is (an
+        // ollie-9p tree is polled).
         let at_write = self.lanes.seen_at_write(session, seq);
         let observed = match reached {
-            Reached::Inbox => at_write.as_ref().or(observed),
+            Reached::Inbox => at_write.as_ref(),
             _ => observed,
         };
         let was_idle = observed.map(|o| o.state.is_idle());
@@ -586,6 +588,40 @@ impl Ledger {
             ));
         }
         at
+    }
+
+    /// Whether prompt `seq` was taken could not be told (`why`): it is
+    /// looked at again, never sent again on that, said once per prompt.
+    pub(super) fn on_doubt(
+        &mut self,
+        now: Now,
+        session: &str,
+        seq: u64,
+        why: &str,
+        fx: &mut Vec<Effect>,
+    ) {
+        if !self.lanes.doubt(now, session, seq) {
+            return;
+        }
+        let Some(p) = self.pending(session, seq) else {
+            return;
+        };
+        let log = Log::new(
+            Level::Info,
+            format!(
+                "could not tell whether session {session} took {} ({why}); it is not sent again: the session's next look says",
+                p.step
+            ),
+        )
+        .plan(&p.source)
+        .step(&p.step)
+        .session(session);
+        fx.push(Effect::Log(log));
+    }
+
+    /// The prompt in doubt that a look at `session` made at `at` settles.
+    pub(super) fn settled_by(&mut self, session: &str, at: Now) -> Option<u64> {
+        self.lanes.settled_by(session, at)
     }
 
     /// A lane whose retry came due may send.

@@ -109,6 +109,11 @@ pub(super) struct Lane {
     /// The prompt last handed out: handed out again (after a failed
     /// write), it may have reached the agent all the same.
     handed: Option<u64>,
+    /// The prompt being written whose taking could not be told, and since
+    /// when: it stays `writing` (nothing else goes, and it is never sent
+    /// again on a doubt) until a look at the session made after that
+    /// settles it (`core::taken::settle`).
+    doubt: Option<(u64, Now)>,
 }
 
 impl Lane {
@@ -401,6 +406,27 @@ impl Lanes {
         let lost = lane.inbox.take();
         self.dirty.insert(session.to_string());
         lost
+    }
+
+    /// Whether prompt `seq`, being written, was taken could not be told:
+    /// it is looked at again. Returns whether that is news (said once).
+    pub(super) fn doubt(&mut self, now: Now, session: &str, seq: u64) -> bool {
+        let lane = self.lane(session);
+        if lane.writing != Some(seq) {
+            return false;
+        }
+        let new = lane.doubt.is_none_or(|(s, _)| s != seq);
+        lane.doubt = Some((seq, now));
+        new
+    }
+
+    /// The prompt in doubt that a look at `session` made at `at` settles:
+    /// one made after the doubt arose.
+    pub(super) fn settled_by(&mut self, session: &str, at: Now) -> Option<u64> {
+        let lane = self.lanes.get_mut(session)?;
+        let (seq, _) = lane.doubt.filter(|&(_, since)| at >= since)?;
+        lane.doubt = None;
+        Some(seq)
     }
 
     /// A write failed: back off (doubling up to `retry_max`). Returns when

@@ -11,7 +11,10 @@ use proptest::prelude::*;
 use super::*;
 use crate::core::driver::{drive, World};
 use crate::core::effect::{Delivery, Log, Notice, Spawn};
-use crate::core::input::{Change, FileRead, MountTable, ProjectMount, Reached, Undeliverable};
+use crate::core::input::{
+    Change, Evidence, FileRead, MountTable, Observation, Observer, ProjectMount, Reached, Seen,
+    Undeliverable,
+};
 use crate::core::record::Cursor;
 use crate::core::record::{Item, Note, Work};
 
@@ -234,8 +237,15 @@ impl Rig {
     }
 
     /// Through the daemon's own driver loop.
-    fn feed(&mut self, input: Input) {
+    fn feed(&mut self, mut input: Input) {
         self.world.now = self.now;
+        // A look made by `Observation::new` is stamped as it is sent, as
+        // the daemon's reports are.
+        if let Input::Observed(look) = &mut input {
+            if look.at == Duration::ZERO {
+                look.at = self.now;
+            }
+        }
         drive(&mut self.engine, &mut self.world, self.now, input);
     }
 
@@ -1650,10 +1660,12 @@ mod fanout {
             child: id.into(),
             outcome: Ok(1_800_000_000_000),
         });
-        rig.feed(Input::SessionState {
-            session: id.into(),
-            state: Some(state),
-        });
+        rig.feed(Input::Observed(Observation::state(
+            id.into(),
+            Some(state),
+            Observer::Index,
+            "gone",
+        )));
     }
 
     #[test]
@@ -1722,20 +1734,26 @@ mod fanout {
         );
         // Busy: not killed yet; idle: killed, once.
         assert!(rig.world.reaped.is_empty());
-        rig.feed(Input::SessionState {
-            session: ids[0].clone(),
-            state: Some(AgentState::Idle),
-        });
+        rig.feed(Input::Observed(Observation::state(
+            ids[0].clone(),
+            Some(AgentState::Idle),
+            Observer::Index,
+            "gone",
+        )));
         assert_eq!(rig.world.reaped, vec![ids[0].clone()]);
-        rig.feed(Input::SessionState {
-            session: ids[0].clone(),
-            state: None,
-        });
+        rig.feed(Input::Observed(Observation::state(
+            ids[0].clone(),
+            None,
+            Observer::Index,
+            "gone",
+        )));
         rig.write(NAME, &parallel([true, true, true, false]));
-        rig.feed(Input::SessionState {
-            session: ids[1].clone(),
-            state: Some(AgentState::Idle),
-        });
+        rig.feed(Input::Observed(Observation::state(
+            ids[1].clone(),
+            Some(AgentState::Idle),
+            Observer::Index,
+            "gone",
+        )));
         assert_eq!(rig.world.reaped, ids);
         // The join step reaches the parent; nothing else creates a child.
         let last: Vec<(String, String)> = rig
@@ -1753,10 +1771,12 @@ mod fanout {
     #[test]
     fn a_child_gone_before_its_step_is_checked_hands_it_back_to_the_parent_once() {
         let (mut rig, ids) = one_child_at_work();
-        rig.feed(Input::SessionState {
-            session: ids[0].clone(),
-            state: None,
-        });
+        rig.feed(Input::Observed(Observation::state(
+            ids[0].clone(),
+            None,
+            Observer::Index,
+            "gone",
+        )));
         assert_eq!(rig.take_delivered(), vec!["s2"]);
         let to_parent = rig
             .engine
@@ -1786,9 +1806,11 @@ mod fanout {
     #[test]
     fn a_child_whose_program_is_unreachable_keeps_its_step_until_it_is_found_gone() {
         let (mut rig, ids) = one_child_at_work();
-        rig.feed(Input::SessionUnreachable {
-            session: ids[0].clone(),
-        });
+        rig.feed(Input::Observed(Observation::new(
+            ids[0].clone(),
+            Seen::Unreachable("down".into()),
+            Observer::Program,
+        )));
         rig.write(NAME, &parallel([false; 4]));
         assert!(rig.take_delivered().is_empty(), "nothing handed back");
         assert!(
@@ -1797,13 +1819,17 @@ mod fanout {
         );
         appear(&mut rig, &ids[0], AgentState::Idle);
         assert!(rig.take_delivered().is_empty(), "its step is its own still");
-        rig.feed(Input::SessionUnreachable {
-            session: ids[0].clone(),
-        });
-        rig.feed(Input::SessionState {
-            session: ids[0].clone(),
-            state: None,
-        });
+        rig.feed(Input::Observed(Observation::new(
+            ids[0].clone(),
+            Seen::Unreachable("down".into()),
+            Observer::Program,
+        )));
+        rig.feed(Input::Observed(Observation::state(
+            ids[0].clone(),
+            None,
+            Observer::Index,
+            "gone",
+        )));
         assert_eq!(rig.take_delivered(), vec!["s2"], "gone: handed back");
     }
 
@@ -1858,10 +1884,12 @@ mod fanout {
         let id = rig.world.spawned[0].child.clone();
         appear(&mut rig, &id, AgentState::Idle);
         rig.write(NAME, &parallel([false, true, false, false]));
-        rig.feed(Input::SessionState {
-            session: id.clone(),
-            state: Some(AgentState::Idle),
-        });
+        rig.feed(Input::Observed(Observation::state(
+            id.clone(),
+            Some(AgentState::Idle),
+            Observer::Index,
+            "gone",
+        )));
         assert!(rig.world.reaped.is_empty());
         assert_eq!(
             children(&rig),
@@ -1875,10 +1903,12 @@ mod fanout {
         );
         assert_eq!(rig.world.spawned.len(), 2, "{:?}", rig.world.spawned);
         // Gone (killed by a person): no longer followed, nothing handed back.
-        rig.feed(Input::SessionState {
-            session: id.clone(),
-            state: None,
-        });
+        rig.feed(Input::Observed(Observation::state(
+            id.clone(),
+            None,
+            Observer::Index,
+            "gone",
+        )));
         assert!(!rig.engine.memory().children.contains_key(&id));
     }
 
@@ -1896,10 +1926,12 @@ mod fanout {
             "{:?}",
             children(&rig)
         );
-        rig.feed(Input::SessionState {
-            session: ids[0].clone(),
-            state: Some(AgentState::Idle),
-        });
+        rig.feed(Input::Observed(Observation::state(
+            ids[0].clone(),
+            Some(AgentState::Idle),
+            Observer::Index,
+            "gone",
+        )));
         assert_eq!(rig.world.reaped, vec![ids[0].clone()]);
         assert!(
             rig.take_delivered().is_empty(),

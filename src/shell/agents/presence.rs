@@ -1,10 +1,10 @@
 //! What a backend last told the engine of one session — its state, gone,
-//! or its program unreachable — so that each change is told once, and a
-//! session found gone after its program was unreachable is told gone: the
-//! two are different news (a child keeps its step while its program is
-//! away, and hands it back when it is gone).
+//! or its program unreachable. Every look is told, changed or not: the
+//! engine owns what a session is and keeps the newest look, so a follower
+//! that filtered by its own last report could leave the engine holding a
+//! state another observer told it (a delivery's busy) for ever.
 
-use crate::core::input::Input;
+use crate::core::input::{Input, Observation, Observer, Seen};
 use crate::core::session::AgentState;
 
 /// The last thing told of a session.
@@ -12,21 +12,23 @@ use crate::core::session::AgentState;
 pub enum Presence {
     /// Its state (`None`: gone).
     State(Option<AgentState>),
-    /// Its program does not answer.
-    Unreachable,
+    /// Its program does not answer: why, with the address and the error.
+    Unreachable(String),
 }
 
 impl Presence {
     /// The input that tells it, for `session` as the engine names it.
     pub fn input(&self, session: &str) -> Input {
-        let session = session.to_string();
-        match self {
-            Presence::State(state) => Input::SessionState {
-                session,
-                state: state.clone(),
-            },
-            Presence::Unreachable => Input::SessionUnreachable { session },
-        }
+        let seen = match self {
+            Presence::State(Some(state)) => Seen::State(state.clone()),
+            Presence::State(None) => Seen::Gone("no such session on its server".into()),
+            Presence::Unreachable(why) => Seen::Unreachable(why.clone()),
+        };
+        Input::Observed(Observation::new(
+            session.to_string(),
+            seen,
+            Observer::Events,
+        ))
     }
 
     /// Whether it was idle.
@@ -44,40 +46,30 @@ impl Presence {
     }
 }
 
-/// Tell `now` unless it is what was told last (`last`, updated): the input
-/// to send, if any.
-pub fn tell(last: &mut Option<Presence>, now: Presence, session: &str) -> Option<Input> {
-    if last.as_ref() == Some(&now) {
-        return None;
-    }
+/// Tell `now` (`last` keeps it, for what the backend decides by it): the
+/// input to send.
+pub fn tell(last: &mut Option<Presence>, now: Presence, session: &str) -> Input {
     let input = now.input(session);
     *last = Some(now);
-    Some(input)
+    input
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn down() -> Presence {
+        Presence::Unreachable("the server at :1 does not answer".into())
+    }
+
     #[test]
-    fn each_change_is_told_once_and_gone_after_unreachable_is_news() {
+    fn every_look_is_told_and_kept_as_the_last() {
         let mut last = None;
         let idle = Presence::State(Some(AgentState::Idle));
-        assert!(tell(&mut last, idle.clone(), "s").is_some());
-        assert_eq!(tell(&mut last, idle, "s"), None);
-        assert_eq!(
-            tell(&mut last, Presence::Unreachable, "s"),
-            Some(Input::SessionUnreachable {
-                session: "s".into()
-            })
-        );
-        assert_eq!(tell(&mut last, Presence::Unreachable, "s"), None);
-        assert_eq!(
-            tell(&mut last, Presence::State(None), "s"),
-            Some(Input::SessionState {
-                session: "s".into(),
-                state: None
-            })
-        );
+        let told = tell(&mut last, idle.clone(), "s");
+        assert_eq!(told, idle.input("s"));
+        assert_eq!(tell(&mut last, idle.clone(), "s"), told, "told again");
+        assert_eq!(tell(&mut last, down(), "s"), down().input("s"));
+        assert_eq!(last, Some(down()));
     }
 }

@@ -83,7 +83,9 @@ impl Daemon {
         add_roots(&mut watch, &settings);
         // Prime the poller so its first round reports changes, not everything.
         watch.poll();
+        let started = Instant::now();
         let (reports_tx, reports) = mpsc::unbounded_channel::<Input>();
+        let reports_tx = Reports::new(reports_tx, started.into_std());
         let backends = Backends::new(dir_backend(&settings, &reports_tx), &settings, reports_tx);
         let hangup = hangup()?;
         let tail = settings
@@ -99,7 +101,7 @@ impl Daemon {
             backends,
             notifier: Notifier::from_env(),
             notices: Default::default(),
-            started: Instant::now(),
+            started,
             sync_at: None,
             store_failing: false,
             status: String::new(),

@@ -2,13 +2,28 @@
 //! poll, and the session states and checklist changes it shows fed to the
 //! engine.
 
-use crate::core::input::{Change, Input};
+use crate::core::input::{Change, Input, Observation, Observer, Seen};
 use crate::core::record::ChildState;
 use crate::shell::sessions::{SessionTree, TreeChange};
 
 use super::Daemon;
 
+/// Why a session `idx` no longer lists is gone.
+const UNLISTED: &str = "no longer listed in the session index (killed, or renamed)";
+
 impl Daemon {
+    /// One look at a session in `idx`, made now.
+    fn look(&mut self, session: String, seen: Seen) {
+        let at = self.now();
+        let look = Observation {
+            session,
+            seen,
+            by: Observer::Index,
+            at,
+        };
+        self.feed(Input::Observed(look));
+    }
+
     /// One read of the ollie-9p session tree's `idx` (recognised the first
     /// time it is there), and what follows from it.
     pub(super) fn poll_sessions(&mut self) {
@@ -22,10 +37,7 @@ impl Daemon {
         let Some(tree) = self.tree.as_mut() else {
             return;
         };
-        match tree.poll(
-            self.settings.sessions.session_plans,
-            std::time::SystemTime::now(),
-        ) {
+        match tree.poll(self.settings.sessions.session_plans) {
             Ok(changes) => {
                 if self.tree_failing {
                     self.tree_failing = false;
@@ -58,15 +70,12 @@ impl Daemon {
             .iter()
             .filter(|(id, c)| {
                 matches!(c.state, ChildState::Working | ChildState::Done)
-                    && !tree.sessions().contains_key(*id)
+                    && !tree.listed().contains_key(*id)
             })
             .map(|(id, _)| id.clone())
             .collect();
         for session in gone {
-            self.feed(Input::SessionState {
-                session,
-                state: None,
-            });
+            self.look(session, Seen::Gone(UNLISTED.into()));
         }
     }
 
@@ -81,15 +90,19 @@ impl Daemon {
                 .map(|c| c.parent.clone())
         };
         match change {
-            TreeChange::Appeared(session) => {
-                let state = self
-                    .tree
-                    .as_ref()
-                    .and_then(|t| t.sessions().get(&session))
-                    .map(|o| o.state.clone());
+            TreeChange::Listed {
+                session,
+                state,
+                new,
+                from,
+            } => {
                 let parent = parent_of(self, &session);
-                tracing::debug!(project = %project, session = %session, parent = parent.as_deref(), "session {session} appeared");
-                self.feed(Input::SessionState { session, state });
+                if new {
+                    tracing::debug!(project = %project, session = %session, parent = parent.as_deref(), "session {session} appeared ({state})");
+                } else if let Some(from) = from {
+                    tracing::debug!(project = %project, session = %session, parent = parent.as_deref(), "session {session}: {from} → {state}");
+                }
+                self.look(session, Seen::State(state));
             }
             TreeChange::Gone(session) => {
                 let pending = self
@@ -100,18 +113,7 @@ impl Daemon {
                     .map_or(0, |q| q.len());
                 let parent = parent_of(self, &session);
                 tracing::info!(project = %project, session = %session, parent = parent.as_deref(), "session {session} is gone (killed, or renamed); {pending} undelivered prompt(s) kept in its outbox");
-                self.feed(Input::SessionState {
-                    session,
-                    state: None,
-                });
-            }
-            TreeChange::State { session, from, to } => {
-                let parent = parent_of(self, &session);
-                tracing::debug!(project = %project, session = %session, parent = parent.as_deref(), "session {session}: {from} → {to}");
-                self.feed(Input::SessionState {
-                    session,
-                    state: Some(to),
-                });
+                self.look(session, Seen::Gone(UNLISTED.into()));
             }
             TreeChange::PlanChanged(path) => self.feed(Input::Changed {
                 path,

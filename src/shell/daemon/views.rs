@@ -22,9 +22,9 @@ pub(super) const VIEWS_DELAY: Duration = Duration::from_millis(200);
 pub(super) fn shows(input: &Input) -> bool {
     matches!(
         input,
-        Input::SessionState { .. }
-            | Input::SessionUnreachable { .. }
+        Input::Observed(_)
             | Input::Delivered { .. }
+            | Input::Evidence { .. }
             | Input::TurnStarted { .. }
             | Input::Undeliverable { .. }
             | Input::ChildSpawned { .. }
@@ -45,7 +45,12 @@ impl Daemon {
         self.views_at = None;
         let (now, wall) = (self.now(), SystemTime::now());
         let told = self.engine.told();
-        let mut sessions = session_view::sessions(self.engine.sessions(), &told, now, wall);
+        let mut sessions = session_view::sessions(
+            self.engine.sessions(),
+            self.engine.absent(),
+            &told,
+            (now, wall),
+        );
         // An agent program's backend may follow every session of that
         // program (Claude Code's registry holds every running one): this
         // project's view lists those it names (the default session, the

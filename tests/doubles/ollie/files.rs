@@ -98,9 +98,24 @@ pub struct Server {
     pub behaviour: Arc<Behaviour>,
     /// Killed and renamed ids the mount still resolves for a moment.
     pub lingering: Lingering,
+    /// Reads of a session file to fail with EIO, by file name, and how
+    /// many more: ollie-9p's store reads time out after 10 s with EIO.
+    pub failing_reads: Mutex<BTreeMap<String, u32>>,
 }
 
 impl Server {
+    /// Whether this read of `file` is one to fail (counted down).
+    fn fail_read(&self, file: &str) -> bool {
+        let mut failing = self.failing_reads.lock().unwrap();
+        match failing.get_mut(file) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
     fn store_files(&self) -> &'static [(&'static str, u16)] {
         match self.flavour {
             Flavour::Current => STORE_FILES,
@@ -593,6 +608,7 @@ impl Tree for Served {
             }),
             Some(At::StoreFile("idx")) => Ok(s.index().into_bytes()),
             Some(At::StoreFile(_)) => Ok(b"#!/bin/sh\n# a script of the ollie install\n".to_vec()),
+            Some(At::SessionFile(_, file)) if s.fail_read(file) => Err(libc::EIO),
             // A read of a session that is gone is empty, not an error.
             Some(At::SessionFile(id, file)) => Ok(s
                 .reached(id)

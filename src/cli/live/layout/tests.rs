@@ -133,6 +133,7 @@ fn a_stopped_daemon_is_said_and_its_last_word_is_history() {
         state: Some("idle".into()),
         since_unix_ms: Some(NOW_MS - 5_000),
         waiting: None,
+        absent: None,
         last_delivery: Some(ToldFile {
             step: "s2".into(),
             outcome: "turn_started".into(),
@@ -163,6 +164,7 @@ fn a_running_daemon_shows_how_long_a_session_has_been_in_its_state() {
         state: Some("thinking".into()),
         since_unix_ms: Some(NOW_MS - 12_000),
         waiting: None,
+        absent: None,
         last_delivery: None,
         pending: Vec::new(),
         open: vec!["s1".into()],
@@ -185,6 +187,7 @@ fn a_session_waiting_for_a_person_is_shown_first_in_reverse_video() {
         state: Some("waiting for a person: approve `sed -i s/a/b/ f`".into()),
         since_unix_ms: Some(NOW_MS - 7_000),
         waiting: Some("approval".into()),
+        absent: None,
         last_delivery: None,
         pending: vec!["s2".into()],
         open: vec!["s1".into()],

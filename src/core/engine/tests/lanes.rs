@@ -25,12 +25,27 @@ fn rig(session: &str, state: Option<AgentState>, reached: Reached) -> Rig {
     rig.world.reaches.insert(session.into(), reached);
     rig.startup();
     if state.is_some() {
-        rig.feed(Input::SessionState {
-            session: session.into(),
+        rig.feed(Input::Observed(Observation::state(
+            session.into(),
             state,
-        });
+            Observer::Index,
+            "gone",
+        )));
     }
     rig
+}
+
+impl Rig {
+    /// Every timer due in the next `span`, as the daemon's deadline fires.
+    fn ticks_for(&mut self, span: Duration) {
+        let end = self.now + span;
+        while let Some(next) = self.engine.poll_timeout().filter(|&t| t <= end) {
+            self.now = self.now.max(next);
+            self.feed(Input::Tick);
+        }
+        self.now = end;
+        self.feed(Input::Tick);
+    }
 }
 
 fn busy() -> Option<AgentState> {
@@ -92,20 +107,24 @@ fn a_session_gone_with_a_prompt_in_its_inbox_gets_it_again_when_it_is_back() {
     let mut rig = rig("claude:x", Some(AgentState::Idle), Reached::Inbox);
     rig.write(NAME, &plan(1));
     assert_eq!(rig.take_delivered(), ["s1"]);
-    rig.feed(Input::SessionState {
-        session: "claude:x".into(),
-        state: None,
-    });
+    rig.feed(Input::Observed(Observation::state(
+        "claude:x".into(),
+        None,
+        Observer::Index,
+        "gone",
+    )));
     assert!(said(&rig, "went away with s1 in its inbox"));
     // Nothing is offered while it is gone…
     rig.world.readers.insert("claude:x".into(), false);
     rig.settle();
     // …and once it is back, the same prompt, once.
     rig.world.readers.insert("claude:x".into(), true);
-    rig.feed(Input::SessionState {
-        session: "claude:x".into(),
-        state: Some(AgentState::Idle),
-    });
+    rig.feed(Input::Observed(Observation::state(
+        "claude:x".into(),
+        Some(AgentState::Idle),
+        Observer::Index,
+        "gone",
+    )));
     rig.settle();
     assert_eq!(rig.steps_delivered(), ["s1"]);
     assert!(delivered_seqs(&rig).is_empty(), "still awaiting its turn");
@@ -119,10 +138,12 @@ fn an_agent_that_folds_prompts_into_its_turn_gets_them_only_while_idle() {
         rig.steps_delivered().is_empty(),
         "nothing into a running turn"
     );
-    rig.feed(Input::SessionState {
-        session: "opencode:x".into(),
-        state: Some(AgentState::Idle),
-    });
+    rig.feed(Input::Observed(Observation::state(
+        "opencode:x".into(),
+        Some(AgentState::Idle),
+        Observer::Index,
+        "gone",
+    )));
     // Idle: the first goes; the second waits for the turn it starts to
     // end, as the agent reports it.
     assert_eq!(rig.take_delivered(), ["s1"]);
@@ -131,10 +152,12 @@ fn an_agent_that_folds_prompts_into_its_turn_gets_them_only_while_idle() {
         rig.take_delivered().is_empty(),
         "not into the turn s1 started"
     );
-    rig.feed(Input::SessionState {
-        session: "opencode:x".into(),
-        state: Some(AgentState::Idle),
-    });
+    rig.feed(Input::Observed(Observation::state(
+        "opencode:x".into(),
+        Some(AgentState::Idle),
+        Observer::Index,
+        "gone",
+    )));
     assert_eq!(rig.take_delivered(), ["s2"]);
 }
 
@@ -154,15 +177,19 @@ fn the_journal_says_once_that_a_prompt_waits_for_an_agent_to_be_idle() {
     };
     assert_eq!(waits(&oc, "s1"), 1);
     assert!(said(&oc, "would be folded into that turn (thinking)"));
-    oc.feed(Input::SessionState {
-        session: "opencode:x".into(),
-        state: Some(AgentState::Busy("calling: bash".into())),
-    });
+    oc.feed(Input::Observed(Observation::state(
+        "opencode:x".into(),
+        Some(AgentState::Busy("calling: bash".into())),
+        Observer::Index,
+        "gone",
+    )));
     assert_eq!(waits(&oc, "s1"), 1, "said once per prompt");
-    oc.feed(Input::SessionState {
-        session: "opencode:x".into(),
-        state: Some(AgentState::Idle),
-    });
+    oc.feed(Input::Observed(Observation::state(
+        "opencode:x".into(),
+        Some(AgentState::Idle),
+        Observer::Index,
+        "gone",
+    )));
     assert_eq!(oc.take_delivered(), ["s1"]);
     // s2 now waits for the turn s1 started: said, with why.
     assert_eq!(waits(&oc, "s2"), 1);
@@ -226,10 +253,12 @@ fn the_journal_judges_a_delivery_by_the_state_seen_when_it_was_written() {
     assert_eq!(woke.take_delivered(), ["s1"]);
     let seq = woke.engine.memory().outbox.get("claude:x").unwrap()[0].seq;
     for input in [
-        Input::SessionState {
-            session: "claude:x".into(),
-            state: busy(),
-        },
+        Input::Observed(Observation::state(
+            "claude:x".into(),
+            busy(),
+            Observer::Index,
+            "gone",
+        )),
         Input::Delivered {
             session: "claude:x".into(),
             seq,
@@ -250,10 +279,12 @@ fn the_journal_judges_a_delivery_by_the_state_seen_when_it_was_written() {
     behind.write(NAME, &plan(1));
     let seq = behind.engine.memory().outbox.get("claude:x").unwrap()[0].seq;
     for input in [
-        Input::SessionState {
-            session: "claude:x".into(),
-            state: Some(AgentState::Idle),
-        },
+        Input::Observed(Observation::state(
+            "claude:x".into(),
+            Some(AgentState::Idle),
+            Observer::Index,
+            "gone",
+        )),
         Input::Delivered {
             session: "claude:x".into(),
             seq,
@@ -282,10 +313,12 @@ fn a_write_finishing_later_is_judged_by_the_state_when_it_finished() {
     rig.world.later.insert("a".into());
     rig.write(NAME, &plan(1));
     let seq = rig.engine.memory().outbox.get("a").unwrap()[0].seq;
-    rig.feed(Input::SessionState {
-        session: "a".into(),
-        state: busy(),
-    });
+    rig.feed(Input::Observed(Observation::state(
+        "a".into(),
+        busy(),
+        Observer::Index,
+        "gone",
+    )));
     rig.feed(Input::Delivered {
         session: "a".into(),
         seq,
@@ -379,4 +412,144 @@ fn a_prompt_closed_while_being_written_is_withdrawn_when_the_write_fails() {
         rig.advance(at.saturating_sub(rig.now) + Duration::from_secs(60));
     }
     assert!(!rig.steps_delivered().contains(&"s1".to_string()));
+}
+
+/// A Submit whose confirmation read failed: the prompt is in doubt, not
+/// lost. Nothing is sent again on the doubt, nor does the next prompt go;
+/// a look made before it settles nothing; the first look after it does —
+/// the session still there took the write, and the next prompt goes.
+#[test]
+fn a_doubt_is_settled_by_the_next_look_never_by_sending_again() {
+    let mut rig = rig("a", Some(AgentState::Idle), Reached::Accepted);
+    rig.world.later.insert("a".into());
+    // (A look at engine time zero is stamped as it is fed.)
+    rig.advance(Duration::from_millis(5));
+    rig.write(NAME, &plan(2));
+    assert_eq!(rig.take_delivered(), ["s1"]);
+    let seq = rig.engine.memory().outbox.get("a").unwrap()[0].seq;
+    let before = rig.now;
+    rig.advance(Duration::from_millis(10));
+    rig.feed(Input::Evidence {
+        session: "a".into(),
+        seq,
+        evidence: Evidence::Unsure("EIO".into()),
+    });
+    assert!(said(&rig, "could not tell whether session a took s1 (EIO)"));
+    let mut old = Observation::new("a".into(), Seen::State(AgentState::Idle), Observer::Index);
+    old.at = before;
+    rig.feed(Input::Observed(old));
+    rig.ticks_for(Duration::from_secs(60));
+    let sent = rig.take_delivered();
+    assert!(
+        sent.is_empty(),
+        "nothing sent on a doubt: {sent:?} {:?}",
+        rig.world.logs
+    );
+    assert_eq!(rig.engine.memory().outbox.len_of("a"), 2);
+    rig.feed(Input::Observed(Observation::state(
+        "a".into(),
+        busy(),
+        Observer::Index,
+        "gone",
+    )));
+    assert_eq!(rig.engine.memory().outbox.len_of("a"), 1, "s1 delivered");
+    assert_eq!(rig.take_delivered(), ["s2"]);
+}
+
+/// A doubt settled by the session seen gone: what it had went with it,
+/// and the prompt waits for it to come back.
+#[test]
+fn a_doubt_settled_by_the_session_gone_waits_for_it_to_come_back() {
+    let mut rig = rig("a", Some(AgentState::Idle), Reached::Accepted);
+    rig.world.later.insert("a".into());
+    rig.write(NAME, &plan(1));
+    assert_eq!(rig.take_delivered(), ["s1"]);
+    let seq = rig.engine.memory().outbox.get("a").unwrap()[0].seq;
+    rig.feed(Input::Evidence {
+        session: "a".into(),
+        seq,
+        evidence: Evidence::Unsure("EIO".into()),
+    });
+    rig.advance(Duration::from_millis(10));
+    rig.feed(Input::Observed(Observation::state(
+        "a".into(),
+        None,
+        Observer::Index,
+        "killed",
+    )));
+    assert_eq!(rig.engine.memory().outbox.len_of("a"), 1, "kept");
+    rig.advance(Duration::from_secs(60));
+    rig.feed(Input::Observed(Observation::state(
+        "a".into(),
+        Some(AgentState::Idle),
+        Observer::Index,
+        "gone",
+    )));
+    rig.ticks_for(Duration::from_secs(60));
+    assert_eq!(rig.take_delivered(), ["s1"], "sent again once it is back");
+}
+
+/// Just after a restart a Claude session's state is not known yet when
+/// its first prompt is written; by the time the transcript confirms it,
+/// the session is busy — on that very prompt. It is not said to wait for
+/// a running turn.
+#[test]
+fn a_prompt_written_before_the_state_was_known_is_not_said_to_wait_behind_a_turn() {
+    let mut rig = rig("claude:x", None, Reached::Inbox);
+    rig.world.later.insert("claude:x".into());
+    rig.write(NAME, &plan(1));
+    assert_eq!(rig.take_delivered(), ["s1"]);
+    let seq = rig.engine.memory().outbox.get("claude:x").unwrap()[0].seq;
+    rig.feed(Input::Observed(Observation::state(
+        "claude:x".into(),
+        Some(AgentState::Busy("busy".into())),
+        Observer::Program,
+        "gone",
+    )));
+    rig.feed(Input::Delivered {
+        session: "claude:x".into(),
+        seq,
+        reached: Reached::Inbox,
+    });
+    assert!(
+        !said(&rig, "for its running turn to end"),
+        "{:?}",
+        rig.world.logs
+    );
+    assert!(said(
+        &rig,
+        "submitted s1 to session claude:x (its state is not known)"
+    ));
+}
+
+/// A session whose program cannot be reached, with prompts waiting: the
+/// journal says why at info, once per episode, not at every look.
+#[test]
+fn why_prompts_wait_for_an_unreachable_session_is_said_once() {
+    let mut rig = rig("opencode:x", Some(AgentState::Idle), Reached::Accepted);
+    rig.world.later.insert("opencode:x".into());
+    rig.write(NAME, &plan(2));
+    let down = "the opencode server at http://127.0.0.1:4096 does not answer (connection refused)";
+    for _ in 0..3 {
+        rig.advance(Duration::from_secs(1));
+        rig.feed(Input::Observed(Observation::new(
+            "opencode:x".into(),
+            Seen::Unreachable(down.into()),
+            Observer::Events,
+        )));
+    }
+    let said: Vec<_> = rig
+        .world
+        .logs
+        .iter()
+        .filter(|l| l.message.contains("cannot be reached"))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", rig.world.logs);
+    assert_eq!(said[0].level, Some(Level::Info));
+    assert!(said[0].message.contains(down), "{}", said[0].message);
+    assert!(
+        said[0].message.contains("2 prompt(s) wait"),
+        "{}",
+        said[0].message
+    );
 }

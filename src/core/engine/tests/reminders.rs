@@ -23,10 +23,12 @@ fn reminding(max: u32) -> Rig {
 
 impl Rig {
     fn state(&mut self, state: Option<AgentState>) {
-        self.feed(Input::SessionState {
-            session: "s1".into(),
+        self.feed(Input::Observed(Observation::state(
+            "s1".into(),
             state,
-        });
+            Observer::Index,
+            "gone",
+        )));
     }
 
     /// A turn: busy now, idle `len` later.
@@ -379,10 +381,12 @@ fn a_task_is_reminded_while_ready_unless_claimed_for_another_session() {
         &[r#"{"type":"updated","id":"bd-2","mount":"proj"}"#],
     );
     for session in ["s1", "a1"] {
-        rig.feed(Input::SessionState {
-            session: session.into(),
-            state: Some(AgentState::Idle),
-        });
+        rig.feed(Input::Observed(Observation::state(
+            session.into(),
+            Some(AgentState::Idle),
+            Observer::Index,
+            "gone",
+        )));
     }
     rig.run_until(rig.now + AFTER);
     assert_eq!(rig.reminders(), vec![("bd-2".to_string(), 1)]);
@@ -437,10 +441,12 @@ fn claim_rig(idle: &[&str]) -> Rig {
     rig.engine.reconfigure(config);
     rig.startup();
     for session in idle {
-        rig.feed(Input::SessionState {
-            session: session.to_string(),
-            state: Some(AgentState::Idle),
-        });
+        rig.feed(Input::Observed(Observation::state(
+            session.to_string(),
+            Some(AgentState::Idle),
+            Observer::Index,
+            "gone",
+        )));
     }
     rig
 }
@@ -618,10 +624,12 @@ fn a_claimed_task_is_not_reminded_of_while_its_claims_note_waits() {
         &[r#"{"type":"created","id":"bd-1","mount":"proj"}"#],
     );
     claim_by_agent_1(&mut rig, "bd-1");
-    rig.feed(Input::SessionState {
-        session: "a1".into(),
-        state: Some(AgentState::Idle),
-    });
+    rig.feed(Input::Observed(Observation::state(
+        "a1".into(),
+        Some(AgentState::Idle),
+        Observer::Index,
+        "gone",
+    )));
     rig.advance(Duration::from_millis(1));
     assert!(rig.reminders().is_empty(), "{:?}", rig.reminders());
     // Once the note is heard, a full interval later, the reminder comes.
@@ -637,3 +645,42 @@ fn a_claimed_task_is_not_reminded_of_while_its_claims_note_waits() {
 }
 
 mod waiting;
+impl Rig {
+    /// A look at `s1` by `by`, made at `at`.
+    fn look(&mut self, state: AgentState, by: Observer, at: Duration) {
+        let mut look = Observation::new("s1".into(), Seen::State(state), by);
+        look.at = at;
+        self.feed(Input::Observed(look));
+    }
+}
+
+/// A turn shorter than the index's poll: the index sees idle before and
+/// after it, a delivery's own read saw it busy in between. The newest look
+/// wins whoever made it, so the index's next idle ends the turn and the
+/// reminder comes; a look older than the newest (a read that answered
+/// late) changes nothing.
+#[test]
+fn the_newest_look_wins_so_a_turn_shorter_than_a_poll_ends_and_is_reminded() {
+    let mut rig = reminding(3);
+    rig.write(NAME, &stock(&[false, false]));
+    assert_eq!(rig.take_delivered(), vec!["s1"]);
+    let busy = AgentState::Busy("thinking".into());
+    let turn = rig.now + Duration::from_millis(10);
+    rig.advance(Duration::from_millis(300));
+    rig.look(busy.clone(), Observer::Delivery, turn);
+    assert!(!rig.engine.sessions()["s1"].state.is_idle());
+    // The index polls a second after its last poll: idle, as it was.
+    rig.advance(Duration::from_millis(700));
+    let polled = rig.now;
+    rig.look(AgentState::Idle, Observer::Index, polled);
+    let s1 = &rig.engine.sessions()["s1"];
+    assert!(s1.state.is_idle(), "{s1:?}");
+    assert_eq!((s1.since, s1.by), (polled, Observer::Index));
+    // The delivery's read that saw the turn start, answering late: older
+    // than the poll, it changes nothing.
+    rig.advance(Duration::from_millis(50));
+    rig.look(busy, Observer::Delivery, turn);
+    assert!(rig.engine.sessions()["s1"].state.is_idle());
+    rig.run_until(polled + AFTER);
+    assert_eq!(rig.reminders(), vec![("s1".to_string(), 1)]);
+}

@@ -23,7 +23,7 @@ use super::transcript::{self, Record, Tail};
 use super::wait::{self, Waker, Wakeup};
 use super::watches::{Changes, Watches};
 use crate::core::effect::Delivery;
-use crate::core::input::Input;
+use crate::core::input::{self, Input, Observation, Seen};
 use crate::core::session::{AgentState, Kind, Wait, WaitOn};
 use crate::shell::backend::Reports;
 
@@ -211,8 +211,9 @@ impl Observer {
         self.report_states();
     }
 
-    /// A `SessionState` for each session whose state changed, and
-    /// `SessionUnreachable` for each that no longer runs: no process holds
+    /// A look (`Input::Observed`) at each running session, changed or not
+    /// (the engine keeps the newest look), and unreachable for each that
+    /// no longer runs: no process holds
     /// it, though `claude --resume` brings it back.
     fn report_states(&mut self) {
         let gone: Vec<String> = self
@@ -223,22 +224,24 @@ impl Observer {
             .collect();
         for sid in gone {
             self.reported.remove(&sid);
-            self.report(Input::SessionUnreachable {
-                session: Kind::Claude.qualify(&sid),
-            });
+            self.report(Input::Observed(Observation::new(
+                Kind::Claude.qualify(&sid),
+                Seen::Unreachable("no process holds it (claude --resume brings it back)".into()),
+                input::Observer::Program,
+            )));
         }
         let states: Vec<(String, AgentState)> = self
             .owners
             .iter()
             .filter_map(|(sid, o)| Some((sid.clone(), self.named(sid, o.entry.state()?))))
-            .filter(|(sid, s)| self.reported.get(sid) != Some(s))
             .collect();
         for (sid, state) in states {
             self.reported.insert(sid.clone(), state.clone());
-            self.report(Input::SessionState {
-                session: Kind::Claude.qualify(&sid),
-                state: Some(state),
-            });
+            self.report(Input::Observed(Observation::new(
+                Kind::Claude.qualify(&sid),
+                Seen::State(state),
+                input::Observer::Program,
+            )));
         }
     }
 

@@ -29,7 +29,7 @@ impl Worker {
             // Known from now on: when the server is back, its state is
             // reported and the engine retries.
             self.sessions.know(&d.session);
-            let away = self.sessions.unreachable(&d.session);
+            let away = self.sessions.unreachable(&d.session, &self.down);
             self.report_all(away);
             return Some(refuse(self.down.clone()));
         }

@@ -106,8 +106,8 @@ impl Sessions {
             .collect()
     }
 
-    /// Record `state` for `name` (`None`: gone): the `SessionState` to
-    /// report when it differs from what was last reported.
+    /// Record `state` for `name` (`None`: gone): the look to report (every
+    /// look is told; `None` only for a session not known).
     pub fn set_state(&mut self, name: &str, state: Option<AgentState>) -> Option<Input> {
         let s = self.map.get_mut(name)?;
         let state = match state {
@@ -126,7 +126,11 @@ impl Sessions {
                 other
             }
         };
-        presence::tell(&mut s.reported, Presence::State(state), name)
+        Some(presence::tell(
+            &mut s.reported,
+            Presence::State(state),
+            name,
+        ))
     }
 
     /// Codex asked this connection to approve `command` for `name`: the
@@ -137,7 +141,11 @@ impl Sessions {
         match &s.reported {
             Some(Presence::State(Some(AgentState::Waiting(w)))) if w.what.is_empty() => {
                 let state = Some(AgentState::Waiting(Wait::approval(command)));
-                presence::tell(&mut s.reported, Presence::State(state), name)
+                Some(presence::tell(
+                    &mut s.reported,
+                    Presence::State(state),
+                    name,
+                ))
             }
             _ => None,
         }
@@ -194,16 +202,20 @@ impl Sessions {
         due.map(|(n, _)| n.clone()).collect()
     }
 
-    /// `name`'s program cannot be reached (the server is down): the
-    /// `SessionUnreachable` to report, unless it was the last report.
-    pub fn unreachable(&mut self, name: &str) -> Option<Input> {
+    /// `name`'s program cannot be reached (the server is down, `why`): the
+    /// look to report, unless it was the last report.
+    pub fn unreachable(&mut self, name: &str, why: &str) -> Option<Input> {
         let s = self.map.get_mut(name)?;
-        presence::tell(&mut s.reported, Presence::Unreachable, name)
+        Some(presence::tell(
+            &mut s.reported,
+            Presence::Unreachable(why.into()),
+            name,
+        ))
     }
 
     /// The connection is gone: nothing is attached, every session's
     /// program is not reachable.
-    pub fn all_down(&mut self) -> Vec<Input> {
+    pub fn all_down(&mut self, why: &str) -> Vec<Input> {
         let names = self.names();
         names
             .iter()
@@ -211,7 +223,7 @@ impl Sessions {
                 let s = self.map.get_mut(n)?;
                 s.attached = false;
                 s.subscribed = false;
-                self.unreachable(n)
+                self.unreachable(n, why)
             })
             .collect()
     }
@@ -222,24 +234,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_state_is_reported_once_per_change_and_gone_when_the_server_goes() {
+    fn every_state_is_reported_and_gone_when_the_server_goes() {
         let mut s = Sessions::default();
         s.know("codex:t").thread = Some("t".into());
         s.get("codex:t").unwrap().attached = true;
         let idle = Some(AgentState::Idle);
         assert!(s.set_state("codex:t", idle.clone()).is_some());
-        assert_eq!(s.set_state("codex:t", idle), None);
+        assert!(s.set_state("codex:t", idle).is_some(), "told again");
         assert!(s
             .set_state("codex:t", Some(AgentState::Busy("active".into())))
             .is_some());
-        assert_eq!(
-            s.all_down(),
-            vec![Input::SessionUnreachable {
-                session: "codex:t".into(),
-            }]
-        );
+        let down = Presence::Unreachable("down".into());
+        assert_eq!(s.all_down("down"), vec![down.input("codex:t")]);
         assert!(!s.get("codex:t").unwrap().attached);
-        assert_eq!(s.all_down(), vec![]);
+        assert_eq!(
+            s.all_down("down"),
+            vec![down.input("codex:t")],
+            "told again"
+        );
         assert_eq!(s.of_thread("t"), vec!["codex:t".to_string()]);
         // Found gone once the server is back: news.
         assert!(s.set_state("codex:t", None).is_some());

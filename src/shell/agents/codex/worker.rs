@@ -24,8 +24,8 @@ use super::rpc::{wait_readable, CallError, Connection, SERVER};
 use super::sessions::Sessions;
 use crate::core::effect::{Delivery, Spawn};
 use crate::core::input::Input;
-use crate::shell::agents::remote::link::{Episode, LinkDown, Why};
 use crate::core::session::{AgentState, WaitOn};
+use crate::shell::agents::remote::link::{Episode, LinkDown, Why};
 use crate::shell::backend::Reports;
 
 /// How often a down app-server is tried again while a session waits.
@@ -239,7 +239,7 @@ impl Worker {
             }
             Err(why) => {
                 self.down = why;
-                let gone = self.sessions.all_down();
+                let gone = self.sessions.all_down(&self.down);
                 self.report_all(gone);
             }
         }
@@ -258,7 +258,7 @@ impl Worker {
             }
         }
         self.down = link.to_string();
-        let gone = self.sessions.all_down();
+        let gone = self.sessions.all_down(&self.down);
         self.report_all(gone);
         self.unpark_all();
     }

@@ -262,7 +262,7 @@ impl Courier {
     fn failed(&self, id: &str, e: ApiError) -> String {
         match &e {
             ApiError::Unreachable(link) => {
-                self.shared.lock().unreachable(id);
+                self.shared.lock().unreachable(id, &e.to_string());
                 match link.why {
                     Why::NoConnection(_) if self.api.server.is_local() => format!(
                         "{e}: start it with `opencode --port {port}` or `opencode serve --port {port}`",

@@ -342,10 +342,7 @@ impl Followed {
         };
         if s.reported.as_ref().is_some_and(Presence::is_idle) {
             // It went idle before the refusal was told: say so again.
-            self.send(Input::SessionState {
-                session: self.engine_name(id),
-                state: Some(AgentState::Idle),
-            });
+            self.send(Presence::State(Some(AgentState::Idle)).input(&self.engine_name(id)));
         } else {
             s.owe_idle = true;
         }
@@ -500,27 +497,29 @@ impl Followed {
 
     /// The server stopped answering: every followed session is
     /// unreachable.
-    pub fn server_gone(&mut self) {
+    pub fn server_gone(&mut self, why: &str) {
         let ids: Vec<String> = self.sessions.keys().cloned().collect();
         for id in ids {
-            self.unreachable(&id);
+            self.unreachable(&id, why);
         }
     }
 
     /// The server does not answer for `id`: nothing is known of it until
     /// it does (what it was running is forgotten, as for a gone session);
     /// reported unless it was the last report.
-    pub fn unreachable(&mut self, id: &str) {
+    pub fn unreachable(&mut self, id: &str, why: &str) {
         let name = self.engine_name(id);
         let Some(s) = self.sessions.get_mut(id) else {
             return;
         };
         s.busy_with_tool = None;
         s.posted = None;
-        if let Some(input) = presence::tell(&mut s.reported, Presence::Unreachable, &name) {
-            tracing::debug!("opencode session {id} is unreachable");
-            self.send(input);
+        let down = Presence::Unreachable(why.to_string());
+        if s.reported.as_ref() != Some(&down) {
+            tracing::debug!("opencode session {id} is unreachable: {why}");
         }
+        let input = presence::tell(&mut s.reported, down, &name);
+        self.send(input);
     }
 
     /// The event stream says a person was asked (`Some`) or answered
@@ -570,27 +569,36 @@ impl Followed {
             return;
         };
         let state = s.waits.over(state);
-        let owed = s.owe_idle && state == Some(AgentState::Idle);
-        let now = Presence::State(state.clone());
-        if s.reported.as_ref() == Some(&now) && !owed {
+        // An idle seen after a post and before its turn was seen is older
+        // than the post (the server answers before it stores the prompt):
+        // not a look at the session as it is now.
+        let idle = state == Some(AgentState::Idle);
+        if idle
+            && s.posted
+                .as_ref()
+                .is_some_and(|p| !p.busy_seen && !p.started)
+        {
             return;
+        }
+        let owed = s.owe_idle && idle;
+        let now = Presence::State(state.clone());
+        // Told every time, changed or not (the engine keeps the newest
+        // look); said in the journal only when it changed.
+        if s.reported.as_ref() != Some(&now) || owed {
+            tracing::debug!(
+                "opencode session {id} is {state:?}{}",
+                if owed {
+                    " (an idle a refused prompt waits for)"
+                } else {
+                    ""
+                }
+            );
         }
         if owed {
             s.owe_idle = false;
         }
         s.reported = Some(now);
-        tracing::debug!(
-            "opencode session {id} is {state:?}{}",
-            if owed {
-                " (an idle a refused prompt waits for)"
-            } else {
-                ""
-            }
-        );
-        self.send(Input::SessionState {
-            session: self.engine_name(id),
-            state,
-        });
+        self.send(Presence::State(state).input(&self.engine_name(id)));
     }
 }
 

@@ -43,7 +43,7 @@ use self::followed::Shared;
 use self::names::Name;
 use crate::config::OpencodeSettings;
 use crate::core::effect::{Delivery, Spawn};
-use crate::core::input::{Input, Reached, Undeliverable};
+use crate::core::input::{Input, Observation, Observer, Reached, Seen, Undeliverable};
 use crate::shell::agents::remote::address;
 use crate::shell::backend::{Backend, Reports};
 
@@ -186,15 +186,18 @@ fn resolve(courier: &Courier, session: &str) -> Result<String, String> {
     match children::find(&courier.api, shared, name, parent) {
         Ok(Some(id)) => Ok(id),
         Ok(None) | Err(ApiError::NoSession(_)) => {
-            shared.lock().send(Input::SessionState {
-                session: session.to_string(),
-                state: None,
-            });
-            Err(format!(
+            let why = format!(
                 "no child session titled \"{}\" under {parent} on the opencode server at {}",
                 names::child_title(name),
                 courier.api.server.url()
-            ))
+            );
+            let look = Observation::new(
+                session.to_string(),
+                Seen::Gone(why.clone()),
+                Observer::Program,
+            );
+            shared.lock().send(Input::Observed(look));
+            Err(why)
         }
         Err(e) => Err(e.to_string()),
     }

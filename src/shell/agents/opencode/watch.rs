@@ -48,7 +48,8 @@ pub fn follow(api: Api, shared: Arc<Shared>, closed: Receiver<()>) {
     let url = api.server.url().to_string();
     let mut episode = Episode::default();
     loop {
-        match api.server.events() {
+        // Why the sessions cannot be reached, once the stream is down.
+        let down = match api.server.events() {
             Ok(mut stream) => {
                 if is_closed(&closed) {
                     return;
@@ -78,18 +79,20 @@ pub fn follow(api: Api, shared: Arc<Shared>, closed: Receiver<()>) {
                     }
                 };
                 tracing::debug!("the event stream of {url} broke ({ended}); every session of it is not running until it is back");
+                format!("the event stream of the opencode server at {url} broke ({ended})")
             }
             Err(failure) => {
                 let link = link_down(&url, failure);
                 if let Some(said) = episode.down(&link) {
                     tracing::warn!("{said}; its sessions' prompts wait until it answers");
                 }
+                link.to_string()
             }
-        }
+        };
         if is_closed(&closed) {
             return;
         }
-        shared.lock().server_gone();
+        shared.lock().server_gone(&down);
         shared.notify();
         let wait = if episode.refused_credentials() {
             RETRY_REFUSED

@@ -4,21 +4,26 @@
 use super::*;
 
 fn followed() -> (Followed, tokio::sync::mpsc::UnboundedReceiver<Input>) {
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, rx) = Reports::channel();
     let mut f = Followed::new(tx);
     f.learn("ses_a");
     (f, rx)
 }
 
+/// What was reported, each look's stamp left out.
 fn drain(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Input>) -> Vec<Input> {
-    std::iter::from_fn(|| rx.try_recv().ok()).collect()
+    std::iter::from_fn(|| rx.try_recv().ok())
+        .map(|mut i| {
+            if let Input::Observed(look) = &mut i {
+                look.at = std::time::Duration::ZERO;
+            }
+            i
+        })
+        .collect()
 }
 
 fn state(s: Option<AgentState>) -> Input {
-    Input::SessionState {
-        session: "opencode:ses_a".into(),
-        state: s,
-    }
+    Presence::State(s).input("opencode:ses_a")
 }
 
 fn busy(s: &str) -> Option<AgentState> {
@@ -26,7 +31,7 @@ fn busy(s: &str) -> Option<AgentState> {
 }
 
 #[test]
-fn states_are_reported_on_change_with_the_running_tool() {
+fn every_state_is_reported_with_the_running_tool() {
     let (mut f, mut rx) = followed();
     f.state("ses_a", Some(AgentState::Idle));
     f.state("ses_a", Some(AgentState::Idle));
@@ -35,19 +40,19 @@ fn states_are_reported_on_change_with_the_running_tool() {
     f.state("ses_a", busy("busy"));
     f.tool("ses_a", None);
     f.state("ses_a", Some(AgentState::Idle));
-    f.server_gone();
+    f.server_gone("down");
     f.state("ses_other", busy("busy"));
     assert_eq!(
         drain(&mut rx),
         vec![
             state(Some(AgentState::Idle)),
+            state(Some(AgentState::Idle)),
             state(busy("busy")),
+            state(busy("calling: bash")),
             state(busy("calling: bash")),
             state(busy("busy")),
             state(Some(AgentState::Idle)),
-            Input::SessionUnreachable {
-                session: "opencode:ses_a".into()
-            },
+            Presence::Unreachable("down".into()).input("opencode:ses_a"),
         ]
     );
     // Found gone once the server is back: news.
@@ -110,7 +115,7 @@ fn an_idle_owed_to_a_refused_prompt_is_reported_even_if_unchanged() {
     let idle = state(Some(AgentState::Idle));
     assert_eq!(
         drain(&mut rx),
-        vec![state(busy("busy")), idle.clone(), idle]
+        vec![state(busy("busy")), idle.clone(), idle.clone(), idle]
     );
 }
 
@@ -148,10 +153,7 @@ fn a_child_is_reported_and_found_by_the_engines_name() {
     assert_eq!(f.find("opencode:ses_c"), None);
     f.state("ses_c", Some(AgentState::Idle));
     f.turn_started("ses_c", 3);
-    let child = |state| Input::SessionState {
-        session: name.into(),
-        state,
-    };
+    let child = |state| Presence::State(state).input(name);
     assert_eq!(
         drain(&mut rx),
         vec![
@@ -211,6 +213,8 @@ fn a_request_pending_is_a_wait_until_it_is_answered_and_a_stale_list_is_not_appl
         drain(&mut rx),
         vec![
             state(busy("busy")),
+            state(waiting.clone()),
+            // The tool's start is one more look, the wait over it.
             state(waiting.clone()),
             state(busy("busy"))
         ]
