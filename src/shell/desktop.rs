@@ -16,6 +16,8 @@ use std::time::Duration;
 use zbus::blocking::Connection;
 use zbus::zvariant::Value;
 
+use crate::core::effect::{Notice, NoticeEvent};
+
 /// How long one call to the notification server may take.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -127,5 +129,86 @@ impl Desktop {
         self.proxy
             .close_notification(id)
             .map_err(|e| format!("the notification server did not close it: {e}"))
+    }
+}
+
+/// One notice as the desktop shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shown {
+    pub event: NoticeEvent,
+    pub session: String,
+    pub summary: String,
+    pub body: String,
+}
+
+impl Shown {
+    /// `notice` of project `project`, for the desktop: the project named
+    /// in the summary, since one person may run several.
+    pub fn of(project: &str, notice: &Notice) -> Shown {
+        Shown {
+            event: notice.event,
+            session: notice.session.clone(),
+            summary: format!("{project}: {}", notice.summary),
+            body: notice.body.clone(),
+        }
+    }
+}
+
+/// The desktop side of telling the person: a wait for a person is one
+/// notification per session, shown until the wait ends and then
+/// withdrawn (a person who already answered at the terminal is not left
+/// with a stale alarm); gave up and stuck are shown as news. Connects at
+/// the first notice and again after a failure; a bus or server that is
+/// not there is said once per streak, at warning level.
+#[derive(Default)]
+pub struct Notifier {
+    desktop: Option<Desktop>,
+    /// The notification shown for each session's current wait.
+    shown: HashMap<String, u32>,
+    /// A failure was said and nothing has worked since.
+    failing: bool,
+}
+
+impl Notifier {
+    pub fn tell(&mut self, n: &Shown) {
+        match self.try_tell(n) {
+            Ok(()) => self.failing = false,
+            Err(why) => {
+                // The connection may be what failed: a new one next time.
+                self.desktop = None;
+                if !std::mem::replace(&mut self.failing, true) {
+                    tracing::warn!(
+                        SESSION = %n.session,
+                        "desktop notification not shown ({}): {why}",
+                        n.event.name()
+                    );
+                }
+            }
+        }
+    }
+
+    fn try_tell(&mut self, n: &Shown) -> Result<(), String> {
+        if self.desktop.is_none() {
+            self.desktop = Some(Desktop::connect()?);
+        }
+        let Some(desktop) = &self.desktop else {
+            return Ok(());
+        };
+        match n.event {
+            NoticeEvent::Waiting => {
+                let replaces = self.shown.get(&n.session).copied().unwrap_or(0);
+                let id = desktop.show(replaces, &n.summary, &n.body, Urgency::Critical)?;
+                self.shown.insert(n.session.clone(), id);
+            }
+            NoticeEvent::Resolved => {
+                if let Some(id) = self.shown.remove(&n.session) {
+                    desktop.close(id)?;
+                }
+            }
+            NoticeEvent::GaveUp | NoticeEvent::Stuck => {
+                desktop.show(0, &n.summary, &n.body, Urgency::Normal)?;
+            }
+        }
+        Ok(())
     }
 }

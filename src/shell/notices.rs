@@ -13,9 +13,10 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::config::Settings;
+use crate::config::{Desktop as DesktopSetting, Settings};
 use crate::core::effect::Notice;
 use crate::core::source::Source;
+use crate::shell::desktop::{Desktop, Notifier, Shown};
 
 /// How long a notify command may run.
 pub const KILL_AFTER: Duration = Duration::from_secs(10);
@@ -49,31 +50,47 @@ pub fn environment(project: &str, n: &Notice) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// The daemon's notifier: a channel to the worker, started with the first
-/// notice that has a command to run.
+/// The daemon's notifier: a channel to the command's worker, started with
+/// the first notice that has a command to run, and one to the desktop's
+/// (its own thread, so a hung command never holds a desktop notification
+/// back, nor the other way round).
 #[derive(Default)]
 pub struct Notices {
     worker: Option<mpsc::Sender<Job>>,
+    desktop: Option<mpsc::Sender<Shown>>,
 }
 
 impl Notices {
     /// Tell the person `notice`, as `settings` say; returns at once.
     pub fn tell(&mut self, settings: &Settings, notice: &Notice) {
         let argv = &settings.notify.command;
-        if argv.is_empty() {
-            return;
+        if !argv.is_empty() {
+            let job = Job {
+                argv: argv.clone(),
+                env: environment(&settings.project.name, notice),
+            };
+            send(&mut self.worker, job, start_worker);
         }
-        let job = Job {
-            argv: argv.clone(),
-            env: environment(&settings.project.name, notice),
+        let desktop = match settings.notify.desktop {
+            DesktopSetting::Off => false,
+            DesktopSetting::On => true,
+            DesktopSetting::Auto => Desktop::bus_present(),
         };
-        let worker = self.worker.get_or_insert_with(start_worker);
-        if let Err(mpsc::SendError(job)) = worker.send(job) {
-            // The worker is gone (it cannot panic but by a bug): a new one.
-            let fresh = start_worker();
-            let _ = fresh.send(job);
-            self.worker = Some(fresh);
+        if desktop {
+            let shown = Shown::of(&settings.project.name, notice);
+            send(&mut self.desktop, shown, start_desktop);
         }
+    }
+}
+
+/// Hand `item` to the worker behind `slot`, starting it if need be.
+fn send<T>(slot: &mut Option<mpsc::Sender<T>>, item: T, start: fn() -> mpsc::Sender<T>) {
+    let worker = slot.get_or_insert_with(start);
+    if let Err(mpsc::SendError(item)) = worker.send(item) {
+        // The worker is gone (it cannot panic but by a bug): a new one.
+        let fresh = start();
+        let _ = fresh.send(item);
+        *slot = Some(fresh);
     }
 }
 
@@ -87,6 +104,20 @@ fn start_worker() -> mpsc::Sender<Job> {
             }
         })
         .expect("a thread for the notify command");
+    tx
+}
+
+fn start_desktop() -> mpsc::Sender<Shown> {
+    let (tx, rx) = mpsc::channel::<Shown>();
+    std::thread::Builder::new()
+        .name("reveille-desktop".into())
+        .spawn(move || {
+            let mut notifier = Notifier::default();
+            for shown in rx {
+                notifier.tell(&shown);
+            }
+        })
+        .expect("a thread for desktop notifications");
     tx
 }
 

@@ -9,6 +9,7 @@ use std::time::Instant;
 use super::plan_watch::ticked;
 use super::rig::{Rig, T};
 use crate::util::agents::opencode::Mode;
+use crate::util::desktop::NotificationServer;
 use crate::util::notify::Told;
 use crate::util::plans::Step;
 use crate::util::wait_until;
@@ -168,6 +169,14 @@ fn a_question_is_a_wait_told_once_and_resolved_when_the_person_dismisses_it() {
         return;
     };
     let told = Told::configure(&mut rig.project);
+    // A real desktop notification service on a session bus of the
+    // test's own: the wait is shown there too, and withdrawn once over.
+    let desktop = NotificationServer::start_or_skip();
+    if let Some(server) = &desktop {
+        rig.project.set("notify", "desktop", "\"on\"");
+        let bus = ("DBUS_SESSION_BUS_ADDRESS".to_string(), server.bus.clone());
+        rig.project.env.push(bus);
+    }
     // The step's prompt makes the fake model ask through opencode's
     // question tool.
     let template = "[reveille] Step {id} is ready: {title}\nASK Which parser for {title}?\n";
@@ -205,6 +214,11 @@ fn a_question_is_a_wait_told_once_and_resolved_when_the_person_dismisses_it() {
         ("waiting", "s1")
     );
     assert!(first["BODY"].contains("Which parser"), "{first:?}");
+    if let Some(server) = &desktop {
+        wait_until("the wait on the desktop", T, || {
+            (server.displayed() == 1).then_some(())
+        });
+    }
     // Dismissed in the TUI (Esc: `question.rejected`): resolved.
     rig.oc.press(&["Escape"]);
     wait_until("the question told resolved", T, || {
@@ -215,4 +229,21 @@ fn a_question_is_a_wait_told_once_and_resolved_when_the_person_dismisses_it() {
         let s = rig.session_status();
         s["waiting"].is_null().then_some(())
     });
+    // The desktop's notification withdrawn: closed, never shown twice.
+    if let Some(server) = &desktop {
+        let history = wait_until("the desktop notification closed", T, || {
+            let h = server.history();
+            (server.displayed() == 0 && !h.is_empty()).then_some(h)
+        });
+        assert_eq!(history.len(), 1, "{history:?}");
+        let shown = &history[0];
+        assert_eq!(shown.app, "reveille");
+        assert!(
+            shown
+                .summary
+                .starts_with(&format!("{}: ", rig.project.name())),
+            "{shown:?}"
+        );
+        assert!(shown.body.contains("Which parser"), "{shown:?}");
+    }
 }
