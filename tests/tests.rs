@@ -23,6 +23,7 @@ mod netns;
 mod realollie;
 mod reliability;
 mod reminders;
+mod structure;
 mod systemd;
 mod tracker9p;
 mod tracker_agents;

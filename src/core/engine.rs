@@ -592,12 +592,12 @@ impl Engine {
     }
 
     /// Every session last seen gone or unreachable, and why.
-    pub fn absent(&self) -> &BTreeMap<String, sessions::Absent> {
+    pub fn absent(&self) -> &BTreeMap<String, observed::Absent> {
         self.sessions.absent()
     }
 
     /// Every session whose state is observed, and since when.
-    pub fn sessions(&self) -> &BTreeMap<String, sessions::Observed> {
+    pub fn sessions(&self) -> &BTreeMap<String, observed::Observed> {
         self.sessions.observed()
     }
 
@@ -678,11 +678,12 @@ mod children;
 mod config;
 mod context;
 mod ledger;
+pub mod observed;
 mod outbox;
 mod plans;
 mod recent;
 mod reminders;
-pub mod sessions;
+mod sessions;
 mod stuck;
 mod tasks;
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::engine::sessions::Observed;
+use crate::core::engine::observed::Observed;
 use crate::core::engine::{human, Now, ReminderView};
 use crate::shell::session_view::wall_ms;
 

@@ -10,7 +10,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::engine::sessions::{Absent, Observed};
+use crate::core::engine::observed::{Absent, Observed};
 use crate::core::engine::{Now, Outcome, Told};
 use crate::core::session::Kind;
 

@@ -25,7 +25,7 @@ use std::path::Path;
 
 use super::context::Cx;
 use super::ledger::Wake;
-use super::sessions::Observed;
+use super::observed::Observed;
 use crate::core::close::Close;
 use crate::core::effect::{Effect, Level, Log, Spawn};
 use crate::core::plan::Plan;

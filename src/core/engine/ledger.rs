@@ -11,8 +11,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::config::{EngineConfig, Now};
+use super::observed::Observed;
 use super::outbox::Lanes;
-use super::sessions::Observed;
 use super::timers::Timers;
 use crate::core::effect::{Delivery, Effect, Level, Log};
 use crate::core::input::{Reached, Undeliverable};

@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::config::{EngineConfig, Now};
-use super::sessions::Observed;
+use super::observed::Observed;
 use super::timers::{Timer, Timers};
 use crate::core::input::Reached;
 use crate::core::record::Pending;

@@ -15,7 +15,7 @@ use std::time::Duration;
 use super::config::{EngineConfig, Now};
 use super::context::Cx;
 use super::ledger::Ledger;
-use super::sessions::Observed;
+use super::observed::Observed;
 use super::timers::{Timer, Timers};
 use crate::core::effect::{Effect, Level, Log, Notice, NoticeEvent};
 use crate::core::prompt;

@@ -12,30 +12,10 @@ use std::collections::BTreeMap;
 
 use super::config::Now;
 use super::ledger::Ledger;
+use super::observed::{Absent, Observed};
 use super::timers::Timers;
 use crate::core::input::{Observation, Observer, Seen};
 use crate::core::session::AgentState;
-
-/// A session's observed state: since when it is in it, and the newest look
-/// that saw it (engine time, and who looked).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Observed {
-    pub state: AgentState,
-    pub since: Now,
-    /// The newest look, by `by`.
-    pub at: Now,
-    pub by: Observer,
-}
-
-/// A session last seen gone or unreachable: why, in words, and when.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Absent {
-    /// Unreachable (its program), rather than gone.
-    pub unreachable: bool,
-    pub why: String,
-    pub at: Now,
-    pub by: Observer,
-}
 
 /// What a look changed, for the engine to act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
