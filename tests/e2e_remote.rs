@@ -43,3 +43,22 @@ fn assert_secret_kept(project: &Project, daemon: Option<&Daemon>, secret: &str, 
         "check does not say where the secret is:\n{check}"
     );
 }
+
+/// `needle` (why a server is not reached) said once as a warning — the
+/// link's word, once per episode, however often reveille tried again —
+/// and at most once more, at info, by the engine for the prompts that
+/// wait on a session of that server (once per episode too). Debug lines
+/// aside.
+fn said_once(d: &Daemon, needle: &str) {
+    let lines = d.lines_with(needle);
+    let warned = lines.iter().filter(|l| l.contains(" WARN ")).count();
+    let waiting = lines
+        .iter()
+        .filter(|l| l.contains(" INFO ") && l.contains("prompt(s) wait in its outbox"))
+        .count();
+    assert_eq!(warned, 1, "{lines:#?}");
+    assert!(waiting <= 1, "{lines:#?}");
+    let other = lines.len() - warned - waiting;
+    let debug = lines.iter().filter(|l| l.contains(" DEBUG ")).count();
+    assert_eq!(other, debug, "{lines:#?}");
+}

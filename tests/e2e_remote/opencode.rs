@@ -113,7 +113,7 @@ fn a_wrong_password_is_one_clear_error_nothing_is_delivered_until_the_file_is_co
     wait_until("two more tries", T, || {
         (proxy.accepted() >= tried + 2).then_some(())
     });
-    assert_eq!(d.log_count(refused), 1, "{}", d.log());
+    super::said_once(&d, refused);
     assert_eq!(rig.turns(&ready), 0);
     assert_eq!(rig.project.pending(&rig.q()), vec!["s1".to_string()]);
     // The file corrected: read again at the next refusal, no restart.
@@ -125,7 +125,7 @@ fn a_wrong_password_is_one_clear_error_nothing_is_delivered_until_the_file_is_co
         rig.project.pending(&rig.q()).is_empty().then_some(())
     });
     assert_eq!(rig.turns(&ready), 1);
-    assert_eq!(d.log_count(refused), 1, "{}", d.log());
+    super::said_once(&d, refused);
     for secret in [wrong, PASSWORD] {
         assert_secret_kept(&rig.project, Some(&d), secret, &file);
     }
@@ -166,7 +166,7 @@ fn https_through_a_tls_proxy_is_refused_untrusted_and_delivered_once_with_the_ca
     wait_until("two more tries", T, || {
         (proxy.accepted() >= tried + 2).then_some(())
     });
-    assert_eq!(d.log_count(untrusted), 1, "{}", d.log());
+    super::said_once(&d, untrusted);
     assert_eq!(rig.turns(&ready), 0);
     assert_eq!(rig.project.pending(&rig.q()), vec!["s1".to_string()]);
     d.stop();
@@ -225,6 +225,6 @@ fn a_cut_link_holds_the_prompt_says_why_once_and_delivers_it_once_healed() {
         T,
     );
     assert_eq!(rig.turns(&ready), 1);
-    assert_eq!(d.log_count(&down), 1, "{}", d.log());
+    super::said_once(&d, &down);
     assert_secret_kept(&rig.project, Some(&d), PASSWORD, &file);
 }
