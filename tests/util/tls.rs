@@ -3,7 +3,10 @@
 //! and a TLS-terminating proxy (`socat OPENSSL-LISTEN`) in front of a
 //! plain server — how opencode's server and a Codex app-server, which
 //! speak no TLS themselves, are put on a network. Also a plain TCP proxy
-//! that counts the connections it accepts (how often a client retried).
+//! that counts the connections it accepts (how often a client retried),
+//! and can be cut and healed. A [`Route`] puts either on another address
+//! or runs it under a prefix (`ip netns exec NS`) for tests across network
+//! namespaces.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -152,51 +155,134 @@ impl Ca {
     }
 }
 
-/// A socat proxy on a free port of 127.0.0.1 to `127.0.0.1:<target>`,
-/// killed on drop.
+/// A socat proxy to a plain TCP server, killed on drop. It forks a child
+/// per connection, all in its own process group: [`Proxy::cut`] ends every
+/// connection at once, as a link cut does, and [`Proxy::heal`] listens on
+/// the same port again.
 pub struct Proxy {
-    child: Child,
+    child: Option<Child>,
     pub port: u16,
     log: PathBuf,
+    /// socat's two addresses.
+    listen: String,
+    connect: String,
+    /// What socat is run under (e.g. `ip netns exec NS`), if anything.
+    prefix: Vec<String>,
+}
+
+/// Where a proxy listens and what it forwards to.
+pub struct Route<'a> {
+    /// The address it listens on (`127.0.0.1`, or a namespace's).
+    pub bind: &'a str,
+    pub port: u16,
+    /// `HOST:PORT` of the plain server behind it.
+    pub target: String,
+    /// A command socat is run under (`["ip", "netns", "exec", "far"]`).
+    pub prefix: &'a [&'a str],
+}
+
+impl Route<'_> {
+    /// On a free port of 127.0.0.1 to `127.0.0.1:<target>`.
+    pub fn local(target: u16) -> Route<'static> {
+        Route {
+            bind: "127.0.0.1",
+            port: free_port(),
+            target: format!("127.0.0.1:{target}"),
+            prefix: &[],
+        }
+    }
 }
 
 impl Proxy {
     /// TLS on the outside with `issued`, plain TCP to `target` inside:
     /// a TLS-terminating proxy (clients are not asked for certificates).
     pub fn tls(issued: &Issued, target: u16, log_dir: &Path) -> Proxy {
-        let port = free_port();
+        Proxy::tls_on(issued, Route::local(target), log_dir)
+    }
+
+    /// The same on any route (another namespace's address, say).
+    pub fn tls_on(issued: &Issued, route: Route, log_dir: &Path) -> Proxy {
         let listen = format!(
-            "OPENSSL-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork,cert={},key={},verify=0",
+            "OPENSSL-LISTEN:{},bind={},reuseaddr,fork,cert={},key={},verify=0",
+            route.port,
+            route.bind,
             issued.cert.display(),
             issued.key.display()
         );
-        Proxy::start(&listen, port, target, log_dir)
+        Proxy::start(listen, route, log_dir)
     }
 
     /// Plain TCP both sides; it logs every connection it accepts.
     pub fn tcp(target: u16, log_dir: &Path) -> Proxy {
-        let port = free_port();
-        let listen = format!("TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork");
-        Proxy::start(&listen, port, target, log_dir)
+        Proxy::tcp_on(Route::local(target), log_dir)
     }
 
-    fn start(listen: &str, port: u16, target: u16, log_dir: &Path) -> Proxy {
-        let log = log_dir.join(format!("socat-{port}.log"));
-        let child = Command::new("socat")
-            .args(["-d", "-d", listen, &format!("TCP:127.0.0.1:{target}")])
+    /// The same on any route.
+    pub fn tcp_on(route: Route, log_dir: &Path) -> Proxy {
+        let listen = format!(
+            "TCP-LISTEN:{},bind={},reuseaddr,fork",
+            route.port, route.bind
+        );
+        Proxy::start(listen, route, log_dir)
+    }
+
+    fn start(listen: String, route: Route, log_dir: &Path) -> Proxy {
+        let mut proxy = Proxy {
+            child: None,
+            port: route.port,
+            log: log_dir.join(format!("socat-{}-{}.log", route.bind, route.port)),
+            listen,
+            connect: format!("TCP:{}", route.target),
+            prefix: route.prefix.iter().map(|s| s.to_string()).collect(),
+        };
+        proxy.heal();
+        proxy
+    }
+
+    /// Listen again (after [`Proxy::cut`]).
+    pub fn heal(&mut self) {
+        use std::os::unix::process::CommandExt;
+        assert!(self.child.is_none(), "the proxy is running");
+        let before = self.listened();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .unwrap();
+        let mut argv: Vec<&str> = self.prefix.iter().map(String::as_str).collect();
+        argv.extend(["socat", "-d", "-d", &self.listen, &self.connect]);
+        let child = Command::new(argv[0])
+            .args(&argv[1..])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
+            .stderr(log)
+            .process_group(0)
             .spawn()
             .expect("start socat");
-        let proxy = Proxy { child, port, log };
+        self.child = Some(child);
         wait_until("socat to listen", LISTEN, || {
-            std::fs::read_to_string(&proxy.log)
-                .ok()
-                .filter(|l| l.contains("listening on"))
-                .map(drop)
+            (self.listened() > before).then_some(())
         });
-        proxy
+    }
+
+    /// End the proxy and every connection through it.
+    pub fn cut(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(child.id() as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            let _ = child.wait();
+        }
+    }
+
+    /// How many times it has said it listens (once per start, and again
+    /// after each fork).
+    fn listened(&self) -> usize {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .matches("listening on")
+            .count()
     }
 
     /// How many connections it has accepted.
@@ -210,8 +296,7 @@ impl Proxy {
 
 impl Drop for Proxy {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.cut();
     }
 }
 
