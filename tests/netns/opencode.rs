@@ -310,3 +310,47 @@ fn https_across_the_network_is_refused_untrusted_and_delivered_with_the_ca() {
     assert_eq!(d.log_count(CLEARTEXT), 0, "{}", d.log());
     assert_secret_kept(&rig.project, Some(&d), PASSWORD, &file);
 }
+
+#[test]
+fn the_server_its_proxy_and_the_namespaces_are_gone_after_a_test_panics() {
+    let mut seen = None;
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let Some(rig) = Rig::new() else { return };
+        let ip = rig.link.far_ip().to_string();
+        let proxy = rig
+            .link
+            .within(Side::Far, || Proxy::tcp_on(rig.route(&ip), rig.dir.path()));
+        let listen = format!("TCP-LISTEN:{},bind={ip}", proxy.port);
+        seen = Some((rig.oc.pid().unwrap(), listen, rig.link.namespaces()));
+        assert!(processes_with(&seen.as_ref().unwrap().1) > 0);
+        panic!("the test fails");
+    }));
+    let Some((server, listen, namespaces)) = seen else {
+        return;
+    };
+    assert!(failed.is_err());
+    assert!(
+        !std::path::Path::new(&format!("/proc/{server}")).exists(),
+        "opencode ({server}) outlived the test"
+    );
+    assert_eq!(processes_with(&listen), 0, "the proxy outlived the test");
+    let listed = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    for name in namespaces {
+        assert!(!listed.contains(&name), "{name} left behind: {listed}");
+    }
+}
+
+/// How many processes have `needle` in their command line.
+fn processes_with(needle: &str) -> usize {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    dir.flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .filter(|c| String::from_utf8_lossy(c).contains(needle))
+        .count()
+}
