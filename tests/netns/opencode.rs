@@ -238,6 +238,45 @@ fn cut_mid_plan(cut: fn(&Link), heal: fn(&Link)) {
 }
 
 #[test]
+fn a_prompt_due_while_the_link_is_cut_waits_and_is_delivered_once_when_it_heals() {
+    let Some(mut rig) = Rig::new() else { return };
+    let file = rig.password_file(PASSWORD);
+    let url = rig.url();
+    rig.project.set("opencode", "url", &toml(&url));
+    let d = rig.daemon();
+    wait_until("the session followed, idle", T, || {
+        let status = rig.project.status_json();
+        let idle = status["sessions"]
+            .as_array()?
+            .iter()
+            .any(|s| s["id"] == rig.q().as_str() && s["state"] == "idle");
+        idle.then_some(())
+    });
+    rig.link.cut();
+    // The agent is idle: the step is due at once, and every try to
+    // deliver it meets the cut.
+    let titles = ["Write it down"];
+    let plan = rig.plan(&titles);
+    let kept = "1 prompt(s) kept in its outbox";
+    let line = d.wait_log(kept, T);
+    println!("{line}");
+    assert!(line.contains(&url), "{line}");
+    assert_eq!(rig.turns(titles[0]), 0, "the step crossed a cut link");
+    assert_eq!(rig.project.pending(&rig.q()), vec!["s1".to_string()]);
+    rig.link.heal();
+    rig.wait_ticked(&plan, &titles, &d);
+    rig.wait_nothing_pending();
+    rig.each_once(&titles);
+    // The refusals of the retries are said once, and so is the session
+    // being back (read again at the server's heartbeat: the event stream,
+    // which outlived the cut, never said it was gone).
+    assert_eq!(d.log_count(kept), 1, "{}", d.log());
+    let back = format!("session {} is reachable again", rig.q());
+    assert_eq!(d.log_count(&back), 1, "{}", d.log());
+    assert_secret_kept(&rig.project, Some(&d), PASSWORD, &file);
+}
+
+#[test]
 fn a_wrong_password_across_the_network_is_one_clear_error_and_nothing_is_delivered() {
     let Some(mut rig) = Rig::new() else { return };
     let wrong = "not-the-far-password-7d21";
