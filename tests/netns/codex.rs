@@ -198,6 +198,37 @@ fn cut_mid_plan(cut: fn(&Link), heal: fn(&Link)) {
 }
 
 #[test]
+fn a_prompt_due_while_the_link_is_cut_waits_and_is_delivered_once_to_codex() {
+    let Some(rig) = Rig::new(TOKEN) else { return };
+    let d = rig.daemon();
+    let endpoint = rig.server.endpoint.clone();
+    d.wait_log("connected to the codex app-server", T);
+    rig.link.cut();
+    // The thread is idle: the step is due at once, and its
+    // `thread/queue/add` goes out into the cut.
+    let titles = ["Write it down"];
+    let plan = rig.plan(&titles);
+    let broke = format!("the connection to the codex app-server at {endpoint} broke");
+    let line = d.wait_log(&broke, T);
+    println!("{line}");
+    assert_eq!(rig.turns(titles[0]), 0, "the step crossed a cut link");
+    assert_eq!(rig.project.pending(&rig.q()), vec!["s1".to_string()]);
+    rig.link.heal();
+    rig.wait_ticked(&plan, &titles, &d);
+    rig.wait_nothing_pending();
+    rig.each_once(&titles);
+    let said: Vec<_> = d
+        .lines_with(&broke)
+        .into_iter()
+        .filter(|l| l.contains("prompts wait until"))
+        .collect();
+    assert_eq!(said.len(), 1, "{said:#?}");
+    let back = format!("the codex app-server at {endpoint} is reachable again");
+    assert_eq!(d.log_count(&back), 1, "{}", d.log());
+    assert_secret_kept(&rig.project, Some(&d), TOKEN, &rig.file);
+}
+
+#[test]
 fn a_wrong_token_across_the_network_is_one_clear_error_and_nothing_is_delivered() {
     let wrong = "tok-far-wrong-5e01";
     let Some(mut rig) = Rig::new(wrong) else {
