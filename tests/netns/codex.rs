@@ -17,7 +17,7 @@ use crate::util::fakemodel::FakeModel;
 use crate::util::netns::{Link, Side};
 use crate::util::plans::{task_plan, Step};
 use crate::util::project::Project;
-use crate::util::tls::{self, secret_file, Proxy, Route};
+use crate::util::tls::{self, secret_file, Ca, Proxy, Route};
 use crate::util::{try_wait_until, wait_until};
 
 /// A turn of the fake model with Codex's overhead, on a loaded machine.
@@ -284,4 +284,69 @@ fn a_wrong_token_across_the_network_is_one_clear_error_and_nothing_is_delivered(
     for secret in [wrong, TOKEN] {
         assert_secret_kept(&rig.project, Some(&d), secret, &rig.file);
     }
+}
+
+#[test]
+fn wss_across_the_network_is_refused_untrusted_and_delivered_with_the_ca() {
+    if let Some(why) = tls::unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let Some(mut rig) = Rig::new(TOKEN) else {
+        return;
+    };
+    let ip = rig.link.far_ip().to_string();
+    let ca = Ca::new(rig.dir.path(), "far-ca");
+    let port: u16 = rig
+        .server
+        .endpoint
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let route = Route {
+        bind: &ip,
+        port: tls::free_port(),
+        target: format!("{ip}:{port}"),
+        prefix: &[],
+    };
+    let proxy = rig.link.within(Side::Far, || {
+        Proxy::tls_on(&ca.issue(&ip), route, rig.dir.path())
+    });
+    let endpoint = format!("wss://{ip}:{}", proxy.port);
+    rig.project.set("codex", "endpoint", &toml(&endpoint));
+    // The system's roots do not know the test's CA: refused, said once.
+    let d = rig.daemon();
+    let titles = ["Say hello over TLS"];
+    rig.plan(&titles);
+    let untrusted = "not signed by a CA reveille trusts";
+    let line = d.wait_log(untrusted, T);
+    println!("{line}");
+    assert!(line.contains(&endpoint) && line.contains("TLS"), "{line}");
+    let tried = proxy.accepted();
+    wait_until("two more tries", T, || {
+        (proxy.accepted() >= tried + 2).then_some(())
+    });
+    let link: Vec<_> = d
+        .lines_with(untrusted)
+        .into_iter()
+        .filter(|l| l.contains("prompts wait until"))
+        .collect();
+    assert_eq!(link.len(), 1, "{link:#?}");
+    assert_eq!(rig.turns(titles[0]), 0);
+    assert_eq!(rig.project.pending(&rig.q()), vec!["s1".to_string()]);
+    d.stop();
+    // With the CA: the waiting prompt is delivered, once; wss:// is not
+    // warned about.
+    rig.project
+        .set("codex", "ca_file", &toml(ca.cert.display()));
+    let d = rig.daemon();
+    wait_until("the step's turn", T, || {
+        (rig.turns(titles[0]) > 0).then_some(())
+    });
+    rig.wait_nothing_pending();
+    rig.each_once(&titles);
+    assert_eq!(d.log_count(CLEARTEXT), 0, "{}", d.log());
+    assert_secret_kept(&rig.project, Some(&d), TOKEN, &rig.file);
 }
