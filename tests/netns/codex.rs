@@ -229,6 +229,41 @@ fn a_prompt_due_while_the_link_is_cut_waits_and_is_delivered_once_to_codex() {
 }
 
 #[test]
+fn a_prompt_taken_whose_answer_is_lost_is_not_sent_again_to_codex() {
+    let Some(rig) = Rig::new(TOKEN) else { return };
+    let d = rig.daemon();
+    let endpoint = rig.server.endpoint.clone();
+    // s2's turn is slow (each model answer takes 20 s): it still runs
+    // when reveille is connected again, its step not yet ticked.
+    let titles = ["Write the notes", "Publish the notes, delay=40"];
+    let plan = rig.plan(&titles);
+    // From s1's turn on (reveille saw it start), what the far side sends
+    // back is lost: s2's
+    // `thread/queue/add` (sent when the agent ticks s1) reaches the
+    // server, which queues it and runs it after s1; its answer never
+    // comes back.
+    d.wait_log("woke idle session", T);
+    rig.link.drop_answers();
+    wait_until("s2's turn on the far side", T, || {
+        (rig.turns(titles[1]) > 0).then_some(())
+    });
+    let broke = format!("the connection to the codex app-server at {endpoint} broke");
+    let line = d.wait_log(&broke, T);
+    println!("{line}");
+    rig.link.pass_answers();
+    let back = format!("the codex app-server at {endpoint} is reachable again");
+    d.wait_log(&back, T);
+    // Found in the thread, its turn running: not sent again.
+    d.wait_log("turn started on s2", T);
+    assert!(!ticked(&std::fs::read_to_string(&plan).unwrap(), titles[1]));
+    rig.wait_ticked(&plan, &titles, &d);
+    rig.wait_nothing_pending();
+    rig.each_once(&titles);
+    assert_eq!(d.log_count(&back), 1, "{}", d.log());
+    assert_secret_kept(&rig.project, Some(&d), TOKEN, &rig.file);
+}
+
+#[test]
 fn a_wrong_token_across_the_network_is_one_clear_error_and_nothing_is_delivered() {
     let wrong = "tok-far-wrong-5e01";
     let Some(mut rig) = Rig::new(wrong) else {

@@ -184,19 +184,31 @@ impl Link {
     /// router in between that lost its way). A client's route stays:
     /// what it sends is retransmitted until `pass`, not refused at once.
     pub fn drop_packets(&self) {
-        self.firewall("-I");
+        self.firewall("-I", "INPUT", "-i");
     }
 
     /// Remove [`Link::drop_packets`]'s rule.
     pub fn pass_packets(&self) {
-        self.firewall("-D");
+        self.firewall("-D", "INPUT", "-i");
     }
 
-    fn firewall(&self, op: &str) {
+    /// Cut it one way: what the near side sends arrives, what the far
+    /// side sends back over the link is dropped (a request is taken, its
+    /// answer lost).
+    pub fn drop_answers(&self) {
+        self.firewall("-I", "OUTPUT", "-o");
+    }
+
+    /// Remove [`Link::drop_answers`]'s rule.
+    pub fn pass_answers(&self) {
+        self.firewall("-D", "OUTPUT", "-o");
+    }
+
+    fn firewall(&self, op: &str, chain: &str, dir: &str) {
         let out = self
             .exec(
                 Side::Far,
-                &["iptables", op, "INPUT", "-i", &self.far_if, "-j", "DROP"],
+                &["iptables", op, chain, dir, &self.far_if, "-j", "DROP"],
             )
             .output()
             .expect("run iptables");
