@@ -7,7 +7,7 @@
 //! the model's requests (each step's prompt reached it once, when), the
 //! transcript (in which order), the plan file (ticked by the agent).
 
-mod plan_watch;
+pub(crate) mod plan_watch;
 mod rig;
 mod waiting;
 

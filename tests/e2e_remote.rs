@@ -13,14 +13,19 @@ use crate::util::daemon::Daemon;
 use crate::util::project::Project;
 
 /// A TOML string.
-fn toml(s: impl std::fmt::Display) -> String {
+pub(crate) fn toml(s: impl std::fmt::Display) -> String {
     format!("{:?}", s.to_string())
 }
 
 /// The secret appears in none of what reveille said: the daemons' whole
 /// output, `status` (both forms), `check`; and `check` says where it
 /// comes from instead.
-fn assert_secret_kept(project: &Project, daemon: Option<&Daemon>, secret: &str, file: &str) {
+pub(crate) fn assert_secret_kept(
+    project: &Project,
+    daemon: Option<&Daemon>,
+    secret: &str,
+    file: &str,
+) {
     let mut said = vec![("the daemons' output".to_string(), project.logs())];
     if let Some(d) = daemon {
         said.push(("the daemon's log".into(), d.log()));

@@ -7,7 +7,9 @@
 //! - `ollie`: the real ollie-9p served over 9P/TCP in the far namespace,
 //!   mounted by 9pfuse in the near one, reveille's sessions on that mount.
 
+mod codex;
 mod ollie;
+mod opencode;
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;

@@ -156,6 +156,18 @@ impl Link {
         cmd
     }
 
+    /// Run `f` with this thread in `side`'s network (the rest of the
+    /// process stays where it is), and come back after it, also when `f`
+    /// panics. What `f` starts is there: a child process forked meanwhile
+    /// (a server, the daemon), a socket bound meanwhile (its listener
+    /// stays in that network however long it lives), a thread spawned
+    /// meanwhile. Mounts and files are the caller's: both sides see the
+    /// same file system.
+    pub fn within<T>(&self, side: Side, f: impl FnOnce() -> T) -> T {
+        let _back = Within::enter(&Path::new("/run/netns").join(self.name(side)));
+        f()
+    }
+
     /// Cut the link: the near end goes down, so nothing crosses (TCP
     /// connections are not ended: their packets are lost until `heal`).
     pub fn cut(&self) {
@@ -166,6 +178,46 @@ impl Link {
     pub fn heal(&self) {
         ip(&["-n", &self.near, "link", "set", &self.near_if, "up"]);
     }
+
+    /// Cut it the other way: the link stays up, but the far side drops
+    /// every packet that comes in over it (a firewall's DROP rule, or a
+    /// router in between that lost its way). A client's route stays:
+    /// what it sends is retransmitted until `pass`, not refused at once.
+    pub fn drop_packets(&self) {
+        self.firewall("-I", "INPUT", "-i");
+    }
+
+    /// Remove [`Link::drop_packets`]'s rule.
+    pub fn pass_packets(&self) {
+        self.firewall("-D", "INPUT", "-i");
+    }
+
+    /// Cut it one way: what the near side sends arrives, what the far
+    /// side sends back over the link is dropped (a request is taken, its
+    /// answer lost).
+    pub fn drop_answers(&self) {
+        self.firewall("-I", "OUTPUT", "-o");
+    }
+
+    /// Remove [`Link::drop_answers`]'s rule.
+    pub fn pass_answers(&self) {
+        self.firewall("-D", "OUTPUT", "-o");
+    }
+
+    fn firewall(&self, op: &str, chain: &str, dir: &str) {
+        let out = self
+            .exec(
+                Side::Far,
+                &["iptables", op, chain, dir, &self.far_if, "-j", "DROP"],
+            )
+            .output()
+            .expect("run iptables");
+        assert!(
+            out.status.success(),
+            "iptables {op}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 impl Drop for Link {
@@ -174,6 +226,40 @@ impl Drop for Link {
             let _ = Command::new("ip").args(["netns", "del", ns]).output();
         }
     }
+}
+
+/// This thread in another network namespace until dropped.
+struct Within {
+    home: std::fs::File,
+}
+
+impl Within {
+    fn enter(ns: &Path) -> Within {
+        let home = std::fs::File::open("/proc/thread-self/ns/net").expect("this thread's netns");
+        setns(&std::fs::File::open(ns).expect("open the netns"), ns);
+        Within { home }
+    }
+}
+
+impl Drop for Within {
+    fn drop(&mut self) {
+        setns(&self.home, Path::new("/proc/thread-self/ns/net"));
+    }
+}
+
+/// `setns(2)` this thread into the network namespace open as `file`.
+fn setns(file: &std::fs::File, what: &Path) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid descriptor of a network namespace; only this
+    // thread's namespace changes.
+    let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+    assert_eq!(
+        rc,
+        0,
+        "setns {}: {}",
+        what.display(),
+        std::io::Error::last_os_error()
+    );
 }
 
 /// `ip <args>`, which must succeed.

@@ -442,9 +442,21 @@ impl ListeningServer {
     /// sending the token in `token_file` (`--ws-auth capability-token
     /// --ws-token-file F`).
     pub fn ws_with_token(home: &CodexHome, token_file: &Path, token: &str) -> ListeningServer {
+        ListeningServer::ws_at_with_token(home, "127.0.0.1", token_file, token)
+    }
+
+    /// The same on address `ip` of the network it is started in (a
+    /// non-loopback one needs the token: the app-server refuses to listen
+    /// there without authentication).
+    pub fn ws_at_with_token(
+        home: &CodexHome,
+        ip: &str,
+        token_file: &Path,
+        token: &str,
+    ) -> ListeningServer {
         let port = crate::util::tls::free_port();
         let auth = (token_file, token.to_string());
-        ListeningServer::start(home, format!("ws://127.0.0.1:{port}"), Some(auth))
+        ListeningServer::start(home, format!("ws://{ip}:{port}"), Some(auth))
     }
 
     /// Start one on a unix socket of its own (`--listen unix://PATH`).

@@ -38,6 +38,9 @@ pub struct Home {
     dir: tempfile::TempDir,
     /// `OPENCODE_SERVER_PASSWORD`, when the server asks for one.
     password: Option<String>,
+    /// `opencode serve --hostname`: where it listens (its default is
+    /// 127.0.0.1).
+    hostname: Option<String>,
 }
 
 impl Home {
@@ -60,6 +63,7 @@ impl Home {
         let home = Home {
             dir,
             password: None,
+            hostname: None,
         };
         for d in [
             "home",
@@ -107,6 +111,13 @@ impl Home {
     /// The server asks for `password` (HTTP Basic, user `opencode`).
     pub fn with_password(mut self, password: &str) -> Home {
         self.password = Some(password.to_string());
+        self
+    }
+
+    /// The server listens on `hostname` (`opencode serve --hostname`),
+    /// e.g. `0.0.0.0` for every address of its network.
+    pub fn listening_on(mut self, hostname: &str) -> Home {
+        self.hostname = Some(hostname.to_string());
         self
     }
 
@@ -274,8 +285,11 @@ impl Opencode {
                 )
                 .unwrap();
                 let mut cmd = Command::new(&bin);
-                cmd.args(["serve", "--port", &port])
-                    .current_dir(self.home.work())
+                cmd.args(["serve", "--port", &port]);
+                if let Some(hostname) = &self.home.hostname {
+                    cmd.args(["--hostname", hostname]);
+                }
+                cmd.current_dir(self.home.work())
                     .env_clear()
                     .envs(self.home.env())
                     .stdin(Stdio::null())

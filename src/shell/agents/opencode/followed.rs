@@ -349,9 +349,13 @@ impl Followed {
     }
 
     /// The sessions whose idle the engine may be waiting for: reported
-    /// busy, or owed an idle by a refused prompt.
+    /// busy, owed an idle by a refused prompt, or reported unreachable by
+    /// a call that failed while the event stream stayed up (a link cut
+    /// shorter than its silence limit): the stream will not say the
+    /// session is back, since for it the session never went.
     pub fn awaiting_idle(&self) -> Vec<String> {
-        let busy = |s: &Session| s.reported.as_ref().is_some_and(Presence::is_busy);
+        let waits = |p: &Presence| p.is_busy() || matches!(p, Presence::Unreachable(_));
+        let busy = |s: &Session| s.reported.as_ref().is_some_and(waits);
         let waiting = self.sessions.iter().filter(|(_, s)| s.owe_idle || busy(s));
         waiting.map(|(id, _)| id.clone()).collect()
     }

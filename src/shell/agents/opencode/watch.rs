@@ -170,7 +170,8 @@ fn refresh(api: &Api, shared: &Shared) {
 
 /// Read again each session whose idle the engine may wait for: the
 /// stream was seen, on a loaded machine right after a reconnection, not to
-/// carry the idle that ended a turn, and nothing else would tell it.
+/// carry the idle that ended a turn, and nothing else would tell it; nor
+/// does it tell that a session a call found unreachable is back.
 fn recheck_busy(api: &Api, shared: &Shared) {
     let waiting = shared.lock().awaiting_idle();
     for id in waiting {
@@ -178,7 +179,7 @@ fn recheck_busy(api: &Api, shared: &Shared) {
             return;
         }
         if !shared.lock().awaiting_idle().contains(&id) {
-            tracing::info!("opencode session {id} is no longer busy, though the event stream did not say so: read again at its heartbeat");
+            tracing::info!("opencode session {id} is no longer busy or unreachable, though the event stream did not say so: read again at its heartbeat");
         }
     }
 }

@@ -243,3 +243,17 @@ fn a_request_pending_is_a_wait_until_it_is_answered_and_a_stale_list_is_not_appl
     f.state("ses_a", Some(AgentState::Idle));
     assert_eq!(drain(&mut rx), vec![state(Some(AgentState::Idle))]);
 }
+
+#[test]
+fn a_session_a_failed_call_found_unreachable_is_read_again_at_each_heartbeat() {
+    let (mut f, mut rx) = followed();
+    f.state("ses_a", Some(AgentState::Idle));
+    f.unreachable(
+        "ses_a",
+        "the opencode server at http://10.0.0.5:4096 does not answer",
+    );
+    assert_eq!(f.awaiting_idle(), ["ses_a"]);
+    f.state("ses_a", Some(AgentState::Idle));
+    assert!(f.awaiting_idle().is_empty());
+    assert_eq!(drain(&mut rx).len(), 3, "idle, unreachable, idle again");
+}
