@@ -54,7 +54,7 @@ pub(crate) fn assert_secret_kept(
 /// and at most once more, at info, by the engine for the prompts that
 /// wait on a session of that server (once per episode too). Debug lines
 /// aside.
-fn said_once(d: &Daemon, needle: &str) {
+pub(crate) fn said_once(d: &Daemon, needle: &str) {
     let lines = d.lines_with(needle);
     let warned = lines.iter().filter(|l| l.contains(" WARN ")).count();
     let waiting = lines
