@@ -41,9 +41,12 @@ impl Daemon {
 
     /// Tell the worker whether to poll: only while the sessions root is a
     /// polled mount (an ollie-9p tree); local ones have no states to read.
+    /// Deliveries are told the same: they open a polled root off the loop.
     pub(super) fn want_tree(&self) {
+        let polled = self.watch.sessions_polled(&self.settings.sessions.dir);
+        self.backends.dir.root.set_mounted(polled);
         if let Some(tree) = &self.tree {
-            tree.want(self.watch.sessions_polled(&self.settings.sessions.dir));
+            tree.want(polled);
         }
     }
 
