@@ -178,6 +178,7 @@ impl Daemon {
             background: &mut self.background,
             plan_files: &mut self.plan_files,
             notices: &mut self.notices,
+            checklists: self.tree.as_ref().map(|t| &t.checklists),
             told: false,
         };
         drive(&mut self.engine, &mut world, now, input);

@@ -14,11 +14,11 @@
 //! loop can judge (the tree found, a read made or failed, which sessions
 //! it listed for the children the engine knows) as [`TreeNews`].
 
-use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc as std_mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
@@ -54,6 +54,34 @@ pub enum News {
     Failed(String),
 }
 
+/// The session checklists the worker read and found changed, by path,
+/// until the loop reads them: the loop's read of one (`Effect::Read`) then
+/// costs no request to a mount that may hang.
+#[derive(Debug, Clone, Default)]
+pub struct Checklists(Arc<Mutex<BTreeMap<PathBuf, Vec<u8>>>>);
+
+impl Checklists {
+    /// The content read of `path`, once.
+    pub fn take(&self, path: &Path) -> Option<Vec<u8>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(path)
+    }
+
+    fn put(&self, read: BTreeMap<PathBuf, Vec<u8>>) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(read);
+    }
+
+    /// Forget what was not taken (read later, it is read afresh).
+    pub fn clear(&self) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+}
+
 /// What the worker is set to follow.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TreeSettings {
@@ -66,6 +94,7 @@ pub struct TreeSettings {
 /// for its next poll; after its read returns when stuck in one).
 pub struct TreePoller {
     pub settings: TreeSettings,
+    pub checklists: Checklists,
     /// Whether to poll now: only while the sessions root is a polled mount
     /// (local trees have no states to read). Set by the loop.
     wanted: Arc<AtomicBool>,
@@ -84,7 +113,9 @@ impl TreePoller {
     ) -> TreePoller {
         let wanted = Arc::new(AtomicBool::new(false));
         let (wake, woken) = std_mpsc::channel();
+        let checklists = Checklists::default();
         let worker = Worker {
+            checklists: checklists.clone(),
             settings: settings.clone(),
             wanted: wanted.clone(),
             woken,
@@ -98,6 +129,7 @@ impl TreePoller {
             .expect("cannot start the idx poll thread");
         TreePoller {
             settings,
+            checklists,
             wanted,
             wake,
         }
@@ -113,6 +145,7 @@ impl TreePoller {
 
 struct Worker {
     settings: TreeSettings,
+    checklists: Checklists,
     wanted: Arc<AtomicBool>,
     woken: std_mpsc::Receiver<()>,
     reports: Reports,
@@ -153,6 +186,8 @@ impl Worker {
         let begun_unix_ms = unix_ms();
         match tree.poll(self.settings.session_plans) {
             Ok(changes) => {
+                // Before the inputs that make the loop read them.
+                self.checklists.put(tree.take_checklists());
                 for change in changes {
                     if self.reports.send(input_of(change)).is_err() {
                         return false;

@@ -71,6 +71,11 @@ impl Daemon {
                     tracing::info!(project = %project, "session states readable again");
                 }
                 self.children_unlisted(begun_unix_ms, &listed);
+                // A checklist whose read the engine put off is read
+                // afresh when it comes to it.
+                if let Some(tree) = &self.tree {
+                    tree.checklists.clear();
+                }
             }
             News::Failed(e) => {
                 if !self.tree_failing {
