@@ -250,3 +250,57 @@ fn unix_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The worker, once wanted, finds the tree, tells every listed
+    /// session's state as a look, hands over a new checklist's bytes
+    /// before the input that makes the loop read it, and says which
+    /// sessions the read listed.
+    #[test]
+    fn a_wanted_worker_finds_the_tree_and_speaks_in_inputs() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(t.path().join("idx"), "a\tidle\t/src\tb\tm\n").unwrap();
+        std::fs::create_dir(t.path().join("a")).unwrap();
+        std::fs::write(t.path().join("a/plan"), "# g\n- [ ] x\n").unwrap();
+        let (reports, mut inputs) = Reports::channel();
+        let (news_tx, mut news) = tokio::sync::mpsc::unbounded_channel();
+        let settings = TreeSettings {
+            dir: t.path().to_path_buf(),
+            every: Duration::from_secs(3600),
+            session_plans: true,
+        };
+        let poller = TreePoller::start(settings, 7, reports, news_tx);
+        poller.want(true);
+        let found = news.blocking_recv().unwrap();
+        assert!(matches!(
+            found,
+            TreeNews {
+                generation: 7,
+                what: News::Found
+            }
+        ));
+        let look = inputs.blocking_recv().unwrap();
+        assert!(
+            matches!(&look, Input::Observed(o) if o.session == "a" && o.seen.state().is_some_and(|s| s.is_idle())),
+            "{look:?}"
+        );
+        let plan = t.path().join("a/plan");
+        let changed = inputs.blocking_recv().unwrap();
+        assert!(matches!(&changed, Input::Changed { path, .. } if *path == plan));
+        assert_eq!(poller.checklists.take(&plan).unwrap(), b"# g\n- [ ] x\n");
+        assert!(poller.checklists.take(&plan).is_none(), "taken once");
+        match news.blocking_recv().unwrap().what {
+            News::Read { listed, .. } => assert_eq!(listed, BTreeSet::from(["a".to_string()])),
+            other => panic!("{other:?}"),
+        }
+        // Dropped, it stops (its wait ends at once) and its channel
+        // closes; a wake that raced its first look may have made one more.
+        drop(poller);
+        while let Some(more) = news.blocking_recv() {
+            assert!(matches!(more.what, News::Read { .. }), "{more:?}");
+        }
+    }
+}
