@@ -85,6 +85,8 @@ impl Checklists {
 /// What the worker is set to follow.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TreeSettings {
+    /// For the journal.
+    pub project: String,
     pub dir: PathBuf,
     pub every: Duration,
     pub session_plans: bool,
@@ -189,7 +191,8 @@ impl Worker {
                 // Before the inputs that make the loop read them.
                 self.checklists.put(tree.take_checklists());
                 for change in changes {
-                    if self.reports.send(input_of(change)).is_err() {
+                    let input = input_of(&self.settings.project, change);
+                    if self.reports.send(input).is_err() {
                         return false;
                     }
                 }
@@ -211,7 +214,7 @@ impl Worker {
 
 /// A change the tree showed, as the engine hears it (a look is stamped
 /// when sent, which is when it was seen).
-fn input_of(change: TreeChange) -> Input {
+fn input_of(project: &str, change: TreeChange) -> Input {
     let look = |session: String, seen: Seen| {
         Input::Observed(Observation {
             session,
@@ -228,14 +231,14 @@ fn input_of(change: TreeChange) -> Input {
             from,
         } => {
             if new {
-                tracing::debug!(session = %session, "session {session} appeared ({state})");
+                tracing::debug!(project = %project, session = %session, "session {session} appeared ({state})");
             } else if let Some(from) = from {
-                tracing::debug!(session = %session, "session {session}: {from} → {state}");
+                tracing::debug!(project = %project, session = %session, "session {session}: {from} → {state}");
             }
             look(session, Seen::State(state))
         }
         TreeChange::Gone(session) => {
-            tracing::info!(session = %session, "session {session} is gone (killed, or renamed); undelivered prompts stay in its outbox");
+            tracing::info!(project = %project, session = %session, "session {session} is gone (killed, or renamed); undelivered prompts stay in its outbox");
             look(session, Seen::Gone(UNLISTED.into()))
         }
         TreeChange::PlanChanged(path) => Input::Changed {
@@ -268,6 +271,7 @@ mod tests {
         let (reports, mut inputs) = Reports::channel();
         let (news_tx, mut news) = tokio::sync::mpsc::unbounded_channel();
         let settings = TreeSettings {
+            project: "p".into(),
             dir: t.path().to_path_buf(),
             every: Duration::from_secs(3600),
             session_plans: true,

@@ -15,6 +15,7 @@ impl Daemon {
     /// What the settings ask of the tree's worker.
     fn tree_settings(&self) -> TreeSettings {
         TreeSettings {
+            project: self.settings.project.name.clone(),
             dir: self.settings.sessions.dir.clone(),
             every: self.settings.sessions.state_poll,
             session_plans: self.settings.sessions.session_plans,
