@@ -5,8 +5,10 @@
 //! `tracker` reads the event stream; `clock` keeps the loop's deadlines;
 //! `reload`, `signals`, `status_line`).
 //!
-//! One task, one thread. It selects over inotify events, background
-//! delivery outcomes, one timer for every deadline, and signals — so an
+//! One task, one thread, that only selects and feeds: whatever may block
+//! on a mount (the session tree's `idx`, a delivery) runs on a worker
+//! that reports back as inputs. It selects over inotify events, the
+//! workers' reports, one timer for every deadline, and signals — so an
 //! idle daemon on inotify roots sleeps in `epoll_wait` until something
 //! happens. Effects are applied in order, depth-first: a record is in the
 //! journal before the prompt that depends on it is written.
@@ -34,10 +36,10 @@ use crate::core::input::Input;
 use crate::shell::backends::Backends;
 use crate::shell::checklists::Claim;
 use crate::shell::read::PlanFiles;
-use crate::shell::sessions::SessionTree;
 use crate::shell::store::{Store, StoreError};
 use crate::shell::systemd::Notifier;
 use crate::shell::tail::{PipeTail, Tail};
+use crate::shell::tree_poll::{TreeNews, TreePoller};
 use crate::shell::watch::{Seen, Watch, WatchEvents};
 
 use clock::Clock;
@@ -96,9 +98,13 @@ struct Daemon {
     tail: Option<Tail>,
     /// The tracker's event stream, when `[events] path` is a named pipe.
     pipe: Option<PipeTail>,
-    /// The ollie-9p session tree, when the sessions root is one: session
-    /// states from its `idx`, and the session checklists to read.
-    tree: Option<SessionTree>,
+    /// The worker reading the ollie-9p session tree's `idx` (session
+    /// states, and the session checklists to read), on a thread of its own.
+    tree: Option<TreePoller>,
+    /// Which worker is the current one (its news is heeded).
+    tree_generation: u64,
+    /// Where the tree's workers send their news.
+    tree_news: mpsc::UnboundedSender<TreeNews>,
     /// Whether the last read of the tree's `idx` failed (said once).
     tree_failing: bool,
     /// This instance's claim on the session checklists of its sessions
@@ -124,6 +130,8 @@ struct Wakers {
     /// What the backends' workers learnt: delivery outcomes, turn starts,
     /// session states, child creates.
     reports: mpsc::UnboundedReceiver<Input>,
+    /// What the session tree's worker said besides its looks.
+    tree: mpsc::UnboundedReceiver<TreeNews>,
     /// SIGHUP: reload.
     hangup: tokio::signal::unix::Signal,
 }
@@ -170,6 +178,7 @@ impl Daemon {
             background: &mut self.background,
             plan_files: &mut self.plan_files,
             notices: &mut self.notices,
+            checklists: self.tree.as_ref().map(|t| &t.checklists),
             told: false,
         };
         drive(&mut self.engine, &mut world, now, input);
@@ -198,6 +207,8 @@ impl Daemon {
         loop {
             // A reload that moved the roots brings a new watcher's receiver.
             let mut replaced = None;
+            // Whether the sessions root is a polled mount may have changed.
+            self.want_tree();
             let next = clock.next(self);
             if next != timer_at {
                 if let Some(at) = next {
@@ -222,6 +233,7 @@ impl Daemon {
                     }
                 }
                 Some(input) = w.reports.recv() => self.on_report(input),
+                Some(news) = w.tree.recv() => self.on_tree_news(news),
                 ready = async {
                     match &self.pipe {
                         Some(pipe) => pipe.readable().await,

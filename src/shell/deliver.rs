@@ -15,7 +15,6 @@
 //! files are written on a blocking thread, since a 9P server may take its
 //! time, and one slow session must not hold up the others.
 
-use std::cell::{Cell, RefCell};
 use std::ffi::CString;
 use std::fs::File;
 use std::io::{self, Write};
@@ -24,6 +23,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::io::unix::AsyncFd;
 
@@ -39,6 +40,9 @@ use crate::shell::spawn::Spawner;
 /// The backend of directory sessions (`<sessions_dir>/<id>/`): named pipes,
 /// files, and ollie-9p sessions. Writes prompts, one per session at a time
 /// (the engine guarantees that), and creates and kills ollie-9p children.
+/// Cloned onto a blocking thread for each delivery: every open, stat and
+/// write of the session tree happens there, never on the event loop.
+#[derive(Clone)]
 pub struct Deliverer {
     pub sessions_dir: PathBuf,
     pub enqueue: String,
@@ -49,7 +53,7 @@ pub struct Deliverer {
     /// Where background outcomes and turn starts are reported.
     pub reports: Reports,
     /// The sessions root, held open between deliveries.
-    pub root: HeldRoot,
+    pub root: Arc<HeldRoot>,
     /// Creates and kills ollie-9p child sessions (fan-out).
     pub spawner: Spawner,
 }
@@ -60,9 +64,12 @@ pub struct Deliverer {
 /// `sessions.dir`, is opened afresh).
 #[derive(Default)]
 pub struct HeldRoot {
-    held: RefCell<Option<Root>>,
+    held: Mutex<Option<Root>>,
     /// The kernel has no `openat2`: always go step by step.
-    unsupported: Cell<bool>,
+    unsupported: AtomicBool,
+    /// The loop polls the sessions root (a FUSE/9P mount, which may hang):
+    /// deliveries open it on a blocking thread.
+    mounted: AtomicBool,
 }
 
 /// The sessions root as opened.
@@ -70,7 +77,7 @@ struct Root {
     path: PathBuf,
     dev: u64,
     ino: u64,
-    fd: OwnedFd,
+    fd: Arc<OwnedFd>,
     /// On a FUSE/9P (or other remote) file system, asked once when it was
     /// opened rather than with a `statfs` per delivery: it is a property
     /// of the directory held, which the identity check keeps the same.
@@ -78,14 +85,21 @@ struct Root {
 }
 
 impl HeldRoot {
+    /// Whether the sessions root is a mount, as the watcher found it (the
+    /// loop tells, without a `stat` of its own).
+    pub fn set_mounted(&self, on: bool) {
+        self.mounted.store(on, Ordering::Relaxed);
+    }
+
     /// The held root fd and whether it is remote, after one `stat` of the
-    /// configured path.
-    fn get(&self, dir: &Path) -> Option<(libc::c_int, bool)> {
-        if self.unsupported.get() {
+    /// configured path. The fd is shared: another lane may replace the
+    /// held root while this one still opens below it.
+    fn get(&self, dir: &Path) -> Option<(Arc<OwnedFd>, bool)> {
+        if self.unsupported.load(Ordering::Relaxed) {
             return None;
         }
         let meta = std::fs::metadata(dir).ok()?;
-        let mut held = self.held.borrow_mut();
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         let current = held
             .as_ref()
             .is_some_and(|r| r.path == dir && r.dev == meta.dev() && r.ino == meta.ino());
@@ -101,11 +115,11 @@ impl HeldRoot {
                 path: dir.to_path_buf(),
                 dev: st.st_dev,
                 ino: st.st_ino,
-                fd,
+                fd: Arc::new(fd),
                 remote,
             });
         }
-        held.as_ref().map(|r| (r.fd.as_raw_fd(), r.remote))
+        held.as_ref().map(|r| (r.fd.clone(), r.remote))
     }
 }
 
@@ -174,7 +188,10 @@ impl Deliverer {
         // ollie-9p is only ever served over 9P (9pfuse or the kernel's
         // v9fs): only a remote sessions root can hold its sessions, and
         // only there is the session directory opened to look.
-        let remote_root = || root.map_or_else(|| remote(&self.sessions_dir), |(_, r)| r);
+        let remote_root = || {
+            root.as_ref()
+                .map_or_else(|| remote(&self.sessions_dir), |(_, r)| *r)
+        };
         if self.submit && remote_root() {
             let dir = self.open_session_dir(session)?;
             if let Some(flavour) = ollie::recognise(&dir) {
@@ -191,7 +208,7 @@ impl Deliverer {
             let fd = self.open_enqueue_in(&dir, session)?;
             return self.target(fd, session);
         }
-        let opened = root.and_then(|(fd, _)| self.open_beneath(fd, session));
+        let opened = root.and_then(|(fd, _)| self.open_beneath(fd.as_raw_fd(), session));
         let fd = match opened {
             Some(opened) => opened?,
             None => self.open_step_by_step(session)?,
@@ -238,7 +255,7 @@ impl Deliverer {
         match io::Error::last_os_error().raw_os_error() {
             Some(libc::ENXIO) => Some(Err(undeliverable("no reader on the FIFO (ENXIO)"))),
             Some(libc::ENOSYS) => {
-                self.root.unsupported.set(true);
+                self.root.unsupported.store(true, Ordering::Relaxed);
                 None
             }
             _ => None,
@@ -501,8 +518,24 @@ impl Deliverer {
 }
 
 impl Backend for Deliverer {
+    /// On a mounted sessions root, on a blocking thread: opening the
+    /// enqueue file stats and opens the root, which on a hung mount (a
+    /// 9pfuse tree whose link is cut) blocks until it heals — that
+    /// session's lane waits, not the loop; the outcome comes back through
+    /// the reports. A local one is written at once, so its outcome is in
+    /// the journal before the next prompt is written (a crash repeats at
+    /// most one prompt).
     fn deliver(&mut self, d: &Delivery) -> Option<Result<Reached, Undeliverable>> {
-        self.write(d)
+        if !self.root.mounted.load(Ordering::Relaxed) {
+            return self.write(d);
+        }
+        let (lane, d) = (self.clone(), d.clone());
+        tokio::task::spawn_blocking(move || {
+            if let Some(result) = lane.write(&d) {
+                let _ = lane.reports.send(outcome(d.session, d.seq, result));
+            }
+        });
+        None
     }
 
     fn spawn(&mut self, spawn: &Spawn) -> Option<Input> {
@@ -629,7 +662,7 @@ mod tests {
             framing: Framing::Auto,
             submit: true,
             reports: Reports::channel().0,
-            root: HeldRoot::default(),
+            root: Default::default(),
             spawner: Spawner {
                 sessions_dir: dir.to_path_buf(),
                 backend: None,
@@ -643,7 +676,7 @@ mod tests {
     /// `open_beneath` from the root as `open` gets it.
     fn beneath(d: &Deliverer, session: &str) -> Option<Result<OwnedFd, Undeliverable>> {
         let (root, _) = d.root.get(&d.sessions_dir)?;
-        d.open_beneath(root, session)
+        d.open_beneath(root.as_raw_fd(), session)
     }
 
     /// The one-call way opens a session's enqueue file below the held
@@ -663,7 +696,7 @@ mod tests {
         symlink(tmp.path().join("outdir"), sessions.join("dirlink")).unwrap();
         let d = deliverer(&sessions);
         assert!(matches!(beneath(&d, "good"), Some(Ok(_))));
-        assert!(d.root.held.borrow().is_some(), "the root is held");
+        assert!(d.root.held.lock().unwrap().is_some(), "the root is held");
         assert_eq!(d.root.get(&sessions).map(|(_, remote)| remote), Some(false));
         for hostile in ["linked", "dirlink", "../outdir"] {
             assert!(beneath(&d, hostile).is_none(), "{hostile}");

@@ -10,6 +10,7 @@
 //! - `agents`: the agent programs people run (Codex, …), one backend each;
 //! - `ollie`: ollie-9p sessions — recognising one, its state, Submit;
 //! - `sessions`: an ollie-9p session tree followed through its `idx`;
+//! - `tree_poll`: the worker thread that reads that `idx`;
 //! - `tail`: the tracker's event log, by byte offset;
 //! - `mtab`: 9beads' mount table, judged against the project's directory;
 //! - `store`: the journal, the snapshot and the one-instance lock;
@@ -44,5 +45,6 @@ pub mod status;
 pub mod store;
 pub mod systemd;
 pub mod tail;
+pub mod tree_poll;
 pub mod watch;
 pub mod why;

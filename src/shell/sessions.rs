@@ -59,6 +59,9 @@ pub struct SessionTree {
     /// Checklists to read at the next poll whatever the state (the session
     /// appeared or just went idle).
     due: BTreeSet<String>,
+    /// The content of each checklist found changed, until taken: what was
+    /// read here need not be read again from the mount.
+    read: BTreeMap<PathBuf, Vec<u8>>,
 }
 
 impl SessionTree {
@@ -74,7 +77,14 @@ impl SessionTree {
                 listed: BTreeMap::new(),
                 plans: BTreeMap::new(),
                 due: BTreeSet::new(),
+                read: BTreeMap::new(),
             })
+    }
+
+    /// The content of the checklists the polls since the last call found
+    /// changed.
+    pub fn take_checklists(&mut self) -> BTreeMap<PathBuf, Vec<u8>> {
+        std::mem::take(&mut self.read)
     }
 
     /// Every session the last read of `idx` listed, and its state.
@@ -160,6 +170,7 @@ impl SessionTree {
             };
             let hash = content_hash(&bytes);
             if self.plans.insert(id, hash) != Some(hash) && !bytes.is_empty() {
+                self.read.insert(path.clone(), bytes);
                 out.push(TreeChange::PlanChanged(path));
             }
         }

@@ -338,7 +338,6 @@ fn a_daemon_started_while_the_tree_is_not_mounted_follows_it_once_it_is() {
 /// 5 s before the heal was announced 0.1 s after it), and under the unit a
 /// cut longer than `WatchdogSec=` (30 s) gets the daemon killed.
 #[test]
-#[ignore = "needs: the ollie-9p tree polled, and the sessions root opened, off the event loop"]
 fn a_cut_link_does_not_stop_the_daemon_from_announcing_a_local_change() {
     let Some(remote) = Remote::start() else {
         return;

@@ -1,6 +1,6 @@
 //! The loop's own deadlines besides the engine's: the watchdog, the poll
-//! of polled roots, the look at awaited roots, the session-state poll and
-//! the group commit — one earliest instant for the loop's one timer.
+//! of polled roots, the look at awaited roots, the views and the group
+//! commit (the session-state poll is a worker's: `shell::tree_poll`) — one earliest instant for the loop's one timer.
 
 use std::time::Duration;
 
@@ -11,12 +11,11 @@ use crate::core::input::Input;
 use super::Daemon;
 
 /// The loop's own deadlines besides the engine's: the watchdog, the poll
-/// of polled roots, the session-state poll and the group commit.
+/// of polled roots, the awaited roots, the views and the group commit.
 pub(super) struct Clock {
     watchdog: Option<Duration>,
     watchdog_at: Option<Instant>,
     poll_at: Instant,
-    states_at: Instant,
     awaited_at: Instant,
 }
 
@@ -32,7 +31,6 @@ impl Clock {
             watchdog_at: watchdog.map(|w| now + w),
             // The poller was primed when the roots were added.
             poll_at: now + poll,
-            states_at: now,
             awaited_at: now + AWAITED_LOOK,
         }
     }
@@ -44,12 +42,6 @@ impl Clock {
             .poll_timeout()
             .and_then(|t| d.started.checked_add(t));
         let polling = d.watch.polling().then_some(self.poll_at);
-        // Session states, only while the sessions root is a polled mount
-        // (an ollie-9p tree); local ones have none to read.
-        let states = d
-            .watch
-            .sessions_polled(&d.settings.sessions.dir)
-            .then_some(self.states_at);
         let awaited = d.watch.awaiting().then_some(self.awaited_at);
         [
             self.watchdog_at,
@@ -57,7 +49,6 @@ impl Clock {
             polling,
             awaited,
             d.sync_at,
-            states,
             d.views_at,
         ]
         .into_iter()
@@ -96,10 +87,6 @@ impl Clock {
         }
         if d.views_at.is_some_and(|t| t <= now) {
             d.write_views();
-        }
-        if d.watch.sessions_polled(&d.settings.sessions.dir) && self.states_at <= now {
-            self.states_at = now + d.settings.sessions.state_poll;
-            d.poll_sessions();
         }
     }
 }

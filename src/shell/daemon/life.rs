@@ -87,6 +87,7 @@ impl Daemon {
         let (reports_tx, reports) = mpsc::unbounded_channel::<Input>();
         let reports_tx = Reports::new(reports_tx, started.into_std());
         let backends = Backends::new(dir_backend(&settings, &reports_tx), &settings, reports_tx);
+        let (tree_news, tree) = mpsc::unbounded_channel();
         let hangup = hangup()?;
         let tail = settings
             .events
@@ -110,6 +111,8 @@ impl Daemon {
             tail,
             pipe: None,
             tree: None,
+            tree_generation: 0,
+            tree_news,
             tree_failing: false,
             checklists,
             plan_files: PlanFiles::default(),
@@ -122,6 +125,7 @@ impl Daemon {
         let wakers = Wakers {
             events,
             reports,
+            tree,
             hangup,
         };
         Ok((d, wakers))
@@ -137,6 +141,7 @@ impl Daemon {
             self.log_mode(&path, &mode);
         }
         self.scan();
+        self.follow_tree();
         self.feed(Input::StartupDone);
         // The agent programs' sessions with work: their states followed
         // from now on, so an idle one can be reminded though nothing new

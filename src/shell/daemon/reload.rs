@@ -112,15 +112,13 @@ impl Daemon {
                 // A fresh backend: its held sessions root is opened again.
                 let dir = dir_backend(&new, &self.backends.reports);
                 self.backends.reconfigure(dir, &new);
-                if new.sessions.dir != self.settings.sessions.dir {
-                    self.tree = None;
-                }
                 if new.events.path != self.settings.events.path {
                     self.tail = new.events.path.as_ref().map(|p| Tail::new(p, None));
                 }
                 self.engine
                     .reconfigure(engine_config(&new, logging::engine_level()));
                 self.settings = new;
+                self.follow_tree();
                 tracing::info!(project = %project, "configuration reloaded");
                 self.answer_reload(Outcome::Reloaded);
                 self.rescan();

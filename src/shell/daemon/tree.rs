@@ -1,68 +1,98 @@
-//! The ollie-9p session tree followed: one read of its `idx` per state
-//! poll, and the session states and checklist changes it shows fed to the
-//! engine.
+//! The ollie-9p session tree followed: its `idx` is read by a worker
+//! thread of its own (`shell::tree_poll`), whose looks reach the engine as
+//! inputs; here the loop starts and stops that worker and judges what
+//! only it can: which children the engine knows a read no longer listed.
 
-use crate::core::input::{Change, Input, Observation, Observer, Seen};
+use std::collections::BTreeSet;
+
+use crate::core::input::{Input, Observation, Observer, Seen};
 use crate::core::record::ChildState;
-use crate::shell::sessions::{SessionTree, TreeChange};
+use crate::shell::tree_poll::{News, TreeNews, TreePoller, TreeSettings, UNLISTED};
 
 use super::Daemon;
 
-/// Why a session `idx` no longer lists is gone.
-const UNLISTED: &str = "no longer listed in the session index (killed, or renamed)";
-
 impl Daemon {
-    /// One look at a session in `idx`, made now.
-    fn look(&mut self, session: String, seen: Seen) {
-        let at = self.now();
-        let look = Observation {
-            session,
-            seen,
-            by: Observer::Index,
-            at,
-        };
-        self.feed(Input::Observed(look));
+    /// What the settings ask of the tree's worker.
+    fn tree_settings(&self) -> TreeSettings {
+        TreeSettings {
+            project: self.settings.project.name.clone(),
+            dir: self.settings.sessions.dir.clone(),
+            every: self.settings.sessions.state_poll,
+            session_plans: self.settings.sessions.session_plans,
+        }
     }
 
-    /// One read of the ollie-9p session tree's `idx` (recognised the first
-    /// time it is there), and what follows from it.
-    pub(super) fn poll_sessions(&mut self) {
-        let project = self.settings.project.name.clone();
-        if self.tree.is_none() {
-            self.tree = SessionTree::detect(&self.settings.sessions.dir);
-            let Some(_) = &self.tree else { return };
-            tracing::info!(project = %project, "following ollie-9p session states through {} every {:?}", self.settings.sessions.dir.join("idx").display(), self.settings.sessions.state_poll);
-            self.watch.index_sessions(true);
-        }
-        let Some(tree) = self.tree.as_mut() else {
+    /// Start the worker, or a new one when the settings it follows
+    /// changed (a reload): the old one's news is ignored from then on.
+    pub(super) fn follow_tree(&mut self) {
+        let settings = self.tree_settings();
+        if self.tree.as_ref().is_some_and(|t| t.settings == settings) {
             return;
-        };
-        match tree.poll(self.settings.sessions.session_plans) {
-            Ok(changes) => {
+        }
+        self.tree_generation += 1;
+        self.tree_failing = false;
+        self.watch.index_sessions(false);
+        self.tree = Some(TreePoller::start(
+            settings,
+            self.tree_generation,
+            self.backends.reports.clone(),
+            self.tree_news.clone(),
+        ));
+    }
+
+    /// Tell the worker whether to poll: only while the sessions root is a
+    /// polled mount (an ollie-9p tree); local ones have no states to read.
+    /// Deliveries are told the same: they open a polled root off the loop.
+    pub(super) fn want_tree(&self) {
+        let polled = self.watch.sessions_polled(&self.settings.sessions.dir);
+        self.backends.dir.root.set_mounted(polled);
+        if let Some(tree) = &self.tree {
+            tree.want(polled);
+        }
+    }
+
+    /// What the tree's worker said besides its looks.
+    pub(super) fn on_tree_news(&mut self, news: TreeNews) {
+        if news.generation != self.tree_generation {
+            return;
+        }
+        let project = self.settings.project.name.clone();
+        let idx = self.settings.sessions.dir.join("idx");
+        match news.what {
+            News::Found => {
+                tracing::info!(project = %project, "following ollie-9p session states through {} every {:?}", idx.display(), self.settings.sessions.state_poll);
+                self.watch.index_sessions(true);
+            }
+            News::Read {
+                begun_unix_ms,
+                listed,
+            } => {
                 if self.tree_failing {
                     self.tree_failing = false;
                     tracing::info!(project = %project, "session states readable again");
                 }
-                for change in changes {
-                    self.on_tree_change(change);
+                self.children_unlisted(begun_unix_ms, &listed);
+                // A checklist whose read the engine put off is read
+                // afresh when it comes to it.
+                if let Some(tree) = &self.tree {
+                    tree.checklists.clear();
                 }
-                self.children_unlisted();
             }
-            Err(e) => {
+            News::Failed(e) => {
                 if !self.tree_failing {
                     self.tree_failing = true;
-                    tracing::warn!(project = %project, "cannot read {}: {e}; session states unknown until it can be read", self.settings.sessions.dir.join("idx").display());
+                    tracing::warn!(project = %project, "cannot read {}: {e}; session states unknown until it can be read", idx.display());
                 }
             }
         }
     }
 
-    /// A child confirmed (seen in `idx` by its create) and missing from a
-    /// later read of `idx` is gone, even if no poll ever listed it — one
-    /// killed within a poll of its creation would otherwise never be seen
-    /// to go, and its step never handed back.
-    pub(super) fn children_unlisted(&mut self) {
-        let Some(tree) = &self.tree else { return };
+    /// A child confirmed (seen in `idx` by its create) before a read of
+    /// `idx` began and missing from it is gone, even if no poll ever
+    /// listed it — one killed within a poll of its creation would
+    /// otherwise never be seen to go, and its step never handed back. One
+    /// confirmed after the read began may simply be too new for it.
+    fn children_unlisted(&mut self, begun_unix_ms: u64, listed: &BTreeSet<String>) {
         let gone: Vec<String> = self
             .engine
             .memory()
@@ -70,55 +100,19 @@ impl Daemon {
             .iter()
             .filter(|(id, c)| {
                 matches!(c.state, ChildState::Working | ChildState::Done)
-                    && !tree.listed().contains_key(*id)
+                    && c.since_unix_ms.is_none_or(|t| t < begun_unix_ms)
+                    && !listed.contains(*id)
             })
             .map(|(id, _)| id.clone())
             .collect();
         for session in gone {
-            self.look(session, Seen::Gone(UNLISTED.into()));
-        }
-    }
-
-    pub(super) fn on_tree_change(&mut self, change: TreeChange) {
-        let project = self.settings.project.name.clone();
-        // A child reveille made names its parent (`PARENT=`).
-        let parent_of = |d: &Daemon, session: &str| {
-            d.engine
-                .memory()
-                .children
-                .get(session)
-                .map(|c| c.parent.clone())
-        };
-        match change {
-            TreeChange::Listed {
+            let at = self.now();
+            self.feed(Input::Observed(Observation {
                 session,
-                state,
-                new,
-                from,
-            } => {
-                let parent = parent_of(self, &session);
-                if new {
-                    tracing::debug!(project = %project, session = %session, parent = parent.as_deref(), "session {session} appeared ({state})");
-                } else if let Some(from) = from {
-                    tracing::debug!(project = %project, session = %session, parent = parent.as_deref(), "session {session}: {from} → {state}");
-                }
-                self.look(session, Seen::State(state));
-            }
-            TreeChange::Gone(session) => {
-                let pending = self
-                    .engine
-                    .memory()
-                    .outbox
-                    .get(&session)
-                    .map_or(0, |q| q.len());
-                let parent = parent_of(self, &session);
-                tracing::info!(project = %project, session = %session, parent = parent.as_deref(), "session {session} is gone (killed, or renamed); {pending} undelivered prompt(s) kept in its outbox");
-                self.look(session, Seen::Gone(UNLISTED.into()));
-            }
-            TreeChange::PlanChanged(path) => self.feed(Input::Changed {
-                path,
-                change: Change::Closed,
-            }),
+                seen: Seen::Gone(UNLISTED.into()),
+                by: Observer::Index,
+                at,
+            }));
         }
     }
 }

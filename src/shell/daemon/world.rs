@@ -115,6 +115,8 @@ pub(super) struct Carry<'a> {
     pub(super) background: &'a mut usize,
     pub(super) plan_files: &'a mut PlanFiles,
     pub(super) notices: &'a mut Notices,
+    /// The session checklists the `idx` worker read, when it runs.
+    pub(super) checklists: Option<&'a crate::shell::tree_poll::Checklists>,
     /// Whether a prompt was written here and now (a pipe, a file): its
     /// outcome never comes back as an input, yet `sessions.json` shows it.
     pub(super) told: bool,
@@ -141,6 +143,17 @@ impl World for Carry<'_> {
     }
 
     fn read_plan(&mut self, path: &Path, config: &EngineConfig) -> (FileRead, bool) {
+        // A session checklist on the tree, just read by the `idx` worker:
+        // not read again from a mount that may hang (a synthetic file,
+        // never modified "just now" by its mtime).
+        if let Some(bytes) = self.checklists.and_then(|c| c.take(path)) {
+            let cap = config.max_plan_bytes;
+            if bytes.len() > cap {
+                let size = bytes.len() as u64;
+                return (FileRead::Oversized { size, cap }, false);
+            }
+            return (FileRead::Bytes(bytes), false);
+        }
         self.plan_files
             .read(path, config.max_plan_bytes, config.settle)
     }
