@@ -258,6 +258,12 @@ fn a_mount_lost_with_its_connection_is_followed_until_it_is_back_and_the_step_de
     let titles = ["Lay out, delay=1", "Build up", "Finish off"];
     let plan = remote.plan("over a lost connection", &titles);
     remote.ollie.wait_turn(titles[0], T);
+    // s1's Submit confirmed (its read of prompt.prev done): a relay
+    // dropped under that read leaves s1 in doubt until the tree is back,
+    // and s2 is then not tried while it is away.
+    wait_until("s1 confirmed", T, || {
+        remote.project.pending(AGENT).is_empty().then_some(())
+    });
     // The relay ends: every connection through it closes, 9pfuse exits
     // and its mount goes. The agent goes on (its server is fine) and
     // ticks step 1: step 2 is ready with nowhere to go.
