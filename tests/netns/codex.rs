@@ -235,7 +235,9 @@ fn a_prompt_taken_whose_answer_is_lost_is_not_sent_again_to_codex() {
     let endpoint = rig.server.endpoint.clone();
     // s2's turn is slow (each model answer takes 20 s): it still runs
     // when reveille is connected again, its step not yet ticked.
-    let titles = ["Write the notes", "Publish the notes, delay=40"];
+    // s1 slow enough (delay=4) that its tick, which sends s2, comes
+    // after the answers are dropped.
+    let titles = ["Write the notes, delay=4", "Publish the notes, delay=40"];
     let plan = rig.plan(&titles);
     // From s1's turn on (reveille saw it start), what the far side sends
     // back is lost: s2's
