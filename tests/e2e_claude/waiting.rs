@@ -6,16 +6,12 @@
 //! (Enter) or declines (Esc) in the TUI; no reminder comes meanwhile.
 
 use super::rig::{ready, Rig, T};
+use crate::util::civil::unix_ms;
 use crate::util::notify::Told;
 use crate::util::plans::Step;
 use crate::util::wait_until;
 
 const WAITING: &str = "waiting for a person: approve";
-
-fn unix_ms() -> u64 {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-    now.unwrap().as_millis() as u64
-}
 
 #[test]
 fn a_permission_prompt_is_a_wait_told_once_and_resolved_by_the_persons_answer() {

@@ -9,17 +9,13 @@
 use std::time::Instant;
 
 use super::rig::{step_line, Rig, TURN};
+use crate::util::civil::unix_ms;
 use crate::util::notify::Told;
 use crate::util::plans::Step;
 use crate::util::wait_until;
 
 const GOAL: &str = "Ask first";
 const WAITING: &str = "waiting for a person: approve `sed -i";
-
-fn unix_ms() -> u64 {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-    now.unwrap().as_millis() as u64
-}
 
 #[test]
 fn an_approval_is_a_wait_told_once_and_resolved_by_the_persons_answer() {

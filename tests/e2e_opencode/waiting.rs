@@ -9,15 +9,11 @@ use std::time::Instant;
 use super::plan_watch::ticked;
 use super::rig::{Rig, T};
 use crate::util::agents::opencode::Mode;
+use crate::util::civil::unix_ms;
 use crate::util::desktop::NotificationServer;
 use crate::util::notify::Told;
 use crate::util::plans::Step;
 use crate::util::wait_until;
-
-fn unix_ms() -> u64 {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-    now.unwrap().as_millis() as u64
-}
 
 /// The milliseconds into its (UTC) day of a log line's timestamp,
 /// `2026-12-03T22:29:40.499512Z …`.

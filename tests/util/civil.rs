@@ -24,3 +24,10 @@ fn dates_of_known_instants() {
     assert_eq!(date(1_798_761_599), (2026, 12, 31));
     assert_eq!(date(-1), (1969, 12, 31));
 }
+
+/// Now, in milliseconds since the Unix epoch (as `status` gives its
+/// `since_unix_ms`).
+pub fn unix_ms() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    now.unwrap().as_millis() as u64
+}
