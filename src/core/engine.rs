@@ -84,6 +84,8 @@ pub struct Engine {
     timers: Timers,
     /// Sessions busy with nothing checked, for `stuck`.
     stuck: stuck::Stuck,
+    /// Waits for a person seen without a name, not told yet.
+    waits: waiting::Waits,
     /// True from a first start (no memory) until `StartupDone`.
     baseline: bool,
 }
@@ -105,6 +107,7 @@ impl Engine {
             reminders: Reminders::default(),
             timers: Timers::default(),
             stuck: stuck::Stuck::default(),
+            waits: waiting::Waits::default(),
             baseline,
         }
     }
@@ -434,7 +437,14 @@ impl Engine {
         let (config, ledger, timers) = (&self.config, &mut self.ledger, &mut self.timers);
         let after = self.sessions.observed().get(&session).map(|o| &o.state);
         let told = ledger.lanes().last_told(&session);
-        waiting::judge(&session, before.as_ref(), after, told, fx);
+        let change = waiting::Change {
+            session: &session,
+            before: before.as_ref(),
+            after,
+            told,
+            now,
+        };
+        self.waits.judge(change, timers, fx);
         self.stuck.on_state(config, now, &session, after, timers);
         self.reminders.prune(ledger);
         let observed = self.sessions.observed().get(&session);
@@ -542,6 +552,10 @@ impl Engine {
                 Timer::Stuck(session) => {
                     let told = self.ledger.lanes().last_told(&session);
                     self.stuck.on_due(&self.config, now, &session, told, fx);
+                }
+                Timer::Naming(session) => {
+                    let told = self.ledger.lanes().last_told(&session);
+                    self.waits.on_due(&session, told, fx);
                 }
             }
         }

@@ -65,6 +65,9 @@ fn a_permission_prompt_is_a_wait_told_once_and_resolved_by_the_persons_answer() 
     assert_eq!(first["SESSION"], q);
     assert_eq!(first["STEP"], "s1");
     assert_eq!(first["PLAN"], "20260101T000000_0f0f0f0f");
+    // Told with the command (the registry does not say it; the wait is
+    // told once the transcript named it).
+    assert!(first["BODY"].contains("f="), "{first:?}");
     // No reminder while it waits: it outlasts two reminder intervals.
     wait_until("the wait to outlast two reminder intervals", T, || {
         let since = rig.status()["since_unix_ms"].as_u64()?;
@@ -115,4 +118,86 @@ fn a_permission_prompt_is_a_wait_told_once_and_resolved_by_the_persons_answer() 
     assert!(warned.len() >= told_waits, "{warned:?} {events:?}");
     let reminders = d.lines_with("reminder=");
     assert!(reminders.iter().all(|l| !l.contains("step=\"s1\"")));
+}
+
+/// A question (AskUserQuestion) waits even in a session that bypasses
+/// permissions: the registry says `waitingFor: "input needed"`, and the
+/// question itself is in the transcript's last tool call.
+#[test]
+fn a_question_is_a_wait_told_once_and_resolved_by_the_persons_answer() {
+    let mut told = None;
+    let Some(rig) = Rig::start(|p| {
+        told = Some(Told::configure(p));
+        p.set("sessions", "remind_after_ms", "1000");
+        // The step's prompt makes the fake model ask through Claude
+        // Code's question tool.
+        let template = "[reveille] Step {id} is ready: {title}\nASK Which parser for {title}?\n";
+        p.set("prompt", "template", &format!("{template:?}"));
+    }) else {
+        return;
+    };
+    let told = told.unwrap();
+    let q = rig.session();
+    let question = "Which parser for Write the lexer?";
+    let (_plan, _) = rig.plan(
+        "20260101T000000_0e0e0e0e--question__todo.md",
+        "Ask a question",
+        &[Step::new("Write the lexer")],
+    );
+
+    let s = crate::util::try_wait_until(T, || {
+        let s = rig.status();
+        let state = s["state"].as_str()?;
+        (state.starts_with("waiting for a person: answer") && state.contains(question)).then_some(s)
+    });
+    let s = s.unwrap_or_else(|| {
+        panic!(
+            "no question in status ({}); the terminal:\n{}",
+            rig.status(),
+            rig.claude.screen()
+        )
+    });
+    assert_eq!(s["waiting"], "question", "{s}");
+    let warning = rig.wait_log(&["session", &q, "waits for a person"]);
+    for field in [
+        format!("session=\"{q}\""),
+        "step=\"s1\"".to_string(),
+        "waiting=\"question\"".to_string(),
+    ] {
+        assert!(warning.contains(&field), "{field} not in {warning}");
+    }
+    let first = wait_until("the person to be told", T, || {
+        told.notices().first().cloned()
+    });
+    assert_eq!(
+        (first["EVENT"].as_str(), first["STEP"].as_str()),
+        ("waiting", "s1")
+    );
+    assert!(first["BODY"].contains(question), "{first:?}");
+    // No reminder while it waits: it outlasts two reminder intervals.
+    wait_until("the wait to outlast two reminder intervals", T, || {
+        let since = rig.status()["since_unix_ms"].as_u64()?;
+        (unix_ms() > since + 2000).then_some(())
+    });
+    assert_eq!(rig.daemon().log_count("reminder="), 0, "{}", rig.all_logs());
+
+    // Answered in the TUI (Enter picks the first choice): the answer goes
+    // to the model, and the wait is told resolved, once.
+    rig.claude.press(&["Enter"]);
+    let answered = wait_until("the answer to reach the model", T, || {
+        rig.model
+            .requests()
+            .into_iter()
+            .find(|r| r.after_tool && r.last_user.contains(question))
+    });
+    assert!(
+        answered.tool_output.contains("Yes"),
+        "the person's choice is not in the tool result: {:?}",
+        answered.tool_output
+    );
+    wait_until("the answer told resolved", T, || {
+        (told.events().len() >= 2).then_some(())
+    });
+    assert_eq!(told.events()[..2], ["waiting", "resolved"]);
+    rig.wait_status("the session out of its wait", |s| s["waiting"].is_null());
 }

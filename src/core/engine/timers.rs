@@ -36,6 +36,9 @@ pub(super) enum Timer {
     Confirm(String),
     /// A session busy since it was given work may be stuck by now.
     Stuck(String),
+    /// A wait for a person seen without what it is for: told as it is
+    /// if not named by now.
+    Naming(String),
 }
 
 /// The deadlines.

@@ -58,7 +58,7 @@ impl Api for Messages {
         }
         let model = body["model"].as_str().unwrap_or("fake-model").to_string();
         let blocks = blocks(reply);
-        let stop = if matches!(reply, Reply::Ticks(_)) {
+        let stop = if matches!(reply, Reply::Ticks(_) | Reply::Question(_)) {
             "tool_use"
         } else {
             "end_turn"
@@ -140,10 +140,24 @@ fn tool_results(message: &Value) -> Vec<String> {
         .collect()
 }
 
-/// The content blocks of the answer: one text, or one `Bash` call per step.
+/// The content blocks of the answer: one text, one `Bash` call per step,
+/// or the question asked through Claude Code's `AskUserQuestion` tool.
 fn blocks(reply: &Reply) -> Vec<Value> {
     match reply {
-        Reply::Text(text) | Reply::Question(text) => vec![json!({"type": "text", "text": text})],
+        Reply::Text(text) => vec![json!({"type": "text", "text": text})],
+        Reply::Question(question) => {
+            let options = json!([
+                {"label": "Yes", "description": "go on"},
+                {"label": "No", "description": "stop"},
+            ]);
+            let questions = json!([
+                {"question": question, "header": "Asked", "options": options, "multiSelect": false},
+            ]);
+            vec![
+                json!({"type": "tool_use", "id": format!("toolu_fake_{}_q", unique()),
+                        "name": "AskUserQuestion", "input": {"questions": questions}}),
+            ]
+        }
         Reply::Ticks(ticks) => ticks
             .iter()
             .enumerate()

@@ -76,6 +76,9 @@ pub struct Logged {
     pub path: String,
     pub last_user: String,
     pub after_tool: bool,
+    /// The tool results it carried (a person's answer to a question among
+    /// them).
+    pub tool_output: String,
     pub auxiliary: bool,
     /// When its answer was fully written (`None` while streaming).
     pub done: Option<Instant>,
@@ -178,6 +181,7 @@ fn serve(s: &Shared, conn: TcpStream) {
                 path: req.path().to_string(),
                 last_user: asked.last_user.clone(),
                 after_tool: asked.after_tool,
+                tool_output: asked.tool_output.clone(),
                 auxiliary: asked.auxiliary,
                 done: None,
             });

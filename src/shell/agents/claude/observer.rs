@@ -24,7 +24,7 @@ use super::wait::{self, Waker, Wakeup};
 use super::watches::{Changes, Watches};
 use crate::core::effect::Delivery;
 use crate::core::input::{self, Input, Observation, Seen};
-use crate::core::session::{AgentState, Kind, Wait, WaitOn};
+use crate::core::session::{AgentState, Kind, Wait};
 use crate::shell::backend::Reports;
 
 /// What the backend and the writing threads tell the observer.
@@ -199,13 +199,25 @@ impl Observer {
             let out = self.deliveries.process_ended(&sid);
             self.report_all(out);
         }
+        let mut waiting = Vec::new();
         for (sid, entry) in live {
+            if matches!(entry.state(), Some(AgentState::Waiting(_))) {
+                waiting.push(sid.clone());
+            }
             match self.owners.get_mut(&sid) {
                 Some(o) => o.entry = entry,
                 None => {
                     let exit = wait::pidfd(entry.pid);
                     self.owners.insert(sid, Owner { entry, exit });
                 }
+            }
+        }
+        // The registry does not say what a wait is for; the tool call in
+        // the transcript does, and it is usually written by now: read
+        // before the wait is told, so the person is told what it is.
+        for sid in waiting {
+            if self.followed.contains_key(&sid) {
+                self.read_transcript(&sid);
             }
         }
         self.report_states();
@@ -245,14 +257,13 @@ impl Observer {
         }
     }
 
-    /// A wait for an approval named by the session's last tool call.
+    /// A wait named by the session's last tool call: the command an
+    /// approval is for, or the question asked (AskUserQuestion).
     fn named(&self, sid: &str, state: AgentState) -> AgentState {
         let tool = self.followed.get(sid).and_then(|f| f.last_tool.clone());
         match (state, tool) {
-            (AgentState::Waiting(w), Some(what))
-                if w.on == WaitOn::Approval && w.what.is_empty() =>
-            {
-                AgentState::Waiting(Wait::approval(what))
+            (AgentState::Waiting(w), Some(what)) if w.what.is_empty() => {
+                AgentState::Waiting(Wait { on: w.on, what })
             }
             (state, _) => state,
         }

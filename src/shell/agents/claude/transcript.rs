@@ -102,10 +102,18 @@ fn tool_use(content: &Value) -> Option<Record> {
         .find(|c| c["type"] == "tool_use")?;
     let input = &call["input"];
     let name = call["name"].as_str().unwrap_or("a tool");
-    let what = match (input["command"].as_str(), input["file_path"].as_str()) {
-        (Some(command), _) => command.to_string(),
-        (None, Some(file)) => format!("{name} {file}"),
-        (None, None) => name.to_string(),
+    // AskUserQuestion: the registry says only "input needed"; the
+    // question itself is what the person is asked.
+    let question = input["questions"][0]["question"].as_str();
+    let what = match (
+        question,
+        input["command"].as_str(),
+        input["file_path"].as_str(),
+    ) {
+        (Some(question), _, _) => question.to_string(),
+        (None, Some(command), _) => command.to_string(),
+        (None, None, Some(file)) => format!("{name} {file}"),
+        (None, None, None) => name.to_string(),
     };
     Some(Record::ToolUse { what })
 }

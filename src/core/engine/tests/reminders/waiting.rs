@@ -38,6 +38,9 @@ fn a_wait_for_a_person_is_warned_told_once_resolved_and_never_reminded() {
     assert_eq!(n.event, NoticeEvent::Waiting);
     assert_eq!((n.session.as_str(), n.step.as_deref()), ("s1", Some("s1")));
     assert!(n.plan.is_some());
+    // Told once named: the person reads the command.
+    assert!(n.body.contains("sed -i s/a/b/ plan.md"), "{n:?}");
+    assert!(w.message.contains("sed -i s/a/b/ plan.md"), "{w:?}");
     // However long it waits: no reminder.
     rig.run_until(rig.now + 100 * AFTER);
     assert!(rig.reminders().is_empty(), "reminded while waiting");
@@ -58,6 +61,35 @@ fn a_wait_for_a_person_is_warned_told_once_resolved_and_never_reminded() {
     rig.state(Some(AgentState::Idle));
     rig.run_until(rig.now + AFTER);
     assert_eq!(rig.reminders(), vec![("s1".to_string(), 1)]);
+}
+
+#[test]
+fn a_wait_never_named_is_told_as_it_is_and_one_over_before_it_was_told_is_not_told() {
+    use crate::core::engine::waiting::NAMING;
+    let mut rig = reminding(3);
+    rig.write(NAME, &stock(&[false, false]));
+    rig.state(Some(AgentState::Busy("thinking".into())));
+    rig.state(waiting(""));
+    let seen = rig.now;
+    rig.run_until(seen + NAMING - Duration::from_millis(1));
+    assert!(
+        rig.world.notices.is_empty(),
+        "told before its name could come"
+    );
+    rig.run_until(seen + NAMING);
+    let events: Vec<_> = rig.world.notices.iter().map(|n| n.event).collect();
+    assert_eq!(events, vec![NoticeEvent::Waiting]);
+    // Named after it was told: not told again.
+    rig.state(waiting("rm -rf build"));
+    rig.state(Some(AgentState::Busy("calling: bash".into())));
+    let events: Vec<_> = rig.world.notices.iter().map(|n| n.event).collect();
+    assert_eq!(events, vec![NoticeEvent::Waiting, NoticeEvent::Resolved]);
+    // A nameless wait over before it was told: the person hears of
+    // neither its start nor its end, and no timer tells it later.
+    rig.state(waiting(""));
+    rig.state(Some(AgentState::Busy("calling: bash".into())));
+    rig.run_until(rig.now + 10 * NAMING);
+    assert_eq!(rig.world.notices.len(), 2, "{:#?}", rig.world.notices);
 }
 
 #[test]
