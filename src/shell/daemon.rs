@@ -33,13 +33,13 @@ use crate::config::{ConfigErrors, Settings};
 use crate::core::driver::drive;
 use crate::core::engine::Engine;
 use crate::core::input::Input;
+use crate::shell::agents::ollie::poll::{TreeNews, TreePoller};
 use crate::shell::backends::Backends;
 use crate::shell::checklists::Claim;
 use crate::shell::read::PlanFiles;
 use crate::shell::store::{Store, StoreError};
 use crate::shell::systemd::Notifier;
 use crate::shell::tail::{PipeTail, Tail};
-use crate::shell::tree_poll::{TreeNews, TreePoller};
 use crate::shell::watch::{Seen, Watch, WatchEvents};
 
 use clock::Clock;

@@ -1,6 +1,6 @@
 //! The loop's own deadlines besides the engine's: the watchdog, the poll
 //! of polled roots, the look at awaited roots, the views and the group
-//! commit (the session-state poll is a worker's: `shell::tree_poll`) — one earliest instant for the loop's one timer.
+//! commit (the session-state poll is a worker's: `agents::ollie::poll`) — one earliest instant for the loop's one timer.
 
 use std::time::Duration;
 

@@ -8,18 +8,15 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::config::{self, engine_config, Settings};
+use crate::config::{engine_config, Settings};
 use crate::core::effect::Level;
 use crate::core::engine::Engine;
 use crate::core::input::Input;
-use crate::core::session::Kind;
 use crate::shell::backend::Reports;
 use crate::shell::backends::Backends;
 use crate::shell::checklists;
-use crate::shell::deliver::Deliverer;
 use crate::shell::logging;
 use crate::shell::read::PlanFiles;
-use crate::shell::spawn::Spawner;
 use crate::shell::store::Store;
 use crate::shell::systemd::Notifier;
 use crate::shell::tail::Tail;
@@ -28,26 +25,6 @@ use crate::shell::watch::{RootKind, RootMode, Watch};
 use super::signals::hangup;
 use super::world::{beads_read, mount_read, mount_table_read};
 use super::{Daemon, DaemonError, Wakers};
-
-/// The backend of directory sessions (pipes, files, ollie-9p), as the
-/// settings say.
-pub(super) fn dir_backend(settings: &Settings, reports: &Reports) -> Deliverer {
-    Deliverer {
-        sessions_dir: settings.sessions.dir.clone(),
-        enqueue: settings.sessions.enqueue.clone(),
-        framing: settings.sessions.framing,
-        submit: settings.sessions.delivery == config::Delivery::Auto,
-        reports: reports.clone(),
-        root: Default::default(),
-        spawner: Spawner {
-            sessions_dir: settings.sessions.dir.clone(),
-            backend: settings.fanout.backend.clone(),
-            model: settings.fanout.model.clone(),
-            project: settings.project.name.clone(),
-            reports: reports.clone(),
-        },
-    }
-}
 
 pub(super) fn add_roots(watch: &mut Watch, s: &Settings) {
     watch.add_root(&s.project.plan_dir, RootKind::Plans);
@@ -86,7 +63,7 @@ impl Daemon {
         let started = Instant::now();
         let (reports_tx, reports) = mpsc::unbounded_channel::<Input>();
         let reports_tx = Reports::new(reports_tx, started.into_std());
-        let backends = Backends::new(dir_backend(&settings, &reports_tx), &settings, reports_tx);
+        let backends = Backends::new(&settings, reports_tx);
         let (tree_news, tree) = mpsc::unbounded_channel();
         let hangup = hangup()?;
         let tail = settings
@@ -143,15 +120,14 @@ impl Daemon {
         self.scan();
         self.follow_tree();
         self.feed(Input::StartupDone);
-        // The agent programs' sessions with work: their states followed
-        // from now on, so an idle one can be reminded though nothing new
-        // is delivered to it (a directory session's tree is read anyway).
+        // The sessions with work: their states followed from now on, so
+        // an idle one can be reminded though nothing new is delivered to
+        // it (a kind that follows every session anyway, as the `idx`
+        // worker does a directory's, does nothing for it).
         let mut sessions = self.engine.sessions_with_work();
         sessions.extend(self.settings.project.default_session.clone());
         for session in sessions {
-            if Kind::of(&session).0 != Kind::Dir {
-                self.backends.observe(&session);
-            }
+            self.backends.observe(&session);
         }
         if first_start {
             tracing::info!(project = %project, "first start: state directory {} created; it holds the baseline (a start without it takes a new one)", self.store.dir().display());

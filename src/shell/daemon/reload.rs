@@ -10,7 +10,7 @@ use crate::shell::reload_report::{self, Cause, Outcome, Report};
 use crate::shell::tail::Tail;
 use crate::shell::watch::{Watch, WatchEvents};
 
-use super::life::{add_roots, dir_backend};
+use super::life::add_roots;
 use super::Daemon;
 
 /// The reloads this process answered, and whether the configuration
@@ -109,9 +109,9 @@ impl Daemon {
                         }
                     }
                 }
-                // A fresh backend: its held sessions root is opened again.
-                let dir = dir_backend(&new, &self.backends.reports);
-                self.backends.reconfigure(dir, &new);
+                // A backend whose section changed is made again (a
+                // directory session's: its held sessions root opened again).
+                self.backends.reconfigure(&new);
                 if new.events.path != self.settings.events.path {
                     self.tail = new.events.path.as_ref().map(|p| Tail::new(p, None));
                 }

@@ -1,5 +1,5 @@
 //! The ollie-9p session tree followed: its `idx` is read by a worker
-//! thread of its own (`shell::tree_poll`), whose looks reach the engine as
+//! thread of its own (`agents::ollie::poll`), whose looks reach the engine as
 //! inputs; here the loop starts and stops that worker and judges what
 //! only it can: which children the engine knows a read no longer listed.
 
@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use crate::core::input::{Input, Observation, Observer, Seen};
 use crate::core::record::ChildState;
-use crate::shell::tree_poll::{News, TreeNews, TreePoller, TreeSettings, UNLISTED};
+use crate::shell::agents::ollie::poll::{News, TreeNews, TreePoller, TreeSettings, UNLISTED};
 
 use super::Daemon;
 
@@ -43,9 +43,9 @@ impl Daemon {
     /// Tell the worker whether to poll: only while the sessions root is a
     /// polled mount (an ollie-9p tree); local ones have no states to read.
     /// Deliveries are told the same: they open a polled root off the loop.
-    pub(super) fn want_tree(&self) {
+    pub(super) fn want_tree(&mut self) {
         let polled = self.watch.sessions_polled(&self.settings.sessions.dir);
-        self.backends.dir.root.set_mounted(polled);
+        self.backends.root_polled(polled);
         if let Some(tree) = &self.tree {
             tree.want(polled);
         }

@@ -116,7 +116,7 @@ pub(super) struct Carry<'a> {
     pub(super) plan_files: &'a mut PlanFiles,
     pub(super) notices: &'a mut Notices,
     /// The session checklists the `idx` worker read, when it runs.
-    pub(super) checklists: Option<&'a crate::shell::tree_poll::Checklists>,
+    pub(super) checklists: Option<&'a crate::shell::agents::ollie::poll::Checklists>,
     /// Whether a prompt was written here and now (a pipe, a file): its
     /// outcome never comes back as an input, yet `sessions.json` shows it.
     pub(super) told: bool,

@@ -1,4 +1,11 @@
-//! Writing prompts into a session's enqueue file.
+//! The kind of a bare session id: a directory under `sessions.dir`
+//! (`core::session::Kind::Dir`), reached by writing its enqueue file — a
+//! named pipe or a regular file — or, when the directory is an ollie-9p
+//! session, by a Submit (`agents::ollie`, which also observes such
+//! sessions). Its configuration section is `[sessions]` (and `[fanout]`
+//! for ollie-9p children). A pipe or a file has no observer: nothing but
+//! its reader opening it (`Input::SessionActivity`, from the watcher)
+//! says anything of it.
 //!
 //! The target is `<sessions_dir>/<session>/<enqueue>`, reached below the
 //! configured root with one `openat2` (`RESOLVE_BENEATH |
@@ -28,17 +35,14 @@ use std::sync::{Arc, Mutex};
 
 use tokio::io::unix::AsyncFd;
 
-use crate::config::Framing;
+use crate::config::{self, Framing, Settings};
 use crate::core::effect::{Delivery, Spawn};
 use crate::core::input::{Evidence, Input, Reached, Undeliverable};
 use crate::core::session::check_name;
-use crate::shell::backend::{Backend, Reports};
-use crate::shell::ollie::{self, Flavour};
-use crate::shell::sessions::listed;
-use crate::shell::spawn::Spawner;
-use submit::{seen, still_listed, submitted};
-
-mod submit;
+use crate::shell::agents::ollie::spawn::Spawner;
+use crate::shell::agents::ollie::tree::listed;
+use crate::shell::agents::ollie::{self, Flavour};
+use crate::shell::backend::{in_background, outcome, undeliverable, Backend, Reports};
 
 /// The backend of directory sessions (`<sessions_dir>/<id>/`): named pipes,
 /// files, and ollie-9p sessions. Writes prompts, one per session at a time
@@ -46,7 +50,7 @@ mod submit;
 /// Cloned onto a blocking thread for each delivery: every open, stat and
 /// write of the session tree happens there, never on the event loop.
 #[derive(Clone)]
-pub struct Deliverer {
+pub struct DirBackend {
     pub sessions_dir: PathBuf,
     pub enqueue: String,
     pub framing: Framing,
@@ -134,12 +138,6 @@ fn remote(dir: &Path) -> bool {
         .is_some()
 }
 
-fn undeliverable(reason: impl Into<String>) -> Undeliverable {
-    Undeliverable {
-        reason: reason.into(),
-    }
-}
-
 /// Why the sessions directory cannot be opened, in words: the two ways
 /// a mounted session tree (an ollie-9p tree under 9pfuse) goes away are
 /// named as such, since both end when it is mounted again.
@@ -179,7 +177,26 @@ enum Target {
     Ollie(OwnedFd, Flavour),
 }
 
-impl Deliverer {
+impl DirBackend {
+    /// The backend as the settings say (`[sessions]`, `[fanout]`).
+    pub fn new(settings: &Settings, reports: &Reports) -> DirBackend {
+        DirBackend {
+            sessions_dir: settings.sessions.dir.clone(),
+            enqueue: settings.sessions.enqueue.clone(),
+            framing: settings.sessions.framing,
+            submit: settings.sessions.delivery == config::Delivery::Auto,
+            reports: reports.clone(),
+            root: Default::default(),
+            spawner: Spawner {
+                sessions_dir: settings.sessions.dir.clone(),
+                backend: settings.fanout.backend.clone(),
+                model: settings.fanout.model.clone(),
+                project: settings.project.name.clone(),
+                reports: reports.clone(),
+            },
+        }
+    }
+
     /// Where the session's enqueue file is.
     pub fn path_of(&self, session: &str) -> PathBuf {
         self.sessions_dir.join(session).join(&self.enqueue)
@@ -398,7 +415,7 @@ impl Deliverer {
             }
             Target::Regular(mut file) => {
                 let bytes = self.frame(d, false);
-                self.in_background(d, move |_| {
+                in_background(&self.reports, d, move |_| {
                     let evidence = match file.write_all(&bytes) {
                         Ok(()) => Evidence::Written,
                         Err(e) => Evidence::Refused(format!("write: {e}")),
@@ -409,76 +426,10 @@ impl Deliverer {
                 None
             }
             Target::Ollie(dir, flavour) => {
-                self.submit_later(d, dir, flavour);
+                ollie::submit::submit_later(&self.reports, d, dir, flavour, &self.sessions_dir);
                 None
             }
         }
-    }
-
-    /// Submit to an ollie-9p session on a blocking thread (a 9P server
-    /// takes its time): the plain text (ollie-9p trims it and makes one
-    /// prompt of each write-and-close, so no framing applies), and what
-    /// `prompt.prev` then shows reported as evidence (`core::taken` judges
-    /// it); then the turn starting is watched for the journal
-    /// (`Input::TurnStarted`).
-    fn submit_later(&self, d: &Delivery, dir: OwnedFd, flavour: Flavour) {
-        let text = d.text.clone();
-        let sessions_dir = self.sessions_dir.clone();
-        let (session, seq) = (d.session.clone(), d.seq);
-        self.in_background(d, move |reports| {
-            // Not listed in `idx`: killed or renamed a moment ago, though
-            // the kernel still resolves its old path for about a second —
-            // a prompt written there is lost, or reaches the renamed
-            // session unannounced. It waits in the outbox instead.
-            if let Err(why) = still_listed(&sessions_dir, &session, flavour) {
-                return Evidence::Refused(why.reason);
-            }
-            // The state it is in as the prompt reaches it, told first: it
-            // decides whether the prompt woke it or waits behind a turn
-            // (the tree's last poll may be older than a person's Submit).
-            let before = ollie::read_state(&dir, flavour).ok().flatten();
-            // (An older ollie-9p's sessions have no `idx` to follow them
-            // by: their state stays unobserved.)
-            if let Some(state) = before.as_ref().filter(|_| flavour == Flavour::Current) {
-                let _ = reports.send(seen(&session, state.clone()));
-            }
-            let evidence = submitted(&dir, flavour, &text, &sessions_dir, &session);
-            // An idle agent's turn on it is about to start: seen for the
-            // journal. A busy one runs it after its turn.
-            let taken = matches!(evidence, Evidence::Recorded | Evidence::Queued);
-            if taken && before.is_some_and(|s| s.is_idle()) {
-                let reports = reports.clone();
-                std::thread::spawn(move || {
-                    if let Some(state) = ollie::await_turn(&dir, flavour) {
-                        if !state.is_idle() && flavour == Flavour::Current {
-                            let _ = reports.send(seen(&session, state));
-                        }
-                        let _ = reports.send(Input::TurnStarted { session, seq });
-                    }
-                });
-            }
-            evidence
-        });
-    }
-
-    /// Run a write that may block (a FUSE/9P server takes its time) on a
-    /// blocking thread, so one slow session never holds up another, and
-    /// report what it saw.
-    fn in_background(
-        &self,
-        d: &Delivery,
-        write: impl FnOnce(&Reports) -> Evidence + Send + 'static,
-    ) {
-        let reports = self.reports.clone();
-        let (session, seq) = (d.session.clone(), d.seq);
-        tokio::task::spawn_blocking(move || {
-            let evidence = write(&reports);
-            let _ = reports.send(Input::Evidence {
-                session,
-                seq,
-                evidence,
-            });
-        });
     }
 
     /// Finish a partial pipe write when the pipe drains. Nothing else is
@@ -520,7 +471,7 @@ impl Deliverer {
     }
 }
 
-impl Backend for Deliverer {
+impl Backend for DirBackend {
     /// On a mounted sessions root, on a blocking thread: opening the
     /// enqueue file stats and opens the root, which on a hung mount (a
     /// 9pfuse tree whose link is cut) blocks until it heals — that
@@ -541,6 +492,10 @@ impl Backend for Deliverer {
         None
     }
 
+    fn root_polled(&mut self, polled: bool) {
+        self.root.set_mounted(polled);
+    }
+
     fn spawn(&mut self, spawn: &Spawn) -> Option<Input> {
         self.spawner.spawn(spawn);
         None
@@ -548,18 +503,6 @@ impl Backend for Deliverer {
 
     fn reap(&mut self, child: &str) {
         self.spawner.reap(child);
-    }
-}
-
-/// The input that reports a delivery's outcome.
-pub fn outcome(session: String, seq: u64, result: Result<Reached, Undeliverable>) -> Input {
-    match result {
-        Ok(reached) => Input::Delivered {
-            session,
-            seq,
-            reached,
-        },
-        Err(why) => Input::Undeliverable { session, seq, why },
     }
 }
 
@@ -599,8 +542,8 @@ mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
 
-    fn deliverer(dir: &Path) -> Deliverer {
-        Deliverer {
+    fn deliverer(dir: &Path) -> DirBackend {
+        DirBackend {
             sessions_dir: dir.to_path_buf(),
             enqueue: "fifo.in".into(),
             framing: Framing::Auto,
@@ -618,7 +561,7 @@ mod tests {
     }
 
     /// `open_beneath` from the root as `open` gets it.
-    fn beneath(d: &Deliverer, session: &str) -> Option<Result<OwnedFd, Undeliverable>> {
+    fn beneath(d: &DirBackend, session: &str) -> Option<Result<OwnedFd, Undeliverable>> {
         let (root, _) = d.root.get(&d.sessions_dir)?;
         d.open_beneath(root.as_raw_fd(), session)
     }
