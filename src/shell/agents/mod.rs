@@ -35,6 +35,10 @@ pub struct KindEntry {
     pub kind: Kind,
     pub make: fn(&Settings, &Reports) -> Box<dyn Backend>,
     pub changed: fn(&Settings, &Settings) -> bool,
+    /// Whether every session its observer reports is the project's, and
+    /// so shown in `sessions.json` unasked (a sessions directory's are;
+    /// a program's registry may hold every session on the machine).
+    pub all_ours: bool,
 }
 
 /// The kinds, the one place they are listed.
@@ -43,6 +47,7 @@ pub const KINDS: &[KindEntry] = &[
         kind: Kind::Dir,
         make: |s, r| Box::new(pipe::DirBackend::new(s, r)),
         changed: |a, b| a.sessions != b.sessions || a.fanout != b.fanout,
+        all_ours: true,
     },
     KindEntry {
         kind: Kind::Codex,
@@ -54,6 +59,7 @@ pub const KINDS: &[KindEntry] = &[
             ))
         },
         changed: |a, b| a.codex != b.codex,
+        all_ours: false,
     },
     KindEntry {
         kind: Kind::Claude,
@@ -65,6 +71,7 @@ pub const KINDS: &[KindEntry] = &[
             ))
         },
         changed: |a, b| a.claude != b.claude,
+        all_ours: false,
     },
     KindEntry {
         kind: Kind::Opencode,
@@ -76,6 +83,7 @@ pub const KINDS: &[KindEntry] = &[
             ))
         },
         changed: |a, b| a.opencode != b.opencode,
+        all_ours: false,
     },
 ];
 

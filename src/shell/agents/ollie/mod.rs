@@ -28,6 +28,7 @@
 //! configuration is `[sessions]` (`state_poll_ms`, `session_plans`,
 //! `delivery`) and `[fanout]`.
 
+pub mod follow;
 pub mod poll;
 pub mod spawn;
 pub mod submit;
