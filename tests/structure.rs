@@ -312,9 +312,13 @@ fn the_list_of_kinds_is_the_one_place_kinds_are_named() {
         if !shell_outside_agents {
             continue;
         }
+        let code: String = code(&file)
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect();
         for kind in &variants {
             assert!(
-                !code(&file).contains(&format!("Kind::{kind}")),
+                !code.contains(&format!("Kind::{kind}")),
                 "{} branches on Kind::{kind}: a kind's own behaviour belongs in its folder or its entry in agents::KINDS",
                 file.display()
             );
