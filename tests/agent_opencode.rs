@@ -78,7 +78,7 @@ impl Rig {
         };
         if let Some(now) = self.backend.as_mut().unwrap().deliver(&d) {
             self.seen
-                .push(reveille::shell::deliver::outcome(d.session, d.seq, now));
+                .push(reveille::shell::backend::outcome(d.session, d.seq, now));
             self.arrived.push(Instant::now());
         }
     }

@@ -205,3 +205,123 @@ fn no_source_file_is_longer_than_700_lines() {
         long.join("\n")
     );
 }
+
+/// The text of `path` from the line starting with `start` to the first
+/// line that is exactly `end` (its code only, without unit tests).
+fn block(path: &Path, start: &str, end: &str) -> String {
+    let code = code(path);
+    let from = code
+        .find(start)
+        .unwrap_or_else(|| panic!("no `{start}` in {}", path.display()));
+    let rest = &code[from..];
+    let to = rest
+        .lines()
+        .position(|l| l == end)
+        .unwrap_or_else(|| panic!("`{start}` in {} never ends", path.display()));
+    rest.lines().take(to + 1).collect::<Vec<_>>().join("\n")
+}
+
+/// The daemon's state is a handful of parts that each own theirs, not
+/// one struct every file reaches into.
+#[test]
+fn the_daemon_struct_holds_at_most_8_fields() {
+    let body = block(&src().join("shell/daemon.rs"), "struct Daemon {", "}");
+    let fields: Vec<&str> = body
+        .lines()
+        .skip(1)
+        .map(str::trim)
+        .filter(|l| !l.starts_with("//") && !l.starts_with('#'))
+        .filter_map(|l| {
+            let l = l.strip_prefix("pub(super) ").unwrap_or(l);
+            let (name, _) = l.split_once(':')?;
+            name.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+                .then_some(name)
+        })
+        .collect();
+    assert!(!fields.is_empty(), "found no fields in:\n{body}");
+    assert!(
+        fields.len() <= 8,
+        "the daemon struct holds {} fields: {fields:?}",
+        fields.len()
+    );
+}
+
+/// Each kind of session is made from one list, `agents::KINDS`: every
+/// kind the engine parses (`core::session::Kind`) has one entry there,
+/// every backend is made only there, and no part of the shell outside the
+/// kinds' folders branches on a kind by name.
+#[test]
+fn the_list_of_kinds_is_the_one_place_kinds_are_named() {
+    let kinds_file = src().join("shell/agents/mod.rs");
+    let variants: BTreeSet<String> = block(&src().join("core/session.rs"), "pub enum Kind {", "}")
+        .lines()
+        .skip(1)
+        .map(str::trim)
+        .filter(|l| !l.starts_with("//") && l.ends_with(','))
+        .map(|l| l.trim_end_matches(',').to_string())
+        .collect();
+    assert!(variants.len() >= 4, "kinds: {variants:?}");
+    let list = block(&kinds_file, "pub const KINDS", "];");
+    let listed: Vec<String> = list
+        .split("kind: Kind::")
+        .skip(1)
+        .map(|rest| rest.split(',').next().unwrap().trim().to_string())
+        .collect();
+    assert_eq!(
+        listed.iter().cloned().collect::<BTreeSet<_>>(),
+        variants,
+        "every kind once in agents::KINDS"
+    );
+    assert_eq!(
+        listed.len(),
+        variants.len(),
+        "a kind listed twice: {listed:?}"
+    );
+
+    let agents = src().join("shell/agents");
+    let mut backends = Vec::new();
+    for (module, file) in modules() {
+        for l in code(&file).lines() {
+            if let Some(ty) = l.trim().strip_prefix("impl Backend for ") {
+                let ty = ty.trim_end_matches(" {").to_string();
+                backends.push((ty, file.parent().unwrap().to_path_buf(), module.clone()));
+            }
+        }
+    }
+    assert!(backends.len() >= 4, "backends: {backends:?}");
+    for (ty, folder, _) in &backends {
+        assert!(
+            folder.starts_with(&agents),
+            "{ty} is not in a folder under shell/agents"
+        );
+        assert!(
+            list.contains(&format!("{ty}::new(")),
+            "{ty} is not made in agents::KINDS"
+        );
+        for file in modules().values() {
+            let made_here = code(file).contains(&format!("{ty}::new("));
+            if made_here && *file != kinds_file && !file.starts_with(folder) {
+                panic!("{} makes a {ty}: only agents::KINDS does", file.display());
+            }
+        }
+    }
+    for (module, file) in modules() {
+        let shell_outside_agents =
+            module.first().is_some_and(|m| m == "shell") && !file.starts_with(&agents);
+        if !shell_outside_agents {
+            continue;
+        }
+        let code: String = code(&file)
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect();
+        for kind in &variants {
+            assert!(
+                !code.contains(&format!("Kind::{kind}")),
+                "{} branches on Kind::{kind}: a kind's own behaviour belongs in its folder or its entry in agents::KINDS",
+                file.display()
+            );
+        }
+    }
+}

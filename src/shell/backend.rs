@@ -35,7 +35,7 @@ use tokio::sync::mpsc::error::SendError;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::core::effect::{Delivery, Spawn};
-use crate::core::input::{Input, Reached, Undeliverable};
+use crate::core::input::{Evidence, Input, Reached, Undeliverable};
 
 /// Where a backend's workers send what they learn. A look at a session
 /// (`Input::Observed`) is stamped with the engine time it is sent at:
@@ -93,10 +93,54 @@ pub trait Backend {
     /// Kill a child session reveille made (its step is done, it is idle).
     fn reap(&mut self, child: &str);
 
+    /// Whether the sessions root is a polled mount, as the watcher found
+    /// it (asked on every turn of the loop): a kind that opens files
+    /// under it does so off the loop then, since a mount may hang.
+    fn root_polled(&mut self, _polled: bool) {}
+
     /// Follow `session`'s state from now on (`Input::Observed`), though
     /// nothing may be delivered to it for a while: the daemon asks this at
     /// its start for every session with work announced or pending, so an
     /// idle agent can be reminded after a restart of reveille. A backend
     /// that follows every session of its program anyway does nothing.
     fn observe(&mut self, _session: &str) {}
+}
+
+/// Why a prompt could not be delivered, in words.
+pub fn undeliverable(reason: impl Into<String>) -> Undeliverable {
+    Undeliverable {
+        reason: reason.into(),
+    }
+}
+
+/// The input that reports a delivery's outcome.
+pub fn outcome(session: String, seq: u64, result: Result<Reached, Undeliverable>) -> Input {
+    match result {
+        Ok(reached) => Input::Delivered {
+            session,
+            seq,
+            reached,
+        },
+        Err(why) => Input::Undeliverable { session, seq, why },
+    }
+}
+
+/// Run a write that may block (a FUSE/9P server takes its time) on a
+/// blocking thread, so one slow session never holds up another, and
+/// report what it saw as `Input::Evidence`.
+pub fn in_background(
+    reports: &Reports,
+    d: &Delivery,
+    write: impl FnOnce(&Reports) -> Evidence + Send + 'static,
+) {
+    let reports = reports.clone();
+    let (session, seq) = (d.session.clone(), d.seq);
+    tokio::task::spawn_blocking(move || {
+        let evidence = write(&reports);
+        let _ = reports.send(Input::Evidence {
+            session,
+            seq,
+            evidence,
+        });
+    });
 }

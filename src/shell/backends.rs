@@ -1,8 +1,7 @@
 //! Every kind of agent session reveille can reach, behind one router: a
-//! session id's kind (`core::session::Kind`) picks the backend. Directory
-//! sessions (named pipes, files, ollie-9p) are always there; the agent
-//! programs' backends are made when a session of their kind is first
-//! delivered to, so a project that never names one costs nothing for it.
+//! session id's kind (`core::session::Kind`) picks the backend, made from
+//! the kinds' one list (`agents::KINDS`) when a session of its kind is
+//! first reached, so a project that never names one costs nothing for it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -10,70 +9,80 @@ use crate::config::Settings;
 use crate::core::effect::{Delivery, Spawn};
 use crate::core::input::{Input, Reached, Undeliverable};
 use crate::core::session::Kind;
-use crate::shell::agents::claude::ClaudeBackend;
-use crate::shell::agents::codex::CodexBackend;
-use crate::shell::agents::opencode::OpencodeBackend;
-use crate::shell::backend::{Backend, Reports};
-use crate::shell::deliver::Deliverer;
+use crate::shell::agents;
+use crate::shell::backend::{undeliverable, Backend, Reports};
 
 /// The backends of one daemon.
 pub struct Backends {
-    /// `<sessions.dir>/<id>/`: named pipes, files, ollie-9p sessions.
-    pub dir: Deliverer,
-    /// The agent programs' backends made so far, by kind.
-    agents: BTreeMap<Kind, Box<dyn Backend>>,
+    /// The backends made so far, by kind.
+    made: BTreeMap<Kind, Box<dyn Backend>>,
     /// The sessions each of them was asked to follow (`observe`), so that
     /// each is asked once, however much work the session is given.
     observed: BTreeSet<String>,
-    /// What they are made from (`[codex]`, `[claude]`, `[opencode]`, the
-    /// project's name for the ids its prompts carry).
+    /// What they are made from (each kind's section, the project's name
+    /// for the ids its prompts carry).
     settings: Settings,
+    /// Whether the sessions root is a polled mount, as last told: a
+    /// backend made later is told too.
+    polled: bool,
     /// Where every backend reports.
     pub reports: Reports,
 }
 
 impl Backends {
-    pub fn new(dir: Deliverer, settings: &Settings, reports: Reports) -> Backends {
+    pub fn new(settings: &Settings, reports: Reports) -> Backends {
         Backends {
-            dir,
-            agents: BTreeMap::new(),
+            made: BTreeMap::new(),
             observed: BTreeSet::new(),
             settings: settings.clone(),
+            polled: false,
             reports,
         }
     }
 
-    /// New settings (a reload): the agent programs' backends are made
-    /// again where their section changed.
-    pub fn reconfigure(&mut self, dir: Deliverer, settings: &Settings) {
-        self.dir = dir;
+    /// New settings (a reload): the backends are made again where their
+    /// section changed (all of them when the project's name did).
+    pub fn reconfigure(&mut self, settings: &Settings) {
         let old = &self.settings;
-        let changed = |kind: &Kind| match kind {
-            Kind::Codex => old.codex != settings.codex,
-            Kind::Claude => old.claude != settings.claude,
-            Kind::Opencode => old.opencode != settings.opencode,
-            Kind::Dir => false,
-        } || old.project.name != settings.project.name;
-        self.agents.retain(|kind, _| !changed(kind));
+        let changed = |kind: &Kind| {
+            old.project.name != settings.project.name
+                || agents::entry(*kind).is_some_and(|e| (e.changed)(old, settings))
+        };
+        self.made.retain(|kind, _| !changed(kind));
         // A backend made again follows nothing yet.
-        let agents = &self.agents;
+        let made = &self.made;
         self.observed
-            .retain(|session| agents.contains_key(&Kind::of(session).0));
+            .retain(|session| made.contains_key(&Kind::of(session).0));
         self.settings = settings.clone();
+    }
+
+    /// Tell every backend whether the sessions root is a polled mount
+    /// (`Backend::root_polled`), when that changed.
+    pub fn root_polled(&mut self, polled: bool) {
+        if polled != self.polled {
+            self.polled = polled;
+            for backend in self.made.values_mut() {
+                backend.root_polled(polled);
+            }
+        }
     }
 
     /// The backend that reaches `session`, made now if it is the first of
     /// its kind, or why there is none.
     fn of(&mut self, session: &str) -> Result<&mut dyn Backend, Undeliverable> {
         let kind = Kind::of(session).0;
-        if kind == Kind::Dir {
-            return Ok(&mut self.dir);
+        if !self.made.contains_key(&kind) {
+            let entry = agents::entry(kind).ok_or_else(|| {
+                undeliverable(format!(
+                    "{} sessions cannot be reached by this build",
+                    kind.name()
+                ))
+            })?;
+            let mut made = (entry.make)(&self.settings, &self.reports);
+            made.root_polled(self.polled);
+            self.made.insert(kind, made);
         }
-        if !self.agents.contains_key(&kind) {
-            let made = make(kind, &self.settings, &self.reports)?;
-            self.agents.insert(kind, made);
-        }
-        Ok(self.agents.get_mut(&kind).expect("made above").as_mut())
+        Ok(self.made.get_mut(&kind).expect("made above").as_mut())
     }
 
     /// Deliver `d` through its session's backend (see `Backend::deliver`).
@@ -96,10 +105,9 @@ impl Backends {
     }
 
     /// Follow `session`'s state (see `Backend::observe`), once per
-    /// backend; a directory session (its tree is read anyway) or one no
-    /// backend of this build reaches is left alone.
+    /// backend; one no backend of this build reaches is left alone.
     pub fn observe(&mut self, session: &str) {
-        if Kind::of(session).0 == Kind::Dir || self.observed.contains(session) {
+        if self.observed.contains(session) {
             return;
         }
         if let Ok(backend) = self.of(session) {
@@ -113,30 +121,5 @@ impl Backends {
         if let Ok(backend) = self.of(child) {
             backend.reap(child);
         }
-    }
-}
-
-/// The backend of an agent program's sessions.
-fn make(kind: Kind, s: &Settings, reports: &Reports) -> Result<Box<dyn Backend>, Undeliverable> {
-    let project = &s.project.name;
-    match kind {
-        Kind::Codex => Ok(Box::new(CodexBackend::new(
-            &s.codex,
-            project,
-            reports.clone(),
-        ))),
-        Kind::Claude => Ok(Box::new(ClaudeBackend::new(
-            &s.claude,
-            project,
-            reports.clone(),
-        ))),
-        Kind::Opencode => Ok(Box::new(OpencodeBackend::new(
-            &s.opencode,
-            project,
-            reports.clone(),
-        ))),
-        _ => Err(Undeliverable {
-            reason: format!("{} sessions cannot be reached by this build", kind.name()),
-        }),
     }
 }

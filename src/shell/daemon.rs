@@ -13,15 +13,19 @@
 //! happens. Effects are applied in order, depth-first: a record is in the
 //! journal before the prompt that depends on it is written.
 
+mod agents;
 mod clock;
+mod journal;
 mod life;
 mod reload;
 mod route;
+mod service;
 mod signals;
 mod status_line;
 mod tracker;
 mod tree;
 mod views;
+mod watching;
 mod world;
 
 use std::time::Duration;
@@ -33,17 +37,18 @@ use crate::config::{ConfigErrors, Settings};
 use crate::core::driver::drive;
 use crate::core::engine::Engine;
 use crate::core::input::Input;
-use crate::shell::backends::Backends;
-use crate::shell::checklists::Claim;
-use crate::shell::read::PlanFiles;
-use crate::shell::store::{Store, StoreError};
-use crate::shell::systemd::Notifier;
-use crate::shell::tail::{PipeTail, Tail};
-use crate::shell::tree_poll::{TreeNews, TreePoller};
-use crate::shell::watch::{Seen, Watch, WatchEvents};
+use crate::shell::agents::ollie::poll::TreeNews;
+use crate::shell::store::StoreError;
+use crate::shell::watch::WatchEvents;
 
+use agents::Agents;
 use clock::Clock;
+use journal::Journal;
+use service::Service;
 pub use signals::terminated;
+use tracker::Tracker;
+use views::Views;
+use watching::Watching;
 use world::Carry;
 
 /// Why the daemon could not start or had to stop.
@@ -70,58 +75,23 @@ impl std::error::Error for DaemonError {}
 /// looked at again.
 const DRAIN_BATCH: usize = 1024;
 
-/// The running daemon.
+/// The running daemon: the engine, and the parts that own the rest of its
+/// state (at most eight fields: `tests/structure.rs` checks).
 struct Daemon {
     settings: Settings,
     engine: Engine,
-    store: Store,
-    watch: Watch,
-    /// Every kind of session reveille reaches.
-    backends: Backends,
-    notifier: Notifier,
-    /// Tells the person (`[notify]`), in the background.
-    notices: crate::shell::notices::Notices,
-    /// The engine's clock origin.
-    started: Instant,
-    /// When the journal must next be fdatasync'ed (group commit).
-    sync_at: Option<Instant>,
-    /// Whether a persistence failure was already reported (said once).
-    store_failing: bool,
-    /// The last STATUS= sent, so it is only sent on change.
-    status: String,
-    /// What that STATUS= was made of.
-    status_key: [usize; 6],
-    /// Deliveries finishing in the background (partial pipe writes, regular
-    /// and 9P files); a stop waits briefly for them.
-    background: usize,
-    /// The tracker's event log, when `[events] path` is a file.
-    tail: Option<Tail>,
-    /// The tracker's event stream, when `[events] path` is a named pipe.
-    pipe: Option<PipeTail>,
-    /// The worker reading the ollie-9p session tree's `idx` (session
-    /// states, and the session checklists to read), on a thread of its own.
-    tree: Option<TreePoller>,
-    /// Which worker is the current one (its news is heeded).
-    tree_generation: u64,
-    /// Where the tree's workers send their news.
-    tree_news: mpsc::UnboundedSender<TreeNews>,
-    /// Whether the last read of the tree's `idx` failed (said once).
-    tree_failing: bool,
-    /// This instance's claim on the session checklists of its sessions
-    /// directory (held for the daemon's life), when it wants them.
-    checklists: Option<Claim>,
-    /// The plan files read last, held open for their next rewrite.
-    plan_files: PlanFiles,
-    /// What `reminders.json` last held, so it is written only on change.
-    reminders_written: Vec<u8>,
-    /// What `sessions.json` last held, likewise.
-    sessions_written: Vec<u8>,
-    /// When the views `status` reads are next written (`daemon/views.rs`).
-    views_at: Option<Instant>,
-    /// What one read of inotify reported, kept between reads.
-    seen: Vec<Seen>,
-    /// The reloads answered, and a refusal still in force.
-    reloads: reload::Reloads,
+    /// The journal, its group commit, a failing state directory.
+    journal: Journal,
+    /// The roots watched, inotify's buffer, the plan files held open.
+    watching: Watching,
+    /// Every kind's backend, the `idx` worker, background deliveries.
+    agents: Agents,
+    /// `sessions.json` and `reminders.json`, as last written.
+    views: Views,
+    /// The tracker's event log or pipe.
+    tracker: Tracker,
+    /// systemd, the person's notices, reloads, the clock origin.
+    service: Service,
 }
 
 /// What the event loop waits on besides the daemon itself.
@@ -154,7 +124,7 @@ pub async fn run(
 
 impl Daemon {
     fn now(&self) -> Duration {
-        self.started.elapsed()
+        self.service.started.elapsed()
     }
 
     /// Feed one input and carry out everything that follows from it.
@@ -170,15 +140,10 @@ impl Daemon {
         let now = self.now();
         let mut world = Carry {
             settings: &self.settings,
-            store: &mut self.store,
-            sync_at: &mut self.sync_at,
-            store_failing: &mut self.store_failing,
-            watch: &self.watch,
-            backends: &mut self.backends,
-            background: &mut self.background,
-            plan_files: &mut self.plan_files,
-            notices: &mut self.notices,
-            checklists: self.tree.as_ref().map(|t| &t.checklists),
+            journal: &mut self.journal,
+            watching: &mut self.watching,
+            agents: &mut self.agents,
+            notices: &mut self.service.notices,
             told: false,
         };
         drive(&mut self.engine, &mut world, now, input);
@@ -196,7 +161,7 @@ impl Daemon {
         mut shutdown: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
     ) -> Result<(), DaemonError> {
         let mut clock = Clock::new(
-            self.notifier.watchdog_interval(),
+            self.service.notifier.watchdog_interval(),
             self.settings.events.poll_interval,
         );
         // One timer for every deadline, moved only when the earliest one
@@ -235,11 +200,11 @@ impl Daemon {
                 Some(input) = w.reports.recv() => self.on_report(input),
                 Some(news) = w.tree.recv() => self.on_tree_news(news),
                 ready = async {
-                    match &self.pipe {
+                    match &self.tracker.pipe {
                         Some(pipe) => pipe.readable().await,
                         None => std::future::pending().await,
                     }
-                }, if self.pipe.is_some() => self.on_pipe_ready(ready),
+                }, if self.tracker.pipe.is_some() => self.on_pipe_ready(ready),
             }
             if let Some(new) = replaced {
                 w.events = new;
@@ -252,10 +217,11 @@ impl Daemon {
     /// and timers are looked at between batches of a flood. Returns false
     /// once the queue is drained.
     fn read_watch(&mut self) -> Result<bool, DaemonError> {
-        let mut seen = std::mem::take(&mut self.seen);
+        let mut seen = std::mem::take(&mut self.watching.seen);
         let mut more = true;
         while more && seen.len() < DRAIN_BATCH {
             more = self
+                .watching
                 .watch
                 .read(&mut seen)
                 .map_err(|e| DaemonError::Watch(format!("reading inotify: {e}")))?;
@@ -263,7 +229,7 @@ impl Daemon {
         for s in seen.drain(..) {
             self.on_seen(s);
         }
-        self.seen = seen;
+        self.watching.seen = seen;
         Ok(more)
     }
 
@@ -274,7 +240,7 @@ impl Daemon {
             input,
             Input::Delivered { .. } | Input::Undeliverable { .. } | Input::Evidence { .. }
         ) {
-            self.background = self.background.saturating_sub(1);
+            self.agents.background = self.agents.background.saturating_sub(1);
         }
         self.feed(input);
     }

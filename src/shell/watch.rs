@@ -66,7 +66,7 @@ pub struct Watch {
     changes: Vec<(PathBuf, RootMode)>,
     session_plans: bool,
     /// A polled sessions root that is an ollie-9p tree is followed through
-    /// its `idx` (`shell::sessions`) instead: listing every session
+    /// its `idx` (`agents::ollie::tree`) instead: listing every session
     /// directory and stat-ing its files on each poll costs requests to the
     /// 9P server per session, and synthetic files' metadata does not move.
     sessions_indexed: bool,

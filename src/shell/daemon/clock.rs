@@ -1,6 +1,6 @@
 //! The loop's own deadlines besides the engine's: the watchdog, the poll
 //! of polled roots, the look at awaited roots, the views and the group
-//! commit (the session-state poll is a worker's: `shell::tree_poll`) — one earliest instant for the loop's one timer.
+//! commit (the session-state poll is a worker's: `agents::ollie::poll`) — one earliest instant for the loop's one timer.
 
 use std::time::Duration;
 
@@ -40,16 +40,16 @@ impl Clock {
         let engine = d
             .engine
             .poll_timeout()
-            .and_then(|t| d.started.checked_add(t));
-        let polling = d.watch.polling().then_some(self.poll_at);
-        let awaited = d.watch.awaiting().then_some(self.awaited_at);
+            .and_then(|t| d.service.started.checked_add(t));
+        let polling = d.watching.watch.polling().then_some(self.poll_at);
+        let awaited = d.watching.watch.awaiting().then_some(self.awaited_at);
         [
             self.watchdog_at,
             engine,
             polling,
             awaited,
-            d.sync_at,
-            d.views_at,
+            d.journal.sync_at,
+            d.views.at,
         ]
         .into_iter()
         .flatten()
@@ -61,31 +61,31 @@ impl Clock {
         if self.watchdog_at.is_some_and(|t| t <= now) {
             // Fed from the loop itself: a stalled loop misses it and
             // systemd restarts the service.
-            d.notifier.watchdog();
+            d.service.notifier.watchdog();
             self.watchdog_at = self.watchdog.map(|w| now + w);
         }
         let engine = d
             .engine
             .poll_timeout()
-            .and_then(|t| d.started.checked_add(t));
+            .and_then(|t| d.service.started.checked_add(t));
         if engine.is_some_and(|t| t <= now) {
             d.feed(Input::Tick);
         }
-        if d.watch.polling() && self.poll_at <= now {
+        if d.watching.watch.polling() && self.poll_at <= now {
             self.poll_at = now + d.settings.events.poll_interval;
-            for seen in d.watch.poll() {
+            for seen in d.watching.watch.poll() {
                 d.on_seen(seen);
             }
             d.peek_events();
         }
-        if d.watch.awaiting() && self.awaited_at <= now {
+        if d.watching.watch.awaiting() && self.awaited_at <= now {
             self.awaited_at = now + AWAITED_LOOK;
             d.recheck_awaited_roots();
         }
-        if d.sync_at.is_some_and(|t| t <= now) {
+        if d.journal.sync_at.is_some_and(|t| t <= now) {
             d.sync();
         }
-        if d.views_at.is_some_and(|t| t <= now) {
+        if d.views.at.is_some_and(|t| t <= now) {
             d.write_views();
         }
     }

@@ -1,4 +1,4 @@
-//! The daemon's life around the loop: built (state, watcher, deliverer,
+//! The daemon's life around the loop: built (state, watcher, backends,
 //! signal handlers), started (the reconcile, `READY=1`), kept (group
 //! commit, compaction, rescans) and drained at the stop.
 
@@ -8,60 +8,29 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::config::{self, engine_config, Settings};
+use crate::config::{engine_config, Settings};
 use crate::core::effect::Level;
 use crate::core::engine::Engine;
 use crate::core::input::Input;
-use crate::core::session::Kind;
 use crate::shell::backend::Reports;
-use crate::shell::backends::Backends;
 use crate::shell::checklists;
-use crate::shell::deliver::Deliverer;
 use crate::shell::logging;
-use crate::shell::read::PlanFiles;
-use crate::shell::spawn::Spawner;
 use crate::shell::store::Store;
-use crate::shell::systemd::Notifier;
 use crate::shell::tail::Tail;
-use crate::shell::watch::{RootKind, RootMode, Watch};
+use crate::shell::watch::{RootMode, Watch};
 
+use super::agents::Agents;
+use super::journal::Journal;
+use super::service::Service;
 use super::signals::hangup;
+use super::tracker::Tracker;
+use super::views::Views;
+use super::watching::{add_roots, Watching};
 use super::world::{beads_read, mount_read, mount_table_read};
 use super::{Daemon, DaemonError, Wakers};
 
-/// The backend of directory sessions (pipes, files, ollie-9p), as the
-/// settings say.
-pub(super) fn dir_backend(settings: &Settings, reports: &Reports) -> Deliverer {
-    Deliverer {
-        sessions_dir: settings.sessions.dir.clone(),
-        enqueue: settings.sessions.enqueue.clone(),
-        framing: settings.sessions.framing,
-        submit: settings.sessions.delivery == config::Delivery::Auto,
-        reports: reports.clone(),
-        root: Default::default(),
-        spawner: Spawner {
-            sessions_dir: settings.sessions.dir.clone(),
-            backend: settings.fanout.backend.clone(),
-            model: settings.fanout.model.clone(),
-            project: settings.project.name.clone(),
-            reports: reports.clone(),
-        },
-    }
-}
-
-pub(super) fn add_roots(watch: &mut Watch, s: &Settings) {
-    watch.add_root(&s.project.plan_dir, RootKind::Plans);
-    watch.add_root(&s.sessions.dir, RootKind::Sessions);
-    if let Some(p) = &s.events.path {
-        watch.add_root(p, RootKind::File);
-    }
-    if let Some(p) = &s.beads.issues_jsonl {
-        watch.add_root(p, RootKind::File);
-    }
-}
-
 impl Daemon {
-    /// Open the state, the watcher and the deliverer, and install the
+    /// Open the state, the watcher and the backends, and install the
     /// signal handlers: everything the loop needs, nothing read yet.
     pub(super) fn build(mut settings: Settings) -> Result<(Daemon, Wakers), DaemonError> {
         let checklists = checklists::apply(&mut settings);
@@ -86,41 +55,25 @@ impl Daemon {
         let started = Instant::now();
         let (reports_tx, reports) = mpsc::unbounded_channel::<Input>();
         let reports_tx = Reports::new(reports_tx, started.into_std());
-        let backends = Backends::new(dir_backend(&settings, &reports_tx), &settings, reports_tx);
-        let (tree_news, tree) = mpsc::unbounded_channel();
+        let (agents, tree) = Agents::new(&settings, reports_tx, checklists);
         let hangup = hangup()?;
-        let tail = settings
-            .events
-            .path
-            .as_ref()
-            .map(|p| Tail::new(p, engine.memory().cursor()));
+        let tracker = Tracker {
+            tail: settings
+                .events
+                .path
+                .as_ref()
+                .map(|p| Tail::new(p, engine.memory().cursor())),
+            pipe: None,
+        };
         let d = Daemon {
             settings,
             engine,
-            store,
-            watch,
-            backends,
-            notifier: Notifier::from_env(),
-            notices: Default::default(),
-            started,
-            sync_at: None,
-            store_failing: false,
-            status: String::new(),
-            status_key: [usize::MAX; 6],
-            background: 0,
-            tail,
-            pipe: None,
-            tree: None,
-            tree_generation: 0,
-            tree_news,
-            tree_failing: false,
-            checklists,
-            plan_files: PlanFiles::default(),
-            reminders_written: Vec::new(),
-            sessions_written: Vec::new(),
-            views_at: None,
-            seen: Vec::new(),
-            reloads: Default::default(),
+            journal: Journal::new(store),
+            watching: Watching::new(watch),
+            agents,
+            views: Views::default(),
+            tracker,
+            service: Service::new(started),
         };
         let wakers = Wakers {
             events,
@@ -137,24 +90,23 @@ impl Daemon {
     pub(super) fn start_up(&mut self) {
         let project = self.settings.project.name.clone();
         let first_start = self.engine.in_baseline();
-        for (path, mode) in self.watch.take_changes() {
+        for (path, mode) in self.watching.watch.take_changes() {
             self.log_mode(&path, &mode);
         }
         self.scan();
         self.follow_tree();
         self.feed(Input::StartupDone);
-        // The agent programs' sessions with work: their states followed
-        // from now on, so an idle one can be reminded though nothing new
-        // is delivered to it (a directory session's tree is read anyway).
+        // The sessions with work: their states followed from now on, so
+        // an idle one can be reminded though nothing new is delivered to
+        // it (a kind that follows every session anyway, as the `idx`
+        // worker does a directory's, does nothing for it).
         let mut sessions = self.engine.sessions_with_work();
         sessions.extend(self.settings.project.default_session.clone());
         for session in sessions {
-            if Kind::of(&session).0 != Kind::Dir {
-                self.backends.observe(&session);
-            }
+            self.agents.backends.observe(&session);
         }
         if first_start {
-            tracing::info!(project = %project, "first start: state directory {} created; it holds the baseline (a start without it takes a new one)", self.store.dir().display());
+            tracing::info!(project = %project, "first start: state directory {} created; it holds the baseline (a start without it takes a new one)", self.journal.store.dir().display());
         }
         self.compact();
         // `reveille reload` may signal this process from now on.
@@ -166,10 +118,10 @@ impl Daemon {
     /// Finish deliveries already being written (briefly), then persist.
     pub(super) async fn drain(&mut self, reports: &mut mpsc::UnboundedReceiver<Input>) {
         let project = self.settings.project.name.clone();
-        self.notifier.stopping();
+        self.service.notifier.stopping();
         tracing::info!(project = %project, "stopping: draining and persisting state");
         let drain_until = Instant::now() + Duration::from_secs(2);
-        while self.background > 0 {
+        while self.agents.background > 0 {
             match tokio::time::timeout_at(drain_until, reports.recv()).await {
                 Ok(Some(input)) => self.on_report(input),
                 _ => break,
@@ -177,37 +129,18 @@ impl Daemon {
         }
         self.write_views();
         self.compact();
-        if let Ok(file) = self.store.sync_handle() {
+        if let Ok(file) = self.journal.store.sync_handle() {
             let _ = file.sync_data();
         }
         tracing::info!(project = %project, "stopped: {}", self.summary());
     }
 
     pub(super) fn sync(&mut self) {
-        self.sync_at = None;
-        if !self.store.needs_sync() {
-            return;
-        }
-        if let Ok(file) = self.store.sync_handle() {
-            // Off the event loop: fdatasync costs milliseconds.
-            tokio::task::spawn_blocking(move || {
-                if let Err(e) = file.sync_data() {
-                    tracing::error!("fdatasync of the journal failed: {e}");
-                }
-            });
-        }
-        if self.store.journal_bytes() > self.settings.state.compact_bytes {
-            self.compact();
-        }
+        self.journal.sync(&self.settings, self.engine.memory());
     }
 
     pub(super) fn compact(&mut self) {
-        if let Err(e) = self.store.compact(self.engine.memory()) {
-            if !self.store_failing {
-                self.store_failing = true;
-                tracing::error!(project = %self.settings.project.name, "cannot write the state snapshot: {e}");
-            }
-        }
+        self.journal.compact(&self.settings, self.engine.memory());
     }
 
     /// Say how a root is watched (the words are the watcher's).
@@ -252,7 +185,7 @@ impl Daemon {
                 self.feed(Input::MountTable { table });
             }
         }
-        let paths = self.watch.list();
+        let paths = self.watching.watch.list();
         self.feed(Input::Listed {
             paths,
             read_all: true,

@@ -10,7 +10,7 @@ use crate::shell::reload_report::{self, Cause, Outcome, Report};
 use crate::shell::tail::Tail;
 use crate::shell::watch::{Watch, WatchEvents};
 
-use super::life::{add_roots, dir_backend};
+use super::watching::add_roots;
 use super::Daemon;
 
 /// The reloads this process answered, and whether the configuration
@@ -40,10 +40,10 @@ impl Daemon {
     /// those of the same directory, else claimed again (the owner may have
     /// stopped since).
     pub(super) fn claim_checklists(&mut self, mut new: Settings) -> Settings {
-        let owned = matches!(self.checklists, Some(Claim::Owned(_)));
+        let owned = matches!(self.agents.checklists, Some(Claim::Owned(_)));
         if new.sessions.session_plans && !(owned && new.sessions.dir == self.settings.sessions.dir)
         {
-            self.checklists = checklists::apply(&mut new);
+            self.agents.checklists = checklists::apply(&mut new);
         }
         new
     }
@@ -54,14 +54,15 @@ impl Daemon {
         &mut self,
         load: &dyn Fn() -> Result<Settings, ConfigErrors>,
     ) -> Option<WatchEvents> {
-        self.notifier.reloading();
+        self.service.notifier.reloading();
         let mut replaced = None;
         let project = self.settings.project.name.clone();
         match load().map(|s| self.claim_checklists(s)) {
             Err(e) => {
                 tracing::error!(project = %project, "reload failed, keeping the running configuration: {e}");
                 let first = e.0.first().map(ToString::to_string).unwrap_or_default();
-                self.reloads.refused = Some(refusal_line(&first, e.0.len().saturating_sub(1)));
+                self.service.reloads.refused =
+                    Some(refusal_line(&first, e.0.len().saturating_sub(1)));
                 let outcome = Outcome::Refused {
                     cause: Cause::Configuration,
                     error: e.to_string(),
@@ -90,10 +91,10 @@ impl Daemon {
                         .and_then(|w| w.events().map(|e| (w, e)));
                     match fresh {
                         Ok((watch, events)) => {
-                            self.watch = watch;
-                            add_roots(&mut self.watch, &new);
-                            self.watch.poll();
-                            for (path, mode) in self.watch.take_changes() {
+                            self.watching.watch = watch;
+                            add_roots(&mut self.watching.watch, &new);
+                            self.watching.watch.poll();
+                            for (path, mode) in self.watching.watch.take_changes() {
                                 self.log_mode(&path, &mode);
                             }
                             replaced = Some(events);
@@ -101,7 +102,7 @@ impl Daemon {
                         Err(e) => {
                             tracing::error!(project = %project, "reload: cannot watch the new roots, keeping the old configuration: {e}");
                             let error = format!("cannot watch the new roots: {e}");
-                            self.reloads.refused = Some(refusal_line(&error, 0));
+                            self.service.reloads.refused = Some(refusal_line(&error, 0));
                             let cause = Cause::Watch;
                             self.answer_reload(Outcome::Refused { cause, error });
                             self.ready();
@@ -109,11 +110,11 @@ impl Daemon {
                         }
                     }
                 }
-                // A fresh backend: its held sessions root is opened again.
-                let dir = dir_backend(&new, &self.backends.reports);
-                self.backends.reconfigure(dir, &new);
+                // A backend whose section changed is made again (a
+                // directory session's: its held sessions root opened again).
+                self.agents.backends.reconfigure(&new);
                 if new.events.path != self.settings.events.path {
-                    self.tail = new.events.path.as_ref().map(|p| Tail::new(p, None));
+                    self.tracker.tail = new.events.path.as_ref().map(|p| Tail::new(p, None));
                 }
                 self.engine
                     .reconfigure(engine_config(&new, logging::engine_level()));
@@ -133,24 +134,24 @@ impl Daemon {
     /// a good reload clears — `STATUS=`.
     pub(super) fn answer_reload(&mut self, outcome: Outcome) {
         if outcome != Outcome::Started {
-            self.reloads.seq += 1;
+            self.service.reloads.seq += 1;
         }
         if !matches!(outcome, Outcome::Refused { .. }) {
-            self.reloads.refused = None;
+            self.service.reloads.refused = None;
         }
         let report = Report {
             pid: std::process::id(),
-            seq: self.reloads.seq,
+            seq: self.service.reloads.seq,
             outcome,
             at_unix_ms: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64),
         };
-        match reload_report::write(self.store.dir(), &report) {
-            Ok(()) => self.reloads.write_failing = false,
-            Err(e) if !self.reloads.write_failing => {
-                self.reloads.write_failing = true;
-                tracing::warn!(project = %self.settings.project.name, file = %self.store.dir().join(reload_report::FILE).display(), "cannot write {}: {e}; `reveille reload` cannot see this daemon's answers", reload_report::FILE);
+        match reload_report::write(self.journal.store.dir(), &report) {
+            Ok(()) => self.service.reloads.write_failing = false,
+            Err(e) if !self.service.reloads.write_failing => {
+                self.service.reloads.write_failing = true;
+                tracing::warn!(project = %self.settings.project.name, file = %self.journal.store.dir().join(reload_report::FILE).display(), "cannot write {}: {e}; `reveille reload` cannot see this daemon's answers", reload_report::FILE);
             }
             Err(_) => {}
         }

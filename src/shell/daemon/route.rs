@@ -106,10 +106,10 @@ impl Daemon {
     /// An awaited root that has come to be without an inotify event (a
     /// mount): watched from now on, said, and everything rescanned.
     pub(super) fn recheck_awaited_roots(&mut self) {
-        if !self.watch.recheck_awaited() {
+        if !self.watching.watch.recheck_awaited() {
             return;
         }
-        for (path, mode) in self.watch.take_changes() {
+        for (path, mode) in self.watching.watch.take_changes() {
             self.log_mode(&path, &mode);
         }
         self.rescan();
@@ -117,10 +117,10 @@ impl Daemon {
 
     /// Act on one watched event.
     pub(super) fn on_seen(&mut self, seen: Seen) {
-        let reshaped = self.watch.on_dir_event(&seen);
+        let reshaped = self.watching.watch.on_dir_event(&seen);
         // A root that changed how it is watched (a new session directory
         // past the watch limit, a root deleted or appearing) says so.
-        for (path, mode) in self.watch.take_changes() {
+        for (path, mode) in self.watching.watch.take_changes() {
             self.log_mode(&path, &mode);
         }
         if reshaped {

@@ -14,7 +14,6 @@ fn count(n: usize, what: &str) -> String {
         format!("{n} {what}s")
     }
 }
-
 impl Daemon {
     /// The one-line summary for `STATUS=`.
     pub(super) fn summary(&self) -> String {
@@ -32,7 +31,7 @@ impl Daemon {
         if failing > 0 {
             s.push_str(&format!(", {} unreachable", count(failing, "session")));
         }
-        for (path, mode) in self.watch.modes() {
+        for (path, mode) in self.watching.watch.modes() {
             match mode {
                 RootMode::Polled(why) => {
                     s.push_str(&format!("; polling {} ({why})", path.display()))
@@ -51,11 +50,11 @@ impl Daemon {
                 RootMode::Inotify => {}
             }
         }
-        if self.store_failing {
+        if self.journal.failing {
             s.push_str("; STATE NOT PERSISTED");
         }
         // Until a reload succeeds: what runs is not what the file says.
-        if let Some(refused) = &self.reloads.refused {
+        if let Some(refused) = &self.service.reloads.refused {
             s.push_str("; ");
             s.push_str(refused);
         }
@@ -66,15 +65,15 @@ impl Daemon {
     /// status is in place when `systemctl start`/`reload` returns.
     pub(super) fn ready(&mut self) {
         let s = self.summary();
-        self.notifier.ready_with_status(&s);
-        self.status = s;
+        self.service.notifier.ready_with_status(&s);
+        self.service.status = s;
     }
 
     /// Send `STATUS=` when the summary changed. What it is made of is
     /// compared first (a handful of counters), so the string is only built
     /// when it may differ — this runs on every loop turn, the wake path too.
     pub(super) fn update_status(&mut self) {
-        if !self.notifier.is_enabled() {
+        if !self.service.notifier.is_enabled() {
             return;
         }
         let key = [
@@ -82,17 +81,17 @@ impl Daemon {
             self.engine.memory().pending_total(),
             self.engine.invalid_plans(),
             self.engine.failing_count(),
-            self.watch.generation(),
-            usize::from(self.store_failing),
+            self.watching.watch.generation(),
+            usize::from(self.journal.failing),
         ];
-        if key == self.status_key {
+        if key == self.service.status_key {
             return;
         }
-        self.status_key = key;
+        self.service.status_key = key;
         let s = self.summary();
-        if s != self.status {
-            self.notifier.status(&s);
-            self.status = s;
+        if s != self.service.status {
+            self.service.notifier.status(&s);
+            self.service.status = s;
         }
     }
 }

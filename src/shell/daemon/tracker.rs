@@ -3,16 +3,25 @@
 //! be — fed to the engine as `TrackerLines`.
 
 use crate::core::input::Input;
-use crate::shell::tail::PipeTail;
+use crate::shell::tail::{PipeTail, Tail};
 
 use super::Daemon;
+
+/// The tracker's event stream as it is read: one of the two.
+#[derive(Default)]
+pub(super) struct Tracker {
+    /// The tracker's event log, when `[events] path` is a file.
+    pub(super) tail: Option<Tail>,
+    /// The tracker's event stream, when `[events] path` is a named pipe.
+    pub(super) pipe: Option<PipeTail>,
+}
 
 impl Daemon {
     /// Read what the event log gained and feed it to the engine.
     pub(super) fn read_events(&mut self) {
         self.open_pipe();
         loop {
-            let Some(tail) = self.tail.as_mut() else {
+            let Some(tail) = self.tracker.tail.as_mut() else {
                 return;
             };
             match tail.read() {
@@ -54,12 +63,12 @@ impl Daemon {
             .events
             .path
             .as_deref()
-            .is_some_and(|p| self.watch.is_polled(p));
+            .is_some_and(|p| self.watching.watch.is_polled(p));
         if !polled {
             return;
         }
         loop {
-            let Some(tail) = self.tail.as_mut() else {
+            let Some(tail) = self.tracker.tail.as_mut() else {
                 return;
             };
             match tail.peek() {
@@ -87,14 +96,14 @@ impl Daemon {
         let Some(path) = self.settings.events.path.clone() else {
             return;
         };
-        if self.pipe.is_some() {
+        if self.tracker.pipe.is_some() {
             return;
         }
         match PipeTail::open(&path) {
             Ok(Some(pipe)) => {
                 tracing::info!(project = %self.settings.project.name, "tracker events: reading the named pipe {} as a stream", path.display());
-                self.pipe = Some(pipe);
-                self.tail = None;
+                self.tracker.pipe = Some(pipe);
+                self.tracker.tail = None;
             }
             Ok(None) => {}
             Err(e) => {
@@ -105,7 +114,7 @@ impl Daemon {
 
     /// Drain the tracker's named pipe.
     pub(super) fn read_pipe(&mut self) {
-        let Some(pipe) = self.pipe.as_mut() else {
+        let Some(pipe) = self.tracker.pipe.as_mut() else {
             return;
         };
         match pipe.read() {
@@ -125,7 +134,7 @@ impl Daemon {
             Ok(()) => self.read_pipe(),
             Err(e) => {
                 tracing::error!(project = %self.settings.project.name, "tracker event pipe: {e}; no longer reading it");
-                self.pipe = None;
+                self.tracker.pipe = None;
             }
         }
     }

@@ -1,13 +1,15 @@
 //! The ollie-9p session tree followed: its `idx` is read by a worker
-//! thread of its own (`shell::tree_poll`), whose looks reach the engine as
-//! inputs; here the loop starts and stops that worker and judges what
-//! only it can: which children the engine knows a read no longer listed.
+//! thread of its own (`agents::ollie::poll`, held through
+//! `agents::ollie::follow`), whose looks reach the engine as inputs; here
+//! the loop acts on the rest of its news: the watcher stops listing a
+//! found tree, and the children the engine knows a read no longer listed
+//! are gone.
 
 use std::collections::BTreeSet;
 
 use crate::core::input::{Input, Observation, Observer, Seen};
 use crate::core::record::ChildState;
-use crate::shell::tree_poll::{News, TreeNews, TreePoller, TreeSettings, UNLISTED};
+use crate::shell::agents::ollie::poll::{News, TreeNews, TreeSettings, UNLISTED};
 
 use super::Daemon;
 
@@ -26,61 +28,52 @@ impl Daemon {
     /// changed (a reload): the old one's news is ignored from then on.
     pub(super) fn follow_tree(&mut self) {
         let settings = self.tree_settings();
-        if self.tree.as_ref().is_some_and(|t| t.settings == settings) {
-            return;
+        let reports = &self.agents.backends.reports;
+        if self.agents.tree.follow(settings, reports) {
+            self.watching.watch.index_sessions(false);
         }
-        self.tree_generation += 1;
-        self.tree_failing = false;
-        self.watch.index_sessions(false);
-        self.tree = Some(TreePoller::start(
-            settings,
-            self.tree_generation,
-            self.backends.reports.clone(),
-            self.tree_news.clone(),
-        ));
     }
 
     /// Tell the worker whether to poll: only while the sessions root is a
     /// polled mount (an ollie-9p tree); local ones have no states to read.
     /// Deliveries are told the same: they open a polled root off the loop.
-    pub(super) fn want_tree(&self) {
-        let polled = self.watch.sessions_polled(&self.settings.sessions.dir);
-        self.backends.dir.root.set_mounted(polled);
-        if let Some(tree) = &self.tree {
-            tree.want(polled);
-        }
+    pub(super) fn want_tree(&mut self) {
+        let polled = self
+            .watching
+            .watch
+            .sessions_polled(&self.settings.sessions.dir);
+        self.agents.backends.root_polled(polled);
+        self.agents.tree.want(polled);
     }
 
     /// What the tree's worker said besides its looks.
     pub(super) fn on_tree_news(&mut self, news: TreeNews) {
-        if news.generation != self.tree_generation {
+        let Some((what, turned)) = self.agents.tree.heed(news) else {
             return;
-        }
+        };
         let project = self.settings.project.name.clone();
         let idx = self.settings.sessions.dir.join("idx");
-        match news.what {
+        match what {
             News::Found => {
                 tracing::info!(project = %project, "following ollie-9p session states through {} every {:?}", idx.display(), self.settings.sessions.state_poll);
-                self.watch.index_sessions(true);
+                self.watching.watch.index_sessions(true);
             }
             News::Read {
                 begun_unix_ms,
                 listed,
             } => {
-                if self.tree_failing {
-                    self.tree_failing = false;
+                if turned {
                     tracing::info!(project = %project, "session states readable again");
                 }
                 self.children_unlisted(begun_unix_ms, &listed);
                 // A checklist whose read the engine put off is read
                 // afresh when it comes to it.
-                if let Some(tree) = &self.tree {
-                    tree.checklists.clear();
+                if let Some(checklists) = self.agents.tree.checklists() {
+                    checklists.clear();
                 }
             }
             News::Failed(e) => {
-                if !self.tree_failing {
-                    self.tree_failing = true;
+                if turned {
                     tracing::warn!(project = %project, "cannot read {}: {e}; session states unknown until it can be read", idx.display());
                 }
             }

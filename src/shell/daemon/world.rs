@@ -4,8 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use tokio::time::Instant;
-
 use crate::config::Settings;
 use crate::core::driver::World;
 use crate::core::effect::{Delivery, Level, Log, Notice, Spawn};
@@ -14,12 +12,13 @@ use crate::core::input::{FileRead, Input, MountTable, Reached, Undeliverable};
 use crate::core::record::Record;
 use crate::core::session::check_name;
 use crate::core::source::Source;
-use crate::shell::backends::Backends;
 use crate::shell::logging;
 use crate::shell::notices::Notices;
-use crate::shell::read::{read_capped, read_fresh, PlanFiles};
-use crate::shell::store::Store;
-use crate::shell::watch::Watch;
+use crate::shell::read::{read_capped, read_fresh};
+
+use super::agents::Agents;
+use super::journal::Journal;
+use super::watching::Watching;
 
 /// Tracker files (ready lists, issues.jsonl) larger than this are refused.
 const TRACKER_FILE_CAP: usize = 256 << 20;
@@ -107,16 +106,10 @@ pub(super) fn beads_read(settings: &Settings) -> Option<(FileRead, i64)> {
 /// world it drives are two disjoint borrows.
 pub(super) struct Carry<'a> {
     pub(super) settings: &'a Settings,
-    pub(super) store: &'a mut Store,
-    pub(super) sync_at: &'a mut Option<Instant>,
-    pub(super) store_failing: &'a mut bool,
-    pub(super) watch: &'a Watch,
-    pub(super) backends: &'a mut Backends,
-    pub(super) background: &'a mut usize,
-    pub(super) plan_files: &'a mut PlanFiles,
+    pub(super) journal: &'a mut Journal,
+    pub(super) watching: &'a mut Watching,
+    pub(super) agents: &'a mut Agents,
     pub(super) notices: &'a mut Notices,
-    /// The session checklists the `idx` worker read, when it runs.
-    pub(super) checklists: Option<&'a crate::shell::tree_poll::Checklists>,
     /// Whether a prompt was written here and now (a pipe, a file): its
     /// outcome never comes back as an input, yet `sessions.json` shows it.
     pub(super) told: bool,
@@ -134,7 +127,7 @@ impl World for Carry<'_> {
             ..
         } = record
         {
-            self.backends.observe(session);
+            self.agents.backends.observe(session);
         }
     }
 
@@ -146,7 +139,7 @@ impl World for Carry<'_> {
         // A session checklist on the tree, just read by the `idx` worker:
         // not read again from a mount that may hang (a synthetic file,
         // never modified "just now" by its mtime).
-        if let Some(bytes) = self.checklists.and_then(|c| c.take(path)) {
+        if let Some(bytes) = self.agents.tree.checklists().and_then(|c| c.take(path)) {
             let cap = config.max_plan_bytes;
             if bytes.len() > cap {
                 let size = bytes.len() as u64;
@@ -154,12 +147,13 @@ impl World for Carry<'_> {
             }
             return (FileRead::Bytes(bytes), false);
         }
-        self.plan_files
+        self.watching
+            .plan_files
             .read(path, config.max_plan_bytes, config.settle)
     }
 
     fn list(&mut self) -> Vec<PathBuf> {
-        self.watch.list()
+        self.watching.watch.list()
     }
 
     fn read_mount(&mut self, mount: &str) -> (FileRead, bool) {
@@ -183,19 +177,19 @@ impl World for Carry<'_> {
     }
 
     fn spawn(&mut self, spawn: &Spawn) -> Option<Input> {
-        self.backends.spawn(spawn)
+        self.agents.backends.spawn(spawn)
     }
 
     fn reap(&mut self, child: &str) {
-        self.backends.reap(child);
+        self.agents.backends.reap(child);
     }
 
     fn deliver(&mut self, d: &Delivery) -> Option<Result<Reached, Undeliverable>> {
         // Every record so far is written before the prompt is.
         self.flush();
-        let outcome = self.backends.deliver(d);
+        let outcome = self.agents.backends.deliver(d);
         match outcome {
-            None => *self.background += 1,
+            None => self.agents.background += 1,
             Some(_) => self.told = true,
         }
         outcome
@@ -204,39 +198,12 @@ impl World for Carry<'_> {
 
 impl Carry<'_> {
     pub(super) fn persist(&mut self, record: &Record) {
-        if let Err(e) = self.store.stage(record) {
-            tracing::error!(project = %self.settings.project.name, "cannot encode a state record: {e}");
-        }
-        if self.store.staged_full() {
-            self.flush();
-        }
+        self.journal.persist(self.settings, record);
     }
 
     /// Write the staged records (one `write(2)`): before every delivery and
     /// at the end of every input.
     pub(super) fn flush(&mut self) {
-        if !self.store.has_staged() {
-            return;
-        }
-        match self.store.flush() {
-            Ok(()) => {
-                if *self.store_failing {
-                    *self.store_failing = false;
-                    tracing::info!(project = %self.settings.project.name, "state directory writable again");
-                }
-                if self.sync_at.is_none() {
-                    *self.sync_at = Some(Instant::now() + self.settings.state.sync_interval);
-                }
-            }
-            Err(e) => {
-                // Keep working from memory: a wake-up that cannot be recorded
-                // is still delivered (at-least-once allows a repeat after a
-                // crash; silence would lose it).
-                if !*self.store_failing {
-                    *self.store_failing = true;
-                    tracing::error!(project = %self.settings.project.name, "cannot record state: {e}; continuing from memory, a crash now may repeat prompts");
-                }
-            }
-        }
+        self.journal.flush(self.settings);
     }
 }

@@ -18,6 +18,21 @@
 //! before it submits), and `statewait` shows the turn starting. Nothing
 //! waits here for the turn: the engine's lane goes on at once, and the turn
 //! start only confirms the wake-up for the journal (`await_turn`).
+//!
+//! ollie-9p as a kind of session: its sessions are directories under
+//! `sessions.dir` (the `Kind::Dir` backend, `agents::pipe`, hands a
+//! directory recognised here to `submit`). Its transport is `submit` (the
+//! Submit and its evidence) and `spawn` (children, through `s/new` and
+//! `ctl`); its observer is `poll` (the `idx` worker, over the `tree` it
+//! reads) with the delivery's own `cfg`/`statewait` reads; its
+//! configuration is `[sessions]` (`state_poll_ms`, `session_plans`,
+//! `delivery`) and `[fanout]`.
+
+pub mod follow;
+pub mod poll;
+pub mod spawn;
+pub mod submit;
+pub mod tree;
 
 use std::ffi::CString;
 use std::fs::File;

@@ -1,23 +1,12 @@
-//! Writing prompts into a session's enqueue file.
-//!
-//! The target is `<sessions_dir>/<session>/<enqueue>`, reached below the
-//! configured root with one `openat2` (`RESOLVE_BENEATH |
-//! RESOLVE_NO_SYMLINKS`, from the root held open) or, where that fails,
-//! with `openat` and `O_NOFOLLOW` at each step, so no session id and no
-//! symlink planted in a session directory can steer a write outside
-//! `sessions_dir`. Named pipes are opened non-blocking: no
-//! reader (ENXIO), a full pipe (EAGAIN) and a closed reader (EPIPE; SIGPIPE is
-//! ignored by the Rust runtime) come back as `Undeliverable` and the prompt
-//! stays first in its outbox. A prompt larger than the pipe's atomic size may
-//! be written partially; the rest is finished in the background when the
-//! pipe drains, before anything else goes to that session (the engine keeps
-//! the session's lane busy until the outcome arrives). Regular and FUSE/9P
-//! files are written on a blocking thread, since a 9P server may take its
-//! time, and one slow session must not hold up the others.
+//! Opening a session's enqueue file below the sessions root, and nowhere
+//! else: one `openat2` (`RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`) from the
+//! root held open, or `openat` with `O_NOFOLLOW` at each step, which names
+//! the cause of any failure; and what was opened (a named pipe, a regular
+//! file, or an ollie-9p session's directory).
 
 use std::ffi::CString;
 use std::fs::File;
-use std::io::{self, Write};
+use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileTypeExt;
@@ -26,40 +15,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tokio::io::unix::AsyncFd;
-
-use crate::config::Framing;
-use crate::core::effect::{Delivery, Spawn};
-use crate::core::input::{Evidence, Input, Reached, Undeliverable};
+use super::DirBackend;
+use crate::core::input::Undeliverable;
 use crate::core::session::check_name;
-use crate::shell::backend::{Backend, Reports};
-use crate::shell::ollie::{self, Flavour};
-use crate::shell::sessions::listed;
-use crate::shell::spawn::Spawner;
-use submit::{seen, still_listed, submitted};
-
-mod submit;
-
-/// The backend of directory sessions (`<sessions_dir>/<id>/`): named pipes,
-/// files, and ollie-9p sessions. Writes prompts, one per session at a time
-/// (the engine guarantees that), and creates and kills ollie-9p children.
-/// Cloned onto a blocking thread for each delivery: every open, stat and
-/// write of the session tree happens there, never on the event loop.
-#[derive(Clone)]
-pub struct Deliverer {
-    pub sessions_dir: PathBuf,
-    pub enqueue: String,
-    pub framing: Framing,
-    /// Submit to sessions recognised as ollie-9p ones (`prompt` + `cfg` or
-    /// `state` in the directory) instead of writing their enqueue file.
-    pub submit: bool,
-    /// Where background outcomes and turn starts are reported.
-    pub reports: Reports,
-    /// The sessions root, held open between deliveries.
-    pub root: Arc<HeldRoot>,
-    /// Creates and kills ollie-9p child sessions (fan-out).
-    pub spawner: Spawner,
-}
+use crate::shell::agents::ollie::tree::listed;
+use crate::shell::agents::ollie::{self, Flavour};
+use crate::shell::backend::undeliverable;
 
 /// The sessions root held open for `openat2`, with the identity it had
 /// when opened: it is used only while a `stat` of the configured path
@@ -67,16 +28,16 @@ pub struct Deliverer {
 /// `sessions.dir`, is opened afresh).
 #[derive(Default)]
 pub struct HeldRoot {
-    held: Mutex<Option<Root>>,
+    pub(super) held: Mutex<Option<Root>>,
     /// The kernel has no `openat2`: always go step by step.
     unsupported: AtomicBool,
     /// The loop polls the sessions root (a FUSE/9P mount, which may hang):
     /// deliveries open it on a blocking thread.
-    mounted: AtomicBool,
+    pub(super) mounted: AtomicBool,
 }
 
 /// The sessions root as opened.
-struct Root {
+pub(super) struct Root {
     path: PathBuf,
     dev: u64,
     ino: u64,
@@ -97,7 +58,7 @@ impl HeldRoot {
     /// The held root fd and whether it is remote, after one `stat` of the
     /// configured path. The fd is shared: another lane may replace the
     /// held root while this one still opens below it.
-    fn get(&self, dir: &Path) -> Option<(Arc<OwnedFd>, bool)> {
+    pub(super) fn get(&self, dir: &Path) -> Option<(Arc<OwnedFd>, bool)> {
         if self.unsupported.load(Ordering::Relaxed) {
             return None;
         }
@@ -134,12 +95,6 @@ fn remote(dir: &Path) -> bool {
         .is_some()
 }
 
-fn undeliverable(reason: impl Into<String>) -> Undeliverable {
-    Undeliverable {
-        reason: reason.into(),
-    }
-}
-
 /// Why the sessions directory cannot be opened, in words: the two ways
 /// a mounted session tree (an ollie-9p tree under 9pfuse) goes away are
 /// named as such, since both end when it is mounted again.
@@ -172,20 +127,15 @@ fn openat(dir: libc::c_int, name: &CString, flags: libc::c_int) -> io::Result<Ow
     }
 }
 
-enum Target {
+pub(super) enum Target {
     Fifo(File),
     Regular(File),
     /// An ollie-9p session directory: Submit through its `prompt`.
     Ollie(OwnedFd, Flavour),
 }
 
-impl Deliverer {
-    /// Where the session's enqueue file is.
-    pub fn path_of(&self, session: &str) -> PathBuf {
-        self.sessions_dir.join(session).join(&self.enqueue)
-    }
-
-    fn open(&self, session: &str) -> Result<Target, Undeliverable> {
+impl DirBackend {
+    pub(super) fn open(&self, session: &str) -> Result<Target, Undeliverable> {
         check_name(session).map_err(|why| undeliverable(format!("session id {why}")))?;
         let root = self.root.get(&self.sessions_dir);
         // ollie-9p is only ever served over 9P (9pfuse or the kernel's
@@ -227,7 +177,7 @@ impl Deliverer {
     /// sessions tree, one more wake-up of the inotify thread). `None`: take
     /// the step-by-step way — no `openat2` in this kernel, or any failure
     /// but "no reader", whose exact cause that way names.
-    fn open_beneath(
+    pub(super) fn open_beneath(
         &self,
         root: libc::c_int,
         session: &str,
@@ -348,219 +298,6 @@ impl Deliverer {
             )))
         }
     }
-
-    fn frame(&self, d: &Delivery, fifo: bool) -> Vec<u8> {
-        let framing = match self.framing {
-            Framing::Auto if fifo => Framing::Nul,
-            Framing::Auto => Framing::Message,
-            other => other,
-        };
-        match framing {
-            Framing::Message | Framing::Auto => d.text.as_bytes().to_vec(),
-            Framing::Nul => {
-                let mut b = Vec::with_capacity(d.text.len() + 1);
-                b.extend_from_slice(d.text.as_bytes());
-                b.push(0);
-                b
-            }
-            Framing::Jsonl => {
-                let mut b = serde_json::to_vec(&serde_json::json!({
-                    "prompt": d.text,
-                    "plan": d.plan,
-                    "step": d.step,
-                    "session": d.session,
-                }))
-                .unwrap_or_default();
-                b.push(b'\n');
-                b
-            }
-        }
-    }
-
-    /// Try to deliver now. `Some` is the outcome; `None` means the write
-    /// continues in the background and its outcome will be reported.
-    fn write(&self, d: &Delivery) -> Option<Result<Reached, Undeliverable>> {
-        let target = match self.open(&d.session) {
-            Ok(t) => t,
-            Err(e) => return Some(Err(e)),
-        };
-        match target {
-            Target::Fifo(file) => {
-                let bytes = self.frame(d, true);
-                match write_some(&file, &bytes) {
-                    Ok(n) if n == bytes.len() => Some(Ok(Reached::Written)),
-                    Ok(n) => {
-                        self.finish_later(file, bytes, n, d);
-                        None
-                    }
-                    Err(e) => Some(Err(fifo_error(e))),
-                }
-            }
-            Target::Regular(mut file) => {
-                let bytes = self.frame(d, false);
-                self.in_background(d, move |_| {
-                    let evidence = match file.write_all(&bytes) {
-                        Ok(()) => Evidence::Written,
-                        Err(e) => Evidence::Refused(format!("write: {e}")),
-                    };
-                    drop(file);
-                    evidence
-                });
-                None
-            }
-            Target::Ollie(dir, flavour) => {
-                self.submit_later(d, dir, flavour);
-                None
-            }
-        }
-    }
-
-    /// Submit to an ollie-9p session on a blocking thread (a 9P server
-    /// takes its time): the plain text (ollie-9p trims it and makes one
-    /// prompt of each write-and-close, so no framing applies), and what
-    /// `prompt.prev` then shows reported as evidence (`core::taken` judges
-    /// it); then the turn starting is watched for the journal
-    /// (`Input::TurnStarted`).
-    fn submit_later(&self, d: &Delivery, dir: OwnedFd, flavour: Flavour) {
-        let text = d.text.clone();
-        let sessions_dir = self.sessions_dir.clone();
-        let (session, seq) = (d.session.clone(), d.seq);
-        self.in_background(d, move |reports| {
-            // Not listed in `idx`: killed or renamed a moment ago, though
-            // the kernel still resolves its old path for about a second —
-            // a prompt written there is lost, or reaches the renamed
-            // session unannounced. It waits in the outbox instead.
-            if let Err(why) = still_listed(&sessions_dir, &session, flavour) {
-                return Evidence::Refused(why.reason);
-            }
-            // The state it is in as the prompt reaches it, told first: it
-            // decides whether the prompt woke it or waits behind a turn
-            // (the tree's last poll may be older than a person's Submit).
-            let before = ollie::read_state(&dir, flavour).ok().flatten();
-            // (An older ollie-9p's sessions have no `idx` to follow them
-            // by: their state stays unobserved.)
-            if let Some(state) = before.as_ref().filter(|_| flavour == Flavour::Current) {
-                let _ = reports.send(seen(&session, state.clone()));
-            }
-            let evidence = submitted(&dir, flavour, &text, &sessions_dir, &session);
-            // An idle agent's turn on it is about to start: seen for the
-            // journal. A busy one runs it after its turn.
-            let taken = matches!(evidence, Evidence::Recorded | Evidence::Queued);
-            if taken && before.is_some_and(|s| s.is_idle()) {
-                let reports = reports.clone();
-                std::thread::spawn(move || {
-                    if let Some(state) = ollie::await_turn(&dir, flavour) {
-                        if !state.is_idle() && flavour == Flavour::Current {
-                            let _ = reports.send(seen(&session, state));
-                        }
-                        let _ = reports.send(Input::TurnStarted { session, seq });
-                    }
-                });
-            }
-            evidence
-        });
-    }
-
-    /// Run a write that may block (a FUSE/9P server takes its time) on a
-    /// blocking thread, so one slow session never holds up another, and
-    /// report what it saw.
-    fn in_background(
-        &self,
-        d: &Delivery,
-        write: impl FnOnce(&Reports) -> Evidence + Send + 'static,
-    ) {
-        let reports = self.reports.clone();
-        let (session, seq) = (d.session.clone(), d.seq);
-        tokio::task::spawn_blocking(move || {
-            let evidence = write(&reports);
-            let _ = reports.send(Input::Evidence {
-                session,
-                seq,
-                evidence,
-            });
-        });
-    }
-
-    /// Finish a partial pipe write when the pipe drains. Nothing else is
-    /// written to this session meanwhile, so the prompt is never interleaved.
-    fn finish_later(&self, file: File, bytes: Vec<u8>, mut done: usize, d: &Delivery) {
-        let reports = self.reports.clone();
-        let (session, seq) = (d.session.clone(), d.seq);
-        tokio::spawn(async move {
-            let result = async {
-                // SAFETY: `File` owns its fd and nothing replaces or closes
-                // it while the `AsyncFd` holds it.
-                let afd =
-                    unsafe { AsyncFd::register_with_interest(file, tokio::io::Interest::WRITABLE) }
-                        .map_err(|e| undeliverable(format!("poll: {e}")))?;
-                while done < bytes.len() {
-                    let mut guard = afd
-                        .writable()
-                        .await
-                        .map_err(|e| undeliverable(format!("poll: {e}")))?;
-                    match guard.try_io(|f| write_some(f.get_ref(), &bytes[done..])) {
-                        Ok(Ok(n)) => done += n,
-                        Ok(Err(e)) => return Err(fifo_error(e)),
-                        Err(_would_block) => continue,
-                    }
-                }
-                Ok(Reached::Written)
-            }
-            .await;
-            let evidence = match result {
-                Ok(_) => Evidence::Written,
-                Err(why) => Evidence::Refused(why.reason),
-            };
-            let _ = reports.send(Input::Evidence {
-                session,
-                seq,
-                evidence,
-            });
-        });
-    }
-}
-
-impl Backend for Deliverer {
-    /// On a mounted sessions root, on a blocking thread: opening the
-    /// enqueue file stats and opens the root, which on a hung mount (a
-    /// 9pfuse tree whose link is cut) blocks until it heals — that
-    /// session's lane waits, not the loop; the outcome comes back through
-    /// the reports. A local one is written at once, so its outcome is in
-    /// the journal before the next prompt is written (a crash repeats at
-    /// most one prompt).
-    fn deliver(&mut self, d: &Delivery) -> Option<Result<Reached, Undeliverable>> {
-        if !self.root.mounted.load(Ordering::Relaxed) {
-            return self.write(d);
-        }
-        let (lane, d) = (self.clone(), d.clone());
-        tokio::task::spawn_blocking(move || {
-            if let Some(result) = lane.write(&d) {
-                let _ = lane.reports.send(outcome(d.session, d.seq, result));
-            }
-        });
-        None
-    }
-
-    fn spawn(&mut self, spawn: &Spawn) -> Option<Input> {
-        self.spawner.spawn(spawn);
-        None
-    }
-
-    fn reap(&mut self, child: &str) {
-        self.spawner.reap(child);
-    }
-}
-
-/// The input that reports a delivery's outcome.
-pub fn outcome(session: String, seq: u64, result: Result<Reached, Undeliverable>) -> Input {
-    match result {
-        Ok(reached) => Input::Delivered {
-            session,
-            seq,
-            reached,
-        },
-        Err(why) => Input::Undeliverable { session, seq, why },
-    }
 }
 
 /// Turn on `O_APPEND` for an open file.
@@ -577,30 +314,16 @@ fn set_append(file: &File) -> io::Result<()> {
     Ok(())
 }
 
-fn write_some(file: &File, bytes: &[u8]) -> io::Result<usize> {
-    // SAFETY: writing from a valid slice to an fd we own.
-    let n = unsafe { libc::write(file.as_raw_fd(), bytes.as_ptr().cast(), bytes.len()) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(n as usize)
-}
-
-fn fifo_error(e: io::Error) -> Undeliverable {
-    match e.raw_os_error() {
-        Some(libc::EAGAIN) => undeliverable("the FIFO is full (EAGAIN)"),
-        Some(libc::EPIPE) => undeliverable("the FIFO's reader went away (EPIPE)"),
-        _ => undeliverable(format!("write: {e}")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Framing;
+    use crate::shell::agents::ollie::spawn::Spawner;
+    use crate::shell::backend::Reports;
     use std::os::unix::fs::symlink;
 
-    fn deliverer(dir: &Path) -> Deliverer {
-        Deliverer {
+    fn deliverer(dir: &Path) -> DirBackend {
+        DirBackend {
             sessions_dir: dir.to_path_buf(),
             enqueue: "fifo.in".into(),
             framing: Framing::Auto,
@@ -618,7 +341,7 @@ mod tests {
     }
 
     /// `open_beneath` from the root as `open` gets it.
-    fn beneath(d: &Deliverer, session: &str) -> Option<Result<OwnedFd, Undeliverable>> {
+    fn beneath(d: &DirBackend, session: &str) -> Option<Result<OwnedFd, Undeliverable>> {
         let (root, _) = d.root.get(&d.sessions_dir)?;
         d.open_beneath(root.as_raw_fd(), session)
     }

@@ -23,9 +23,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::shell::backend::Reports;
 
+use super::tree::listed;
 use crate::core::effect::Spawn;
 use crate::core::input::Input;
-use crate::shell::sessions::listed;
 
 /// How long a create may take to show in `s/idx` before it is written once
 /// more, and then before it counts as failed (the step then goes back to

@@ -23,9 +23,9 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
 
+use super::tree::{SessionTree, TreeChange};
 use crate::core::input::{Change, Input, Observation, Observer, Seen};
 use crate::shell::backend::Reports;
-use crate::shell::sessions::{SessionTree, TreeChange};
 
 /// Why a session `idx` no longer lists is gone.
 pub const UNLISTED: &str = "no longer listed in the session index (killed, or renamed)";

@@ -1,0 +1,128 @@
+//! A Submit to an ollie-9p session and the evidence of what became of it
+//! (the delivery's own reads of `prompt.prev` and `idx`), for the one rule
+//! in the core (`core/taken.rs`) to judge: ollie-9p's transport.
+
+use std::os::fd::OwnedFd;
+use std::path::Path;
+
+use super::tree::listed;
+use super::{await_turn, read_state, Flavour};
+use crate::core::effect::Delivery;
+use crate::core::input::{Evidence, Input, Observation, Observer, Seen, Undeliverable};
+use crate::core::session::AgentState;
+use crate::shell::backend::{in_background, undeliverable, Reports};
+
+/// Submit to an ollie-9p session on a blocking thread (a 9P server
+/// takes its time): the plain text (ollie-9p trims it and makes one
+/// prompt of each write-and-close, so no framing applies), and what
+/// `prompt.prev` then shows reported as evidence (`core::taken` judges
+/// it); then the turn starting is watched for the journal
+/// (`Input::TurnStarted`).
+pub fn submit_later(
+    reports: &Reports,
+    d: &Delivery,
+    dir: OwnedFd,
+    flavour: Flavour,
+    sessions_dir: &Path,
+) {
+    let text = d.text.clone();
+    let sessions_dir = sessions_dir.to_path_buf();
+    let (session, seq) = (d.session.clone(), d.seq);
+    in_background(reports, d, move |reports| {
+        // Not listed in `idx`: killed or renamed a moment ago, though
+        // the kernel still resolves its old path for about a second —
+        // a prompt written there is lost, or reaches the renamed
+        // session unannounced. It waits in the outbox instead.
+        if let Err(why) = still_listed(&sessions_dir, &session, flavour) {
+            return Evidence::Refused(why.reason);
+        }
+        // The state it is in as the prompt reaches it, told first: it
+        // decides whether the prompt woke it or waits behind a turn
+        // (the tree's last poll may be older than a person's Submit).
+        let before = read_state(&dir, flavour).ok().flatten();
+        // (An older ollie-9p's sessions have no `idx` to follow them
+        // by: their state stays unobserved.)
+        if let Some(state) = before.as_ref().filter(|_| flavour == Flavour::Current) {
+            let _ = reports.send(seen(&session, state.clone()));
+        }
+        let evidence = submitted(&dir, flavour, &text, &sessions_dir, &session);
+        // An idle agent's turn on it is about to start: seen for the
+        // journal. A busy one runs it after its turn.
+        let taken = matches!(evidence, Evidence::Recorded | Evidence::Queued);
+        if taken && before.is_some_and(|s| s.is_idle()) {
+            let reports = reports.clone();
+            std::thread::spawn(move || {
+                if let Some(state) = await_turn(&dir, flavour) {
+                    if !state.is_idle() && flavour == Flavour::Current {
+                        let _ = reports.send(seen(&session, state));
+                    }
+                    let _ = reports.send(Input::TurnStarted { session, seq });
+                }
+            });
+        }
+        evidence
+    });
+}
+
+/// Submit `text` and what the session then shows of it: found in its
+/// `prompt.prev` (an older ollie-9p has none to look in: queued); another
+/// text there while it is still listed (someone else wrote meanwhile: it
+/// took ours too); no longer listed (killed under the write: not taken);
+/// or the read failed — not a lost prompt, but a doubt, looked at again.
+fn submitted(
+    dir: &OwnedFd,
+    flavour: Flavour,
+    text: &str,
+    sessions_dir: &Path,
+    session: &str,
+) -> Evidence {
+    if let Err(e) = super::submit(dir, text) {
+        return Evidence::Refused(format!("submit to prompt: {e}"));
+    }
+    if flavour == Flavour::Legacy {
+        return Evidence::Queued;
+    }
+    match super::took(dir, text) {
+        Ok(true) => Evidence::Recorded,
+        Ok(false) => match still_listed(sessions_dir, session, flavour) {
+            Ok(()) => Evidence::Queued,
+            Err(why) => Evidence::Refused(format!(
+                "the session did not take the prompt: {}",
+                why.reason
+            )),
+        },
+        Err(e) => Evidence::Unsure(format!("reading prompt.prev after the Submit failed: {e}")),
+    }
+}
+
+/// Whether `session` is still listed in the tree's `idx` — `Err` with the
+/// reason when it is not, or `idx` cannot be read (retried: a prompt is
+/// never written to a session that may be gone). An older ollie-9p has no
+/// `idx` to ask.
+pub fn still_listed(
+    sessions_dir: &Path,
+    session: &str,
+    flavour: Flavour,
+) -> Result<(), Undeliverable> {
+    match listed(sessions_dir, session) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(undeliverable(
+            "the session is no longer listed in idx (killed or renamed); its prompts wait in its outbox",
+        )),
+        Err(_) if flavour == Flavour::Legacy => Ok(()),
+        Err(e) => Err(undeliverable(format!(
+            "cannot read {}: {e}",
+            sessions_dir.join("idx").display()
+        ))),
+    }
+}
+
+/// A delivery's own look at an ollie-9p session's state (stamped as it
+/// is sent: `Reports`).
+fn seen(session: &str, state: AgentState) -> Input {
+    Input::Observed(Observation::new(
+        session.to_string(),
+        Seen::State(state),
+        Observer::Delivery,
+    ))
+}
