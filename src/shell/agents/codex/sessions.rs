@@ -1,5 +1,5 @@
 //! What the Codex backend knows of each `codex:` session the engine has
-//! named: the thread it is, whether this connection is subscribed to it,
+//! named: the thread it is, whether it is reachable on this connection,
 //! the state last reported, and which of reveille's prompts the thread
 //! holds. A session is known from the first prompt (or child) for it on,
 //! so that when the app-server comes back every one of them is reported
@@ -34,12 +34,12 @@ pub struct Session {
     /// Reachable on the current connection: this server is the thread's
     /// writer, and a prompt can be queued.
     pub attached: bool,
-    /// Resumed on the current connection: its turns' notifications come
-    /// here. (A thread with no turn yet can be attached, not subscribed.)
-    pub subscribed: bool,
-    /// What `thread/resume` said of it, for a child's settings: `cwd`,
-    /// `model`, `modelProvider`, `approvalPolicy`, `sandbox`.
-    pub resumed: Value,
+    /// What a child inherits of it (`attach.rs`): `cwd`, `model`,
+    /// `modelProvider`, and `approvalPolicy`, `sandbox` when a resume
+    /// told them.
+    pub settings: Value,
+    /// The last turn whose failure was said in the journal.
+    pub failed_told: Option<String>,
     /// What was last reported; `None` until something was.
     reported: Option<Presence>,
     /// reveille's prompts in the thread, by client id.
@@ -49,15 +49,16 @@ pub struct Session {
     pub parked: Vec<Delivery>,
     /// When they are looked for again (`None`: nothing is parked).
     pub settle: Option<Settle>,
-    /// The command of the approval request Codex sent this connection
-    /// (left unanswered): what its `waitingOnApproval` is about.
+    /// The command a `waitingOnApproval` is about, when it could be read
+    /// (`waiting.rs`).
     asked: Option<String>,
 }
 
 impl Session {
-    /// Whether the command of an approval request was read for it.
-    pub fn has_asked(&self) -> bool {
-        self.asked.is_some()
+    /// Whether a turn may have started on a prompt of ours that the engine
+    /// has not been told of: the thread's turns are worth reading.
+    pub fn awaits_start(&self) -> bool {
+        !self.parked.is_empty() || self.held.values().any(|h| !h.started)
     }
 }
 
@@ -133,8 +134,8 @@ impl Sessions {
         ))
     }
 
-    /// Codex asked this connection to approve `command` for `name`: the
-    /// wait reported (now or next) names it.
+    /// `name` waits for a person to approve `command`: the wait reported
+    /// (now or next) names it.
     pub fn asked(&mut self, name: &str, command: &str) -> Option<Input> {
         let s = self.map.get_mut(name)?;
         s.asked = Some(command.to_string());
@@ -149,21 +150,6 @@ impl Sessions {
             }
             _ => None,
         }
-    }
-
-    /// A turn started on prompt `client_id` of `name`: whether the engine
-    /// is still to hear of it. A subscription made as the turn began
-    /// (a thread's first turn) finds it in the history before its
-    /// `item/started` arrives; the engine hears it once.
-    pub fn turn_started(&mut self, name: &str, client_id: &str) -> bool {
-        let Some(s) = self.get(name) else {
-            return true;
-        };
-        let Some(held) = s.held.get_mut(client_id) else {
-            return true;
-        };
-        held.started = true;
-        !std::mem::replace(&mut held.told, true)
     }
 
     /// Every parked delivery, taken (the connection is gone: none of them
@@ -222,7 +208,6 @@ impl Sessions {
             .filter_map(|n| {
                 let s = self.map.get_mut(n)?;
                 s.attached = false;
-                s.subscribed = false;
                 self.unreachable(n, why)
             })
             .collect()
@@ -256,32 +241,6 @@ mod tests {
         // Found gone once the server is back: news.
         assert!(s.set_state("codex:t", None).is_some());
         assert_eq!(s.set_state("codex:unknown", None), None);
-    }
-
-    #[test]
-    fn a_turn_start_is_told_once_however_it_was_seen() {
-        let mut s = Sessions::default();
-        let held = Held {
-            text: "p".into(),
-            started: false,
-            told: false,
-        };
-        s.know("codex:t").held.insert("reveille:p:1".into(), held);
-        assert!(s.turn_started("codex:t", "reveille:p:1"));
-        assert!(!s.turn_started("codex:t", "reveille:p:1"));
-        assert!(s.get("codex:t").unwrap().held["reveille:p:1"].started);
-        // Seen in the history first (told there), then its notification.
-        s.know("codex:t").held.insert(
-            "reveille:p:2".into(),
-            Held {
-                text: "q".into(),
-                started: true,
-                told: true,
-            },
-        );
-        assert!(!s.turn_started("codex:t", "reveille:p:2"));
-        // A prompt this run did not deliver: told.
-        assert!(s.turn_started("codex:t", "reveille:p:3"));
     }
 
     fn delivery(seq: u64) -> Delivery {
