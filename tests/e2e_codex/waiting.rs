@@ -20,7 +20,7 @@ const WAITING: &str = "waiting for a person: approve `sed -i";
 #[test]
 fn an_approval_is_a_wait_told_once_and_resolved_by_the_persons_answer() {
     let mut told = None;
-    let Some(rig) = Rig::asking(|p| {
+    let Some(rig) = Rig::asking_tapped(|p| {
         told = Some(Told::configure(p));
         p.set("sessions", "remind_after_ms", "1000");
     }) else {
@@ -136,6 +136,14 @@ fn an_approval_is_a_wait_told_once_and_resolved_by_the_persons_answer() {
         .lines_with("reminder=")
         .iter()
         .all(|l| !l.contains("step=\"s1\"")));
-    // Never a party to the person's answer: Codex asked reveille nothing.
+    // Never a party to the person's answer: reveille subscribed to no
+    // thread, and the server asked it nothing (as the server saw it).
+    let tap = rig.tap.as_ref().unwrap();
+    let called = tap.called();
+    assert!(called.iter().any(|m| m == "thread/queue/add"), "{called:?}");
+    for subscribing in ["thread/resume", "thread/start", "thread/fork"] {
+        assert!(!called.iter().any(|m| m == subscribing), "{called:?}");
+    }
+    assert_eq!(tap.asked(), Vec::<serde_json::Value>::new());
     assert_eq!(d.log_count("codex asked reveille"), 0, "{}", d.log());
 }

@@ -17,6 +17,7 @@
 //! `pid-update-loop` behind, so a stop here ends all three, by pid.
 
 pub mod app_server;
+pub mod tap;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

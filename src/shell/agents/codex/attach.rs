@@ -65,6 +65,7 @@ impl Worker {
         let input = self.sessions.set_state(name, state);
         self.report_all(input);
         self.tell_started(name);
+        self.look_soon(name);
         Ok(thread)
     }
 
@@ -195,7 +196,8 @@ impl Worker {
 
     /// Which of this project's prompts `thread` holds: in its latest turns
     /// (a turn started on them) or waiting in its queue. A thread with no
-    /// turn yet has no history to list ("not materialized yet"). The
+    /// turn yet has no history to list ("not materialized yet"). Whether
+    /// one of ours is in neither (Codex is starting it: `started.rs`). The
     /// turns read (newest first; null when there are none).
     pub(super) fn read_held(&mut self, name: &str, thread: &str) -> Result<Value, String> {
         let turns = match self.call(
@@ -218,6 +220,7 @@ impl Worker {
             .filter(|((id, _), _)| self.ids.seq(id).is_some())
             .collect();
         if let Some(s) = self.sessions.get(name) {
+            let seen: Vec<String> = ours.iter().map(|((id, _), _)| id.clone()).collect();
             for ((id, text), started) in ours {
                 let held = s.held.entry(id).or_insert(Held {
                     text,
@@ -226,6 +229,10 @@ impl Worker {
                 });
                 held.started |= started;
             }
+            s.hidden = s
+                .held
+                .iter()
+                .any(|(id, h)| !h.started && !seen.contains(id));
         }
         Ok(turns)
     }

@@ -40,6 +40,12 @@ pub struct Session {
     pub settings: Value,
     /// The last turn whose failure was said in the journal.
     pub failed_told: Option<String>,
+    /// At the last read, a prompt of ours was in neither the thread's
+    /// queue nor its turns: Codex is starting it (`started.rs`).
+    pub hidden: bool,
+    /// When the thread is read again for it, and how many more times.
+    pub look_again: Option<Instant>,
+    pub looks_left: u32,
     /// What was last reported; `None` until something was.
     reported: Option<Presence>,
     /// reveille's prompts in the thread, by client id.
@@ -168,6 +174,20 @@ impl Sessions {
     pub fn is_busy(&self, name: &str) -> bool {
         let reported = self.map.get(name).and_then(|s| s.reported.as_ref());
         reported.is_some_and(Presence::is_busy)
+    }
+
+    /// The earliest instant some session's thread is to be read again.
+    pub fn next_look(&self) -> Option<Instant> {
+        self.map.values().filter_map(|s| s.look_again).min()
+    }
+
+    /// The sessions whose thread is to be read again at `now`.
+    pub fn looks_due(&self, now: Instant) -> Vec<String> {
+        let due = self
+            .map
+            .iter()
+            .filter(|(_, s)| s.look_again.is_some_and(|at| at <= now));
+        due.map(|(n, _)| n.clone()).collect()
     }
 
     /// The earliest instant some session's parked prompts are due.

@@ -120,14 +120,16 @@ impl Worker {
             // After the events: a turn that started as the grace ended
             // is known before the grace is judged.
             self.settle_due(Instant::now());
+            self.looks_due(Instant::now());
             if self.reports.is_closed() {
                 return;
             }
         }
     }
 
-    /// How long the loop may sleep: until a retry of a down server, or
-    /// until parked prompts are due; for ever when neither waits.
+    /// How long the loop may sleep: until a retry of a down server, until
+    /// parked prompts are due, or until a thread is to be read again; for
+    /// ever when none waits.
     fn timeout(&self) -> Option<Duration> {
         let every = if self.episode.refused_credentials() {
             RETRY_REFUSED
@@ -136,11 +138,12 @@ impl Worker {
         };
         let retry = self.conn.is_none().then_some(every);
         let now = Instant::now();
-        let settle = self
-            .sessions
-            .next_settle()
+        let settle = self.sessions.next_settle().into_iter();
+        let look = self.sessions.next_look().into_iter();
+        let due = settle
+            .chain(look)
             .map(|at| at.saturating_duration_since(now));
-        retry.into_iter().chain(settle).min()
+        retry.into_iter().chain(due).min()
     }
 
     /// Empty the wake-up pipe; `false` when the backend closed it.
