@@ -61,6 +61,12 @@ impl Rig {
         Rig::start_with(CodexHome::asking, true, true, configure)
     }
 
+    /// The same tapped, with the agent asking the person a question in
+    /// its default mode, and running commands without asking.
+    pub fn questioning_tapped(configure: impl FnOnce(&mut Project)) -> Option<Rig> {
+        Rig::start_with(CodexHome::questioning, false, true, configure)
+    }
+
     fn start_with(
         home: fn(&FakeModel) -> Result<CodexHome, String>,
         sed: bool,

@@ -65,6 +65,18 @@ impl CodexHome {
         Ok(home)
     }
 
+    /// A home whose agent may ask the person a question in its default
+    /// mode (`request_user_input`, otherwise offered in Plan mode only),
+    /// and runs commands without asking.
+    pub fn questioning(model: &FakeModel) -> Result<CodexHome, String> {
+        let home = CodexHome::with_policy(model, "never")?;
+        let config = home.home.join("config.toml");
+        let mut text = std::fs::read_to_string(&config).unwrap();
+        text.push_str("\n[features]\ndefault_mode_request_user_input = true\n");
+        std::fs::write(&config, text).unwrap();
+        Ok(home)
+    }
+
     fn with_policy(model: &FakeModel, approval: &str) -> Result<CodexHome, String> {
         let bin = cli_bin("codex")?;
         if let Some(why) = tmux_unavailable() {

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::core::effect::Delivery;
 use crate::core::input::Input;
-use crate::core::session::{AgentState, Wait, WaitOn};
+use crate::core::session::AgentState;
 use crate::shell::agents::presence::{self, Presence};
 
 /// One of reveille's prompts as the thread holds it.
@@ -55,9 +55,6 @@ pub struct Session {
     pub parked: Vec<Delivery>,
     /// When they are looked for again (`None`: nothing is parked).
     pub settle: Option<Settle>,
-    /// The command a `waitingOnApproval` is about, when it could be read
-    /// (`waiting.rs`).
-    asked: Option<String>,
 }
 
 impl Session {
@@ -117,45 +114,11 @@ impl Sessions {
     /// look is told; `None` only for a session not known).
     pub fn set_state(&mut self, name: &str, state: Option<AgentState>) -> Option<Input> {
         let s = self.map.get_mut(name)?;
-        let state = match state {
-            Some(AgentState::Waiting(w)) if w.on == WaitOn::Approval && w.what.is_empty() => {
-                let what = s.asked.clone().unwrap_or_default();
-                Some(AgentState::Waiting(Wait { what, ..w }))
-            }
-            other => {
-                let was_waiting = matches!(
-                    s.reported,
-                    Some(Presence::State(Some(AgentState::Waiting(_))))
-                );
-                if was_waiting || other.as_ref().is_none_or(AgentState::is_idle) {
-                    s.asked = None;
-                }
-                other
-            }
-        };
         Some(presence::tell(
             &mut s.reported,
             Presence::State(state),
             name,
         ))
-    }
-
-    /// `name` waits for a person to approve `command`: the wait reported
-    /// (now or next) names it.
-    pub fn asked(&mut self, name: &str, command: &str) -> Option<Input> {
-        let s = self.map.get_mut(name)?;
-        s.asked = Some(command.to_string());
-        match &s.reported {
-            Some(Presence::State(Some(AgentState::Waiting(w)))) if w.what.is_empty() => {
-                let state = Some(AgentState::Waiting(Wait::approval(command)));
-                Some(presence::tell(
-                    &mut s.reported,
-                    Presence::State(state),
-                    name,
-                ))
-            }
-            _ => None,
-        }
     }
 
     /// Every parked delivery, taken (the connection is gone: none of them

@@ -24,7 +24,7 @@ use super::rpc::{wait_readable, CallError, Connection, SERVER};
 use super::sessions::Sessions;
 use crate::core::effect::{Delivery, Spawn};
 use crate::core::input::Input;
-use crate::core::session::{AgentState, WaitOn};
+use crate::core::session::{AgentState, Wait};
 use crate::shell::agents::remote::link::{Episode, LinkDown, Why};
 use crate::shell::backend::Reports;
 
@@ -305,19 +305,16 @@ impl Worker {
                 state,
                 loaded,
             } => {
-                let approval =
-                    matches!(&state, Some(AgentState::Waiting(w)) if w.on == WaitOn::Approval);
                 let names = self.sessions.of_thread(&thread);
-                let command = match approval && !names.is_empty() {
-                    true => self.waiting_command(&thread),
-                    false => None,
+                let state = match state {
+                    // What it waits for, told with the wait from its start.
+                    Some(AgentState::Waiting(w)) if !names.is_empty() => {
+                        let what = self.waiting_for(&thread, w.on).unwrap_or_default();
+                        Some(AgentState::Waiting(Wait { what, ..w }))
+                    }
+                    other => other,
                 };
                 for name in names {
-                    if let Some(command) = &command {
-                        // Before the state: the wait is told with it.
-                        let told = self.sessions.asked(&name, command);
-                        self.report_all(told);
-                    }
                     let input = self.sessions.set_state(&name, state.clone());
                     self.report_all(input);
                     if loaded {
