@@ -25,9 +25,6 @@ pub struct AppServer {
     next_id: u64,
     /// Notifications seen so far (method, params, when).
     pub notes: Vec<(String, Value, Instant)>,
-    /// Requests the server sent this client (an approval, a question),
-    /// whole.
-    pub requests: Vec<Value>,
 }
 
 impl AppServer {
@@ -67,7 +64,6 @@ impl AppServer {
             ws,
             next_id: 0,
             notes: Vec::new(),
-            requests: Vec::new(),
         };
         server.call(
             "initialize",
@@ -116,8 +112,6 @@ impl AppServer {
                         if v.get("id").is_none() {
                             self.notes
                                 .push((m.to_string(), v["params"].clone(), Instant::now()));
-                        } else {
-                            self.requests.push(v.clone());
                         }
                     }
                     return Ok(v);
@@ -125,23 +119,6 @@ impl AppServer {
                 Message::Close(_) => return Err("connection closed".into()),
                 _ => continue,
             }
-        }
-    }
-
-    /// Answer the server's request `id` with `result` (a person's answer,
-    /// as a client that shows approvals sends it).
-    pub fn respond(&mut self, id: &Value, result: Value) -> Result<(), String> {
-        let text = json!({ "id": id, "result": result }).to_string();
-        self.ws.send(Message::text(text)).map_err(|e| e.to_string())
-    }
-
-    /// Read what the server sends for `d` (a cheap call repeated), keeping
-    /// notifications and requests.
-    pub fn pump(&mut self, d: Duration) {
-        let end = Instant::now() + d;
-        while Instant::now() < end {
-            let _ = self.call("thread/loaded/list", json!({}));
-            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
