@@ -24,6 +24,7 @@ mod fanout;
 mod file_log;
 mod long_turn;
 mod plan_run;
+mod question;
 mod reminders;
 mod rig;
 mod waiting;

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::file_log::FileLog;
+use crate::util::agents::codex::tap::WsTap;
 use crate::util::agents::codex::{Codex, CodexHome};
 use crate::util::daemon::Daemon;
 use crate::util::fakemodel::responses::Responses;
@@ -30,6 +31,8 @@ const READY: Duration = Duration::from_secs(20);
 
 pub struct Rig {
     daemon: Option<Daemon>,
+    /// Between reveille and the TUI's daemon, when the test asked for it.
+    pub tap: Option<WsTap>,
     pub files: FileLog,
     pub codex: Codex,
     pub project: Project,
@@ -47,18 +50,27 @@ impl Rig {
     /// Start it all, with `configure` adding to the project's settings;
     /// `None` after the `skipped:` line when Codex or tmux is missing.
     pub fn start(configure: impl FnOnce(&mut Project)) -> Option<Rig> {
-        Rig::start_with(CodexHome::new, false, configure)
+        Rig::start_with(CodexHome::new, false, false, configure)
     }
 
-    /// The same, with Codex asking the person before each `sed`, and the
-    /// fake model ticking steps with one `sed` each.
-    pub fn asking(configure: impl FnOnce(&mut Project)) -> Option<Rig> {
-        Rig::start_with(CodexHome::asking, true, configure)
+    /// The same, with Codex asking the person before each `sed`, the fake
+    /// model ticking steps with one `sed` each, and reveille reaching the
+    /// TUI's daemon through a [`WsTap`] (`codex.endpoint`), so the test
+    /// sees what reveille sent and was sent.
+    pub fn asking_tapped(configure: impl FnOnce(&mut Project)) -> Option<Rig> {
+        Rig::start_with(CodexHome::asking, true, true, configure)
+    }
+
+    /// The same tapped, with the agent asking the person a question in
+    /// its default mode, and running commands without asking.
+    pub fn questioning_tapped(configure: impl FnOnce(&mut Project)) -> Option<Rig> {
+        Rig::start_with(CodexHome::questioning, false, true, configure)
     }
 
     fn start_with(
         home: fn(&FakeModel) -> Result<CodexHome, String>,
         sed: bool,
+        tapped: bool,
         configure: impl FnOnce(&mut Project),
     ) -> Option<Rig> {
         let model = FakeModel::start(vec![Box::new(Responses)], Duration::from_millis(20));
@@ -81,10 +93,17 @@ impl Rig {
             &toml(&codex.home.home.display().to_string()),
         );
         project.set("sessions", "session_plans", "false");
+        let tap = tapped.then(|| {
+            let tap = WsTap::start(&codex.cwd.with_file_name("tap.sock"), &codex.home.socket());
+            let endpoint = format!("unix://{}", tap.path.display());
+            project.set("codex", "endpoint", &toml(&endpoint));
+            tap
+        });
         configure(&mut project);
         let files = FileLog::watch(&project.plan_dir);
         let mut rig = Rig {
             daemon: None,
+            tap,
             files,
             codex,
             project,

@@ -1,10 +1,10 @@
 //! SPEC §12 for a Codex user: approvals on (`on-request` and a `prompt`
 //! rule for `sed`), the fake model ticks each step with one `sed`, so
-//! Codex asks the person first. reveille sees the wait (its own
-//! connection is asked too, and answers nothing), says it (status,
-//! journal), tells the person once through `[notify]`, and again when the
+//! Codex asks the person first. reveille sees the wait (from the status
+//! Codex broadcasts to every client), says it (status, journal), tells the person once through `[notify]`, and again when the
 //! person approves (`y`) or declines (Esc) in the TUI; no reminder comes
-//! during the wait.
+//! during the wait. reveille is never asked itself: it subscribes to no
+//! thread.
 
 use std::time::Instant;
 
@@ -20,7 +20,7 @@ const WAITING: &str = "waiting for a person: approve `sed -i";
 #[test]
 fn an_approval_is_a_wait_told_once_and_resolved_by_the_persons_answer() {
     let mut told = None;
-    let Some(rig) = Rig::asking(|p| {
+    let Some(rig) = Rig::asking_tapped(|p| {
         told = Some(Told::configure(p));
         p.set("sessions", "remind_after_ms", "1000");
     }) else {
@@ -54,8 +54,6 @@ fn an_approval_is_a_wait_told_once_and_resolved_by_the_persons_answer() {
         assert!(warning.contains(&field), "{field} not in {warning}");
     }
     assert!(warning.contains("WARN"), "{warning}");
-    // reveille's own connection was asked, and left it unanswered.
-    rig.wait_log("left unanswered");
     let first = wait_until("the person to be told", TURN, || {
         told.notices().first().cloned()
     });
@@ -67,8 +65,9 @@ fn an_approval_is_a_wait_told_once_and_resolved_by_the_persons_answer() {
         warning.contains(&format!("plan=\"{}\"", first["PLAN"])),
         "{warning}"
     );
-    // The status flag comes a moment before the request that names the
-    // command: reveille looks for it, so the person is told which.
+    // Codex tells the command only to the thread's subscribers, and
+    // reveille is none: it reads it from the thread's rollout, so the
+    // person is told which.
     assert!(first["SUMMARY"].contains(&q), "{first:?}");
     assert!(first["BODY"].contains("sed -i"), "{first:?}");
     assert!(warning.contains("approve `sed -i"), "{warning}");
@@ -137,4 +136,14 @@ fn an_approval_is_a_wait_told_once_and_resolved_by_the_persons_answer() {
         .lines_with("reminder=")
         .iter()
         .all(|l| !l.contains("step=\"s1\"")));
+    // Never a party to the person's answer: reveille subscribed to no
+    // thread, and the server asked it nothing (as the server saw it).
+    let tap = rig.tap.as_ref().unwrap();
+    let called = tap.called();
+    assert!(called.iter().any(|m| m == "thread/queue/add"), "{called:?}");
+    for subscribing in ["thread/resume", "thread/start", "thread/fork"] {
+        assert!(!called.iter().any(|m| m == subscribing), "{called:?}");
+    }
+    assert_eq!(tap.asked(), Vec::<serde_json::Value>::new());
+    assert_eq!(d.log_count("codex asked reveille"), 0, "{}", d.log());
 }

@@ -17,6 +17,7 @@
 //! `pid-update-loop` behind, so a stop here ends all three, by pid.
 
 pub mod app_server;
+pub mod tap;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -61,6 +62,18 @@ impl CodexHome {
             "prefix_rule(pattern=[\"sed\"], decision=\"prompt\")\n",
         )
         .unwrap();
+        Ok(home)
+    }
+
+    /// A home whose agent may ask the person a question in its default
+    /// mode (`request_user_input`, otherwise offered in Plan mode only),
+    /// and runs commands without asking.
+    pub fn questioning(model: &FakeModel) -> Result<CodexHome, String> {
+        let home = CodexHome::with_policy(model, "never")?;
+        let config = home.home.join("config.toml");
+        let mut text = std::fs::read_to_string(&config).unwrap();
+        text.push_str("\n[features]\ndefault_mode_request_user_input = true\n");
+        std::fs::write(&config, text).unwrap();
         Ok(home)
     }
 

@@ -211,7 +211,14 @@ fn reply(n: u64, asked: &Asked, sed: bool) -> Reply {
         return Reply::Text("Fake title".into());
     }
     let script = Script::of(&asked.last_user);
-    if asked.after_tool {
+    // A prompt that both asks and ticks: the question first, the ticks
+    // once the person answered (the tool's output is the answer).
+    let asks_first = script.ask.is_some() && !script.ticks.is_empty();
+    let answered = asked.after_tool && !asked.tool_output.contains("ticked: ");
+    if asks_first && !asked.after_tool {
+        return Reply::Question(script.ask.unwrap_or_default());
+    }
+    if asked.after_tool && !(asks_first && answered) {
         let lines: Vec<String> = asked
             .tool_output
             .lines()

@@ -63,6 +63,17 @@ impl Api for Responses {
             json!({"type": "response.created", "response": {"id": format!("resp_{id}")}}),
         )?;
         match reply {
+            Reply::Question(question) if offers(&body, QUESTION_TOOL) => {
+                let call = question_call(&format!("{id}_q"), question);
+                send(
+                    out,
+                    json!({"type": "response.output_item.added", "output_index": 0, "item": call}),
+                )?;
+                send(
+                    out,
+                    json!({"type": "response.output_item.done", "output_index": 0, "item": call}),
+                )?;
+            }
             Reply::Text(text) | Reply::Question(text) => {
                 let text = framed_text(&body, text);
                 // The other half of a `delay=` turn (the core waited the
@@ -190,6 +201,26 @@ fn is_auxiliary(req: &Request, body: &Value) -> bool {
         || not_a_turn
         || body["text"]["format"]["type"] == "json_schema"
         || req.path() != "/v1/responses"
+}
+
+/// Codex's tool for asking the person (Plan mode, or the
+/// `default_mode_request_user_input` feature).
+const QUESTION_TOOL: &str = "request_user_input";
+
+/// Whether the request offers the tool `name`.
+fn offers(body: &Value, name: &str) -> bool {
+    let tools = body["tools"].as_array().map_or(&[][..], Vec::as_slice);
+    tools.iter().any(|t| t["name"] == name)
+}
+
+/// A `request_user_input` call asking `question`, with two choices.
+fn question_call(id: &str, question: &str) -> Value {
+    let arguments = json!({"questions": [{"id": "choice", "header": "Question",
+        "question": question, "options": [
+            {"label": "Yes (Recommended)", "description": "Go on with the step."},
+            {"label": "No", "description": "Leave the step."}]}]});
+    json!({"type": "function_call", "id": format!("fc_{id}"), "call_id": format!("call_{id}"),
+           "name": QUESTION_TOOL, "arguments": arguments.to_string()})
 }
 
 /// The shell tool the request offers.

@@ -1,9 +1,18 @@
-//! Attaching to a session's thread: finding it (by id, or by its exact
-//! name), `thread/resume` on this connection — which subscribes reveille
-//! to the thread's turns and proves that this server is the thread's
-//! writer ("thread … already has an active writer" when another Codex
-//! process owns it) — and reading which of reveille's prompts the thread
-//! already holds, so a prompt repeated after a restart is not sent twice.
+//! Attaching to a session's thread without ever subscribing to it:
+//! finding it (by id, or by its exact name), reading it (`thread/read`),
+//! and reading which of reveille's prompts it already holds, so a prompt
+//! repeated after a restart is not sent twice.
+//!
+//! A client subscribed to a thread (`thread/start`, `thread/resume`) is
+//! sent its approval requests and questions — also one asked before it
+//! subscribed — and its answer counts. reveille must never be a party to
+//! a person's answer, so it stays a client that only sent `initialize`:
+//! Codex still broadcasts every thread's `thread/status/changed` to it,
+//! and `thread/queue/add` starts or queues a turn on any thread this
+//! server has loaded (doc/agents/codex.md, measured). Only a thread that
+//! is stored but not loaded needs a resume — its queue runs only once
+//! something loads it — and reveille unsubscribes in the same breath:
+//! the thread stays loaded and its queue drains.
 
 use serde_json::{json, Value};
 
@@ -36,58 +45,54 @@ impl Worker {
         if let Some(s) = self.sessions.get(name) {
             s.thread = Some(thread.clone());
         }
-        match self.subscribe(name, &thread) {
-            Ok(()) => Ok(thread),
-            Err(CallError::Lost(why)) => Err(why),
-            Err(CallError::Refused(m)) if m.contains("no rollout found") => {
-                self.attach_unstored(name, &thread, &m)?;
-                Ok(thread)
-            }
-            Err(CallError::Refused(m)) => Err(self.refused(name, &thread, &m)),
-        }
-    }
-
-    /// `thread/resume` on this connection, then what the thread holds of
-    /// ours and its state; a turn started on one of ours that the engine
-    /// was not told of yet is told now.
-    pub(super) fn subscribe(&mut self, name: &str, thread: &str) -> Result<(), CallError> {
-        let resumed = self.call("thread/resume", protocol::resume(thread))?;
-        let info = ThreadInfo::of(&resumed["thread"]);
-        if let Some(s) = self.sessions.get(name) {
-            s.attached = true;
-            s.subscribed = true;
-            s.resumed = resumed;
-        }
-        self.read_held(name, thread).map_err(CallError::Lost)?;
-        let state = info.and_then(|i| i.state);
-        let input = self.sessions.set_state(name, state);
-        self.report_all(input);
-        self.tell_started(name);
-        Ok(())
-    }
-
-    /// A thread with no turn yet has no rollout to resume from ("no
-    /// rollout found"), so no client can subscribe to it until its first
-    /// turn; if this server has it loaded, it is this server's, and its
-    /// queue runs a prompt all the same. Subscribed once a turn started.
-    fn attach_unstored(&mut self, name: &str, thread: &str, message: &str) -> Result<(), String> {
         let read = match self.call("thread/read", json!({ "threadId": thread })) {
             Ok(read) => read,
             Err(CallError::Lost(why)) => return Err(why),
-            Err(CallError::Refused(_)) => return Err(self.refused(name, thread, message)),
+            Err(CallError::Refused(m)) => return Err(self.refused(name, &thread, &m)),
         };
+        let mut settings = read["thread"].clone();
+        let mut state = ThreadInfo::of(&read["thread"]).and_then(|i| i.state);
         if read["thread"]["status"]["type"] == "notLoaded" {
-            return Err(self.refused(name, thread, message));
+            let loaded = self.load(name, &thread)?;
+            state = ThreadInfo::of(&loaded["thread"]).and_then(|i| i.state);
+            merge(&mut settings, &loaded);
         }
-        let info = ThreadInfo::of(&read["thread"]);
         if let Some(s) = self.sessions.get(name) {
             s.attached = true;
-            s.subscribed = false;
-            s.resumed = json!({ "cwd": info.as_ref().map(|i| i.cwd.clone()) });
+            s.settings = settings;
         }
-        let input = self.sessions.set_state(name, info.and_then(|i| i.state));
+        self.read_held(name, &thread)?;
+        let input = self.sessions.set_state(name, state);
         self.report_all(input);
-        Ok(())
+        self.tell_started(name);
+        self.look_soon(name);
+        Ok(thread)
+    }
+
+    /// Load a stored thread no process runs (`notLoaded` here): a
+    /// `thread/resume` — which also proves this server may be its writer
+    /// ("… already has an active writer" when another Codex process runs
+    /// it) — and at once `thread/unsubscribe`. The thread stays loaded
+    /// (measured: no `thread/closed`, its queue runs, later prompts start
+    /// turns), and nothing of it is asked of reveille from then on. A
+    /// thread just loaded has no request pending: none survives its
+    /// server. The resume's answer (with the thread's approval policy and
+    /// sandbox).
+    fn load(&mut self, name: &str, thread: &str) -> Result<Value, String> {
+        let resumed = match self.call("thread/resume", protocol::resume(thread)) {
+            Ok(resumed) => resumed,
+            Err(CallError::Lost(why)) => return Err(why),
+            Err(CallError::Refused(m)) => return Err(self.refused(name, thread, &m)),
+        };
+        match self.call("thread/unsubscribe", json!({ "threadId": thread })) {
+            Ok(_) => Ok(resumed),
+            Err(e) => Err(format!(
+                "codex thread {thread} at {} was loaded, but reveille could not unsubscribe from it \
+                 ({e}); it delivers only to threads it is not subscribed to, so that it is never \
+                 asked to approve anything",
+                self.endpoint
+            )),
+        }
     }
 
     /// The engine hears of every turn started on one of ours it was not
@@ -125,7 +130,8 @@ impl Worker {
         let input = self.sessions.set_state(name, None);
         self.report_all(input);
         format!(
-            "codex thread {thread} cannot be resumed at {}: {message}",
+            "codex thread {thread} cannot be loaded at {}: {message}; open it in codex \
+             (`codex resume {thread}`) and reveille delivers there",
             self.endpoint
         )
     }
@@ -190,8 +196,10 @@ impl Worker {
 
     /// Which of this project's prompts `thread` holds: in its latest turns
     /// (a turn started on them) or waiting in its queue. A thread with no
-    /// turn yet has no history to list ("not materialized yet").
-    pub(super) fn read_held(&mut self, name: &str, thread: &str) -> Result<(), String> {
+    /// turn yet has no history to list ("not materialized yet"). Whether
+    /// one of ours is in neither (Codex is starting it: `started.rs`). The
+    /// turns read (newest first; null when there are none).
+    pub(super) fn read_held(&mut self, name: &str, thread: &str) -> Result<Value, String> {
         let turns = match self.call(
             "thread/turns/list",
             protocol::recent_turns(thread, HISTORY_TURNS),
@@ -212,6 +220,7 @@ impl Worker {
             .filter(|((id, _), _)| self.ids.seq(id).is_some())
             .collect();
         if let Some(s) = self.sessions.get(name) {
+            let seen: Vec<String> = ours.iter().map(|((id, _), _)| id.clone()).collect();
             for ((id, text), started) in ours {
                 let held = s.held.entry(id).or_insert(Held {
                     text,
@@ -220,7 +229,25 @@ impl Worker {
                 });
                 held.started |= started;
             }
+            s.hidden = s
+                .held
+                .iter()
+                .any(|(id, h)| !h.started && !seen.contains(id));
         }
-        Ok(())
+        Ok(turns)
+    }
+}
+
+/// The settings a child inherits: the thread's own (`cwd`, `model`,
+/// `modelProvider`), and what a resume told besides (`approvalPolicy`,
+/// `sandbox`).
+fn merge(settings: &mut Value, resumed: &Value) {
+    let Value::Object(map) = settings else {
+        return;
+    };
+    for key in ["cwd", "model", "modelProvider", "approvalPolicy", "sandbox"] {
+        if !resumed[key].is_null() {
+            map.insert(key.into(), resumed[key].clone());
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! Fan-out children as Codex threads: `thread/start` in the parent's
-//! working directory (with its model, provider, approval policy and
-//! sandbox), named with `thread/name/set` by the child's deterministic
+//! working directory (with its model and provider), unsubscribed at once,
+//! named with `thread/name/set` by the child's deterministic
 //! id — so a create repeated after a crash finds the thread by its name
 //! and creates nothing — and reaped with `thread/archive` (Codex's own end
 //! of a thread: unloaded, kept on disk, out of every list).
@@ -49,17 +49,23 @@ impl Worker {
 
     /// `thread/start` with the parent's settings, then its name.
     fn start_thread(&mut self, parent: &str, name: &str) -> Result<String, String> {
-        let resumed = self
+        let settings = self
             .sessions
             .get(parent)
-            .map(|s| s.resumed.clone())
+            .map(|s| s.settings.clone())
             .unwrap_or(Value::Null);
         let started = self
-            .call("thread/start", child_settings(&resumed))
+            .call("thread/start", child_settings(&settings))
             .map_err(|e| format!("thread/start: {e}"))?;
         let thread = ThreadInfo::of(&started["thread"])
             .ok_or("thread/start answered no thread")?
             .id;
+        // `thread/start` subscribed reveille to the child: unsubscribed at
+        // once, so a request of the child's goes to whoever opens it in
+        // codex, never to reveille. It stays loaded, its queue runs
+        // (measured).
+        self.call("thread/unsubscribe", json!({ "threadId": thread }))
+            .map_err(|e| format!("thread/unsubscribe: {e}"))?;
         self.call(
             "thread/name/set",
             json!({ "threadId": thread, "name": name }),
@@ -88,9 +94,10 @@ impl Worker {
     }
 }
 
-/// The parent's `thread/resume` answer as `thread/start` parameters: its
-/// cwd, model and provider, approval policy, and sandbox (the policy
-/// object's type as the mode `thread/start` takes).
+/// The parent's settings as `thread/start` parameters: its cwd, model and
+/// provider, and — when a resume told them — its approval policy and
+/// sandbox (the policy object's type as the mode `thread/start` takes);
+/// otherwise the server's configuration gives those.
 fn child_settings(resumed: &Value) -> Value {
     let mut params = Map::new();
     for key in ["cwd", "model", "modelProvider", "approvalPolicy"] {

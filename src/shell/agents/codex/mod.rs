@@ -10,7 +10,11 @@
 //! - `prompt_id`: the id each prompt carries (`reveille:<project>:<seq>`);
 //! - `sessions`: what is known of each session;
 //! - `worker`: the thread that owns the connection, and its loop;
-//! - `attach`, `deliver`, `children`: what it does for a session;
+//! - `attach`, `deliver`, `children`: what it does for a session — never
+//!   subscribed to its thread, so never asked to approve anything;
+//! - `started`: a turn started on a prompt of ours, read at the thread's
+//!   status changes;
+//! - `waiting`: the command a thread waits to have approved;
 //! - `settle`: a prompt handed out again that may be starting unseen,
 //!   parked until it can be judged.
 //!
@@ -28,6 +32,8 @@ pub mod protocol;
 pub mod rpc;
 mod sessions;
 mod settle;
+mod started;
+mod waiting;
 mod worker;
 
 use std::io::Write;

@@ -138,26 +138,18 @@ pub enum Event {
         /// `false` for `notLoaded`: the server dropped its subscribers.
         loaded: bool,
     },
-    /// `item/started` of a user message that carries a client id: a turn
-    /// started on it (sent to the thread's subscribers).
-    UserMessage { thread: String, client_id: String },
     /// `thread/archived` or `thread/deleted`: the thread is gone.
     Gone { thread: String },
-    /// `thread/closed`: the server unloaded the thread and dropped its
-    /// subscribers; a resume loads it again.
+    /// `thread/closed`: the server unloaded the thread; a resume loads it
+    /// again.
     Closed { thread: String },
-    /// `turn/completed` with status `failed`: the turn ended on an error
-    /// (a provider's key missing from the daemon's environment, …) before
-    /// the agent could act; its message.
-    TurnFailed { thread: String, error: String },
-    /// A request of the server's to this client (an approval, a question:
-    /// reveille is subscribed to the thread, so Codex asks it too). Never
-    /// answered: a person answers in the agent's own TUI. `command`: what
-    /// an approval of a command is about.
+    /// A request of the server's to this client (an approval, a question).
+    /// Codex sends them to a thread's subscribers only, and reveille is
+    /// none: never expected, never answered — a person answers in the
+    /// agent's own TUI.
     Request {
         thread: Option<String>,
         method: String,
-        command: Option<String>,
     },
 }
 
@@ -170,7 +162,6 @@ impl Event {
             return Some(Event::Request {
                 thread: thread(),
                 method: msg["method"].as_str()?.to_string(),
-                command: command_of(params),
             });
         }
         match msg["method"].as_str()? {
@@ -179,43 +170,10 @@ impl Event {
                 state: state_of(&params["status"]),
                 loaded: params["status"]["type"] != "notLoaded",
             }),
-            "item/started" => {
-                let (client_id, _) = client_message(&params["item"])?;
-                Some(Event::UserMessage {
-                    thread: thread()?,
-                    client_id,
-                })
-            }
             "thread/archived" | "thread/deleted" => Some(Event::Gone { thread: thread()? }),
             "thread/closed" => Some(Event::Closed { thread: thread()? }),
-            "turn/completed" if params["turn"]["status"] == "failed" => Some(Event::TurnFailed {
-                thread: thread()?,
-                error: params["turn"]["error"]["message"]
-                    .as_str()
-                    .unwrap_or("no reason given")
-                    .to_string(),
-            }),
             _ => None,
         }
-    }
-}
-
-/// The command an approval request is about: its `commandActions` (the
-/// command as the agent wrote it), else its `command` (as it runs, inside
-/// the user's shell: `/bin/bash -lc "…"`), a string or an argv.
-fn command_of(params: &Value) -> Option<String> {
-    let actions = params["commandActions"].as_array().into_iter().flatten();
-    let written: Vec<&str> = actions.filter_map(|a| a["command"].as_str()).collect();
-    if !written.is_empty() {
-        return Some(written.join("\n"));
-    }
-    match &params["command"] {
-        Value::String(s) => Some(s.clone()),
-        Value::Array(argv) => {
-            let words: Vec<&str> = argv.iter().filter_map(Value::as_str).collect();
-            (!words.is_empty()).then(|| words.join(" "))
-        }
-        _ => None,
     }
 }
 
@@ -235,24 +193,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_request_to_this_connection_is_an_event_with_its_command() {
+    fn a_request_to_this_connection_is_an_event() {
         let msg = json!({"id": 0, "method": "item/commandExecution/requestApproval",
-            "params": {"threadId": "t", "command": "/bin/bash -lc \"sed -i x f\"",
-                "commandActions": [{"command": "sed -i x f", "type": "unknown"}]}});
+            "params": {"threadId": "t", "command": "/bin/bash -lc \"sed -i x f\""}});
         assert_eq!(
             Event::of(&msg),
             Some(Event::Request {
                 thread: Some("t".into()),
                 method: "item/commandExecution/requestApproval".into(),
-                command: Some("sed -i x f".into()),
             })
         );
-        let bare =
-            json!({"id": 1, "method": "item/tool/requestUserInput", "params": {"threadId": "t"}});
-        assert!(matches!(
-            Event::of(&bare),
-            Some(Event::Request { command: None, .. })
-        ));
     }
 
     #[test]
@@ -287,29 +237,11 @@ mod tests {
                 loaded: true
             })
         );
+        // Turns and items go to a thread's subscribers, not to reveille.
         let started = json!({"method": "item/started", "params": {"threadId": "t", "turnId": "u",
             "item": {"type": "userMessage", "id": "i", "clientId": "reveille:p:7",
                      "content": [{"type": "text", "text": "hi", "text_elements": []}]}}});
-        assert_eq!(
-            Event::of(&started),
-            Some(Event::UserMessage {
-                thread: "t".into(),
-                client_id: "reveille:p:7".into()
-            })
-        );
-        let agent = json!({"method": "item/started", "params": {"threadId": "t",
-            "item": {"type": "agentMessage", "id": "m", "text": ""}}});
-        assert_eq!(Event::of(&agent), None);
-        let failed = json!({"method": "turn/completed", "params": {"threadId": "t", "turn": {
-            "id": "u", "items": [], "status": "failed",
-            "error": {"message": "Missing environment variable: `FAKE_API_KEY`."}}}});
-        assert_eq!(
-            Event::of(&failed),
-            Some(Event::TurnFailed {
-                thread: "t".into(),
-                error: "Missing environment variable: `FAKE_API_KEY`.".into()
-            })
-        );
+        assert_eq!(Event::of(&started), None);
         let done = json!({"method": "turn/completed", "params": {"threadId": "t",
             "turn": {"id": "u", "items": [], "status": "completed"}}});
         assert_eq!(Event::of(&done), None);

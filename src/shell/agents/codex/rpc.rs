@@ -157,33 +157,6 @@ impl Connection {
         self.read_one()
     }
 
-    /// Read what the server pushes, for at most `limit`, until a message
-    /// `wanted` accepts comes; every message read is kept, in order, for
-    /// [`Connection::next_message`]. The one found, if any (a copy).
-    pub fn look_ahead(
-        &mut self,
-        limit: Duration,
-        wanted: impl Fn(&Value) -> bool,
-    ) -> Option<Value> {
-        if let Some(found) = self.backlog.iter().find(|m| wanted(m)) {
-            return Some(found.clone());
-        }
-        let deadline = Instant::now() + limit;
-        loop {
-            match self.read_one() {
-                Ok(Some(msg)) => {
-                    let hit = wanted(&msg).then(|| msg.clone());
-                    self.backlog.push_back(msg);
-                    if hit.is_some() {
-                        return hit;
-                    }
-                }
-                Ok(None) if wait(self.fd, libc::POLLIN, deadline) && Instant::now() < deadline => {}
-                _ => return None,
-            }
-        }
-    }
-
     /// One text message off the socket, if one is complete.
     fn read_one(&mut self) -> io::Result<Option<Value>> {
         loop {

@@ -1,5 +1,5 @@
 //! What the Codex backend knows of each `codex:` session the engine has
-//! named: the thread it is, whether this connection is subscribed to it,
+//! named: the thread it is, whether it is reachable on this connection,
 //! the state last reported, and which of reveille's prompts the thread
 //! holds. A session is known from the first prompt (or child) for it on,
 //! so that when the app-server comes back every one of them is reported
@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::core::effect::Delivery;
 use crate::core::input::Input;
-use crate::core::session::{AgentState, Wait, WaitOn};
+use crate::core::session::AgentState;
 use crate::shell::agents::presence::{self, Presence};
 
 /// One of reveille's prompts as the thread holds it.
@@ -34,12 +34,18 @@ pub struct Session {
     /// Reachable on the current connection: this server is the thread's
     /// writer, and a prompt can be queued.
     pub attached: bool,
-    /// Resumed on the current connection: its turns' notifications come
-    /// here. (A thread with no turn yet can be attached, not subscribed.)
-    pub subscribed: bool,
-    /// What `thread/resume` said of it, for a child's settings: `cwd`,
-    /// `model`, `modelProvider`, `approvalPolicy`, `sandbox`.
-    pub resumed: Value,
+    /// What a child inherits of it (`attach.rs`): `cwd`, `model`,
+    /// `modelProvider`, and `approvalPolicy`, `sandbox` when a resume
+    /// told them.
+    pub settings: Value,
+    /// The last turn whose failure was said in the journal.
+    pub failed_told: Option<String>,
+    /// At the last read, a prompt of ours was in neither the thread's
+    /// queue nor its turns: Codex is starting it (`started.rs`).
+    pub hidden: bool,
+    /// When the thread is read again for it, and how many more times.
+    pub look_again: Option<Instant>,
+    pub looks_left: u32,
     /// What was last reported; `None` until something was.
     reported: Option<Presence>,
     /// reveille's prompts in the thread, by client id.
@@ -49,15 +55,13 @@ pub struct Session {
     pub parked: Vec<Delivery>,
     /// When they are looked for again (`None`: nothing is parked).
     pub settle: Option<Settle>,
-    /// The command of the approval request Codex sent this connection
-    /// (left unanswered): what its `waitingOnApproval` is about.
-    asked: Option<String>,
 }
 
 impl Session {
-    /// Whether the command of an approval request was read for it.
-    pub fn has_asked(&self) -> bool {
-        self.asked.is_some()
+    /// Whether a turn may have started on a prompt of ours that the engine
+    /// has not been told of: the thread's turns are worth reading.
+    pub fn awaits_start(&self) -> bool {
+        !self.parked.is_empty() || self.held.values().any(|h| !h.started)
     }
 }
 
@@ -110,60 +114,11 @@ impl Sessions {
     /// look is told; `None` only for a session not known).
     pub fn set_state(&mut self, name: &str, state: Option<AgentState>) -> Option<Input> {
         let s = self.map.get_mut(name)?;
-        let state = match state {
-            Some(AgentState::Waiting(w)) if w.on == WaitOn::Approval && w.what.is_empty() => {
-                let what = s.asked.clone().unwrap_or_default();
-                Some(AgentState::Waiting(Wait { what, ..w }))
-            }
-            other => {
-                let was_waiting = matches!(
-                    s.reported,
-                    Some(Presence::State(Some(AgentState::Waiting(_))))
-                );
-                if was_waiting || other.as_ref().is_none_or(AgentState::is_idle) {
-                    s.asked = None;
-                }
-                other
-            }
-        };
         Some(presence::tell(
             &mut s.reported,
             Presence::State(state),
             name,
         ))
-    }
-
-    /// Codex asked this connection to approve `command` for `name`: the
-    /// wait reported (now or next) names it.
-    pub fn asked(&mut self, name: &str, command: &str) -> Option<Input> {
-        let s = self.map.get_mut(name)?;
-        s.asked = Some(command.to_string());
-        match &s.reported {
-            Some(Presence::State(Some(AgentState::Waiting(w)))) if w.what.is_empty() => {
-                let state = Some(AgentState::Waiting(Wait::approval(command)));
-                Some(presence::tell(
-                    &mut s.reported,
-                    Presence::State(state),
-                    name,
-                ))
-            }
-            _ => None,
-        }
-    }
-
-    /// A turn started on prompt `client_id` of `name`: whether the engine
-    /// is still to hear of it. A subscription made as the turn began
-    /// (a thread's first turn) finds it in the history before its
-    /// `item/started` arrives; the engine hears it once.
-    pub fn turn_started(&mut self, name: &str, client_id: &str) -> bool {
-        let Some(s) = self.get(name) else {
-            return true;
-        };
-        let Some(held) = s.held.get_mut(client_id) else {
-            return true;
-        };
-        held.started = true;
-        !std::mem::replace(&mut held.told, true)
     }
 
     /// Every parked delivery, taken (the connection is gone: none of them
@@ -182,6 +137,20 @@ impl Sessions {
     pub fn is_busy(&self, name: &str) -> bool {
         let reported = self.map.get(name).and_then(|s| s.reported.as_ref());
         reported.is_some_and(Presence::is_busy)
+    }
+
+    /// The earliest instant some session's thread is to be read again.
+    pub fn next_look(&self) -> Option<Instant> {
+        self.map.values().filter_map(|s| s.look_again).min()
+    }
+
+    /// The sessions whose thread is to be read again at `now`.
+    pub fn looks_due(&self, now: Instant) -> Vec<String> {
+        let due = self
+            .map
+            .iter()
+            .filter(|(_, s)| s.look_again.is_some_and(|at| at <= now));
+        due.map(|(n, _)| n.clone()).collect()
     }
 
     /// The earliest instant some session's parked prompts are due.
@@ -222,7 +191,6 @@ impl Sessions {
             .filter_map(|n| {
                 let s = self.map.get_mut(n)?;
                 s.attached = false;
-                s.subscribed = false;
                 self.unreachable(n, why)
             })
             .collect()
@@ -256,32 +224,6 @@ mod tests {
         // Found gone once the server is back: news.
         assert!(s.set_state("codex:t", None).is_some());
         assert_eq!(s.set_state("codex:unknown", None), None);
-    }
-
-    #[test]
-    fn a_turn_start_is_told_once_however_it_was_seen() {
-        let mut s = Sessions::default();
-        let held = Held {
-            text: "p".into(),
-            started: false,
-            told: false,
-        };
-        s.know("codex:t").held.insert("reveille:p:1".into(), held);
-        assert!(s.turn_started("codex:t", "reveille:p:1"));
-        assert!(!s.turn_started("codex:t", "reveille:p:1"));
-        assert!(s.get("codex:t").unwrap().held["reveille:p:1"].started);
-        // Seen in the history first (told there), then its notification.
-        s.know("codex:t").held.insert(
-            "reveille:p:2".into(),
-            Held {
-                text: "q".into(),
-                started: true,
-                told: true,
-            },
-        );
-        assert!(!s.turn_started("codex:t", "reveille:p:2"));
-        // A prompt this run did not deliver: told.
-        assert!(s.turn_started("codex:t", "reveille:p:3"));
     }
 
     fn delivery(seq: u64) -> Delivery {

@@ -16,11 +16,12 @@
 //! at again after [`GRACE`], unless a turn starts first (then once idle):
 //! a prompt Codex was starting is a running turn well before that. Found
 //! then, it is delivered (and its turn told); not found, it is written.
-//! A turn seen starting on a parked prompt delivers it at once.
+//! A parked prompt found in the thread at any of its status changes
+//! (`started.rs`) is delivered at once.
 
 use std::time::{Duration, Instant};
 
-use super::sessions::{Held, Settle};
+use super::sessions::Settle;
 use super::worker::Worker;
 use crate::core::effect::Delivery;
 use crate::core::input::{Input, Undeliverable};
@@ -102,28 +103,27 @@ impl Worker {
         }
     }
 
-    /// A turn started on parked prompt `seq` of `name`: it is delivered.
-    /// Whether it was parked.
-    pub(super) fn started_parked(&mut self, name: &str, client_id: &str, seq: u64) -> bool {
+    /// Every parked prompt of `name` the thread was just read to hold —
+    /// queued, or with a turn started on it — is delivered (and its turn
+    /// told), without waiting for its grace or for idle.
+    pub(super) fn found_parked(&mut self, name: &str) {
         let Some(s) = self.sessions.get(name) else {
-            return false;
+            return;
         };
-        let Some(at) = s.parked.iter().position(|d| d.seq == seq) else {
-            return false;
-        };
-        let d = s.parked.remove(at);
-        if s.parked.is_empty() {
+        let (found, parked): (Vec<Delivery>, Vec<Delivery>) =
+            std::mem::take(&mut s.parked).into_iter().partition(|d| {
+                let held = s.held.get(&self.ids.id(d.seq));
+                held.is_some_and(|h| h.text == d.text)
+            });
+        if parked.is_empty() {
             s.settle = None;
         }
-        let held = Held {
-            text: d.text.clone(),
-            started: true,
-            told: false,
-        };
-        s.held.insert(client_id.to_string(), held);
-        let input = self.already_held(&d, client_id);
-        self.report_all(input);
-        true
+        s.parked = parked;
+        for d in found {
+            let id = self.ids.id(d.seq);
+            let input = self.already_held(&d, &id);
+            self.report_all(input);
+        }
     }
 
     /// The connection went: every parked prompt is undeliverable for now

@@ -24,7 +24,7 @@ use super::rpc::{wait_readable, CallError, Connection, SERVER};
 use super::sessions::Sessions;
 use crate::core::effect::{Delivery, Spawn};
 use crate::core::input::Input;
-use crate::core::session::{AgentState, WaitOn};
+use crate::core::session::{AgentState, Wait};
 use crate::shell::agents::remote::link::{Episode, LinkDown, Why};
 use crate::shell::backend::Reports;
 
@@ -43,11 +43,6 @@ pub enum Command {
     /// Follow a session's state though nothing is delivered to it yet.
     Observe(String),
 }
-
-/// How long a status saying a subscribed thread waits for an approval
-/// waits for the request that names the command (it follows within a
-/// millisecond or two).
-const REQUEST_GRACE: Duration = Duration::from_millis(50);
 
 /// The worker's state; its methods run on its thread only.
 pub struct Worker {
@@ -125,14 +120,16 @@ impl Worker {
             // After the events: a turn that started as the grace ended
             // is known before the grace is judged.
             self.settle_due(Instant::now());
+            self.looks_due(Instant::now());
             if self.reports.is_closed() {
                 return;
             }
         }
     }
 
-    /// How long the loop may sleep: until a retry of a down server, or
-    /// until parked prompts are due; for ever when neither waits.
+    /// How long the loop may sleep: until a retry of a down server, until
+    /// parked prompts are due, or until a thread is to be read again; for
+    /// ever when none waits.
     fn timeout(&self) -> Option<Duration> {
         let every = if self.episode.refused_credentials() {
             RETRY_REFUSED
@@ -141,11 +138,12 @@ impl Worker {
         };
         let retry = self.conn.is_none().then_some(every);
         let now = Instant::now();
-        let settle = self
-            .sessions
-            .next_settle()
+        let settle = self.sessions.next_settle().into_iter();
+        let look = self.sessions.next_look().into_iter();
+        let due = settle
+            .chain(look)
             .map(|at| at.saturating_duration_since(now));
-        retry.into_iter().chain(settle).min()
+        retry.into_iter().chain(due).min()
     }
 
     /// Empty the wake-up pipe; `false` when the backend closed it.
@@ -290,11 +288,6 @@ impl Worker {
             };
             match conn.next_message() {
                 Ok(Some(msg)) => {
-                    if msg.get("id").is_some() && msg.get("method").is_some() {
-                        let params = msg["params"].to_string();
-                        let shown: String = params.chars().take(2000).collect();
-                        tracing::debug!("codex request to this connection: {shown}");
-                    }
                     if let Some(event) = Event::of(&msg) {
                         self.on_event(event);
                     }
@@ -312,18 +305,26 @@ impl Worker {
                 state,
                 loaded,
             } => {
-                self.await_request(&thread, state.as_ref());
-                for name in self.sessions.of_thread(&thread) {
-                    if !loaded {
-                        self.detach(&name);
+                let names = self.sessions.of_thread(&thread);
+                let state = match state {
+                    // What it waits for, told with the wait from its start.
+                    Some(AgentState::Waiting(w)) if !names.is_empty() => {
+                        let what = self.waiting_for(&thread, w.on).unwrap_or_default();
+                        Some(AgentState::Waiting(Wait { what, ..w }))
                     }
+                    other => other,
+                };
+                for name in names {
                     let input = self.sessions.set_state(&name, state.clone());
                     self.report_all(input);
-                    self.subscribe_late(&name, &thread);
+                    if loaded {
+                        self.look(&name, state.as_ref());
+                    } else {
+                        self.unloaded(&name);
+                    }
                     self.settle_on(&name, state.as_ref());
                 }
             }
-            Event::UserMessage { thread, client_id } => self.on_turn_started(&thread, &client_id),
             Event::Gone { thread } => {
                 for name in self.sessions.of_thread(&thread) {
                     self.detach(&name);
@@ -343,110 +344,40 @@ impl Worker {
                     self.detach(&name);
                 }
             }
-            Event::Request {
-                thread,
-                method,
-                command,
-            } => self.on_request(thread.as_deref(), &method, command.as_deref()),
-            Event::TurnFailed { thread, error } => {
-                // No input says "the turn failed": the journal does, so a
-                // person sees why the agent did not act (the reminder of
-                // the open step comes later, as for any idle agent).
-                for name in self.sessions.of_thread(&thread) {
-                    tracing::warn!(SESSION = %name, "codex turn failed: {error}");
-                }
-            }
+            Event::Request { thread, method } => self.on_request(thread.as_deref(), &method),
         }
     }
 
-    /// A thread this connection is subscribed to began waiting for an
-    /// approval: Codex sends its request here a moment after the status
-    /// (a millisecond, seen here), and its command names the wait. Looked
-    /// for, briefly, so the person is told which command from the start;
-    /// the request itself is handled (left unanswered) in its turn.
-    fn await_request(&mut self, thread: &str, state: Option<&AgentState>) {
-        let approval = matches!(state, Some(AgentState::Waiting(w)) if w.on == WaitOn::Approval);
-        let names = self.sessions.of_thread(thread);
-        // Subscribed, and its request not read yet (it may come first).
-        let subscribed = names.iter().any(|n| {
-            self.sessions
-                .get(n)
-                .is_some_and(|s| s.subscribed && !s.has_asked())
-        });
-        let Some(conn) = self.conn.as_mut().filter(|_| approval && subscribed) else {
-            return;
-        };
-        let ours = |m: &serde_json::Value| {
-            m.get("id").is_some() && m["params"]["threadId"] == thread && m.get("method").is_some()
-        };
-        let found = conn.look_ahead(REQUEST_GRACE, ours);
-        let command = found.as_ref().and_then(Event::of).and_then(|e| match e {
-            Event::Request { command, .. } => command,
-            _ => None,
-        });
-        if let Some(command) = command {
-            for name in names {
-                let input = self.sessions.asked(&name, &command);
-                self.report_all(input);
-            }
-        }
-    }
-
-    /// Codex asked this connection to answer `method` (an approval, a
-    /// question): a subscribed client gets every request of its thread,
-    /// and its answer would count. reveille never answers one — no reply
-    /// is sent, so the request stays for the person at the TUI — and says
-    /// so in the journal; a command to approve names the wait.
-    fn on_request(&mut self, thread: Option<&str>, method: &str, command: Option<&str>) {
+    /// Codex asked this connection to answer `method`. It never should:
+    /// reveille subscribes to no thread. Left unanswered all the same —
+    /// the request stays for the person at the agent's own terminal — and
+    /// said loudly, as a fault of reveille's.
+    fn on_request(&mut self, thread: Option<&str>, method: &str) {
         let names = thread
             .map(|t| self.sessions.of_thread(t))
             .unwrap_or_default();
-        tracing::info!(
+        tracing::warn!(
             SESSION = names.first().map(String::as_str),
-            "codex asked reveille to answer {method}: left unanswered, for the person at the agent's own terminal"
+            "codex asked reveille to answer {method}, though reveille subscribes to no thread: \
+             left unanswered, for the person at the agent's own terminal"
         );
-        for name in names {
-            if let Some(command) = command {
-                let input = self.sessions.asked(&name, command);
-                self.report_all(input);
-            }
-        }
     }
 
     fn detach(&mut self, name: &str) {
         if let Some(s) = self.sessions.get(name) {
             s.attached = false;
-            s.subscribed = false;
         }
     }
 
-    /// A thread attached before its first turn can be subscribed to once a
-    /// turn made it stored: tried at each of its state changes until then.
-    fn subscribe_late(&mut self, name: &str, thread: &str) {
-        let waiting = self
-            .sessions
-            .get(name)
-            .is_some_and(|s| s.attached && !s.subscribed);
+    /// The server unloaded `name`'s thread: a prompt of ours still in its
+    /// queue runs only once something loads it again, so reveille does
+    /// (`attach.rs`), else at the next delivery.
+    fn unloaded(&mut self, name: &str) {
+        self.detach(name);
+        let waiting = self.sessions.get(name).is_some_and(|s| s.awaits_start());
         if waiting {
-            let _ = self.subscribe(name, thread);
-        }
-    }
-
-    /// A turn started on a user message with a client id: if it is one of
-    /// this project's prompts, the engine hears which.
-    fn on_turn_started(&mut self, thread: &str, client_id: &str) {
-        let Some(seq) = self.ids.seq(client_id) else {
-            return;
-        };
-        for name in self.sessions.of_thread(thread) {
-            if self.started_parked(&name, client_id, seq) {
-                continue;
-            }
-            if self.sessions.turn_started(&name, client_id) {
-                self.report(Input::TurnStarted {
-                    session: name.clone(),
-                    seq,
-                });
+            if let Err(why) = self.attach(name) {
+                tracing::warn!(SESSION = %name, "codex session not reachable: {why}");
             }
         }
     }
