@@ -528,7 +528,7 @@ impl Engine {
                 Timer::Resync => self.resync(now, fx),
                 Timer::BeadsDue => fx.push(Effect::ReadBeads),
                 Timer::Vanished(_) => list = true,
-                Timer::Retry(session) => self.ledger.wake_lane(session),
+                Timer::Retry(session) | Timer::Unseen(session) => self.ledger.wake_lane(session),
                 Timer::Remind(session, source, work) => {
                     let open = self.open_item(&session, &source, &work);
                     let observed = self.sessions.observed().get(&session);

@@ -372,6 +372,7 @@ mod plans;
 mod properties;
 mod reminders;
 mod tracker;
+mod windows;
 
 // The tracker rig, shared with the reminder tests.
 use tracker::{events, set_ready, tracker_rig};

@@ -26,6 +26,9 @@ pub(super) enum Timer {
     BeadsDue,
     /// A plan's file vanished: a listing decides whether it moved.
     Vanished(Source),
+    /// A prompt handed out again waits for its kind's `unseen` window
+    /// (`core::confirm`) after its last write: its lane may send then.
+    Unseen(String),
     /// A session's lane backs off after a failed write.
     Retry(String),
     /// Work announced to an idle session may be due a reminder:

@@ -18,7 +18,6 @@ use super::history::History;
 use super::inbox::{self, Message};
 use super::prompt_id::prompt_id;
 use super::registry::{self, Entry, Host};
-use super::settle::Settling;
 use super::transcript::{self, Record, Tail};
 use super::wait::{self, Waker, Wakeup};
 use super::watches::{Changes, Watches};
@@ -70,9 +69,6 @@ pub struct Observer {
     reported: BTreeMap<String, AgentState>,
     followed: BTreeMap<String, Followed>,
     deliveries: Deliveries,
-    /// Deliveries waiting, in the backend's first moments, for transcripts
-    /// to show what an earlier reveille wrote.
-    settling: Settling,
 }
 
 impl Observer {
@@ -100,7 +96,6 @@ impl Observer {
             owners: BTreeMap::new(),
             reported: BTreeMap::new(),
             followed: BTreeMap::new(),
-            settling: Settling::new(Instant::now()),
         })
     }
 
@@ -114,11 +109,7 @@ impl Observer {
                     .values()
                     .filter_map(|o| o.exit.as_ref().map(|fd| fd.as_raw_fd())),
             );
-            let deadline = [self.deliveries.next_deadline(), self.settling.deadline()]
-                .into_iter()
-                .flatten()
-                .min();
-            let Ok(ready) = wait::poll(&fds, deadline) else {
+            let Ok(ready) = wait::poll(&fds, self.deliveries.next_deadline()) else {
                 return;
             };
             if ready[0] && !self.take_commands() {
@@ -139,9 +130,6 @@ impl Observer {
                 .deliveries
                 .expire(Instant::now(), |sid| transcript_of(followed, sid));
             self.report_all(late);
-            for d in self.settling.release(Instant::now()) {
-                self.deliver(&d);
-            }
         }
     }
 
@@ -279,9 +267,6 @@ impl Observer {
             let why = self.not_running(sid);
             return self.report(undeliverable(sid, d.seq, &why));
         };
-        if self.settling.hold(Instant::now(), d) {
-            return;
-        }
         let process = Process {
             started: owner.entry.started_at,
         };
