@@ -41,6 +41,12 @@ pub struct Windows {
     /// the engine yet: Codex's backend keeps this window itself
     /// (doc/ARCHITECTURE.md says how it moves here).
     pub hidden: Duration,
+    /// How long a prompt written into the agent (`Evidence::Sent`) may go
+    /// without its record saying anything of it before it is looked for
+    /// there (`Effect::Look`); not there then, it was not taken. Claude
+    /// Code records a prompt in its transcript within ~50 ms (measured
+    /// here); 3 s leaves room for a machine under load.
+    pub record: Duration,
 }
 
 /// Claude Code's transcript flush (see `Windows::unseen`).
@@ -49,6 +55,10 @@ pub const CLAUDE_TRANSCRIPT_LAG: Duration = Duration::from_millis(300);
 /// Codex's hidden dispatch (see `Windows::hidden`).
 pub const CODEX_HIDDEN_DISPATCH: Duration = Duration::from_millis(200);
 
+/// How long Claude Code's transcript may not mention a prompt written
+/// into the session's inbox (see `Windows::record`).
+pub const CLAUDE_RECORD: Duration = Duration::from_secs(3);
+
 /// The windows of `kind`.
 pub fn windows(kind: Kind) -> Windows {
     let none = Duration::ZERO;
@@ -56,14 +66,17 @@ pub fn windows(kind: Kind) -> Windows {
         Kind::Dir | Kind::Opencode => Windows {
             unseen: none,
             hidden: none,
+            record: none,
         },
         Kind::Claude => Windows {
             unseen: CLAUDE_TRANSCRIPT_LAG,
             hidden: none,
+            record: CLAUDE_RECORD,
         },
         Kind::Codex => Windows {
             unseen: none,
             hidden: CODEX_HIDDEN_DISPATCH,
+            record: none,
         },
     }
 }

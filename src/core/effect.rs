@@ -131,6 +131,13 @@ pub enum Effect {
     Record(Record),
     /// Read this plan file and answer with `Input::PlanRead`.
     Read { path: PathBuf, complete: bool },
+    /// Look for prompt `delivery`, written already (`Evidence::Sent`),
+    /// in the agent's own record — never write it — and answer with what
+    /// the record shows: taken or waiting (`Input::Delivered`,
+    /// `Input::TurnStarted`), refused (`Input::Undeliverable`), or not
+    /// there (`Evidence::NotRecorded`). Asked by the engine's timer once
+    /// the kind's `record` window (`core::confirm`) has passed.
+    Look(Delivery),
     /// List every plan file and answer with `Input::Listed`.
     List { read_all: bool },
     /// Write a journal entry.

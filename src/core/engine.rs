@@ -212,7 +212,10 @@ impl Engine {
                 session,
                 seq,
                 evidence,
-            } => self.on_verdict(now, session, seq, taken::judge(evidence), &mut fx),
+            } => {
+                let verdict = taken::judge(Kind::of(&session).0, evidence);
+                self.on_verdict(now, session, seq, verdict, &mut fx)
+            }
             Input::Undeliverable { session, seq, why } => {
                 self.on_undeliverable(now, session, seq, why, &mut fx);
                 false
@@ -368,6 +371,9 @@ impl Engine {
             }
             Verdict::Retry(why) => self.on_undeliverable(now, session, seq, why, fx),
             Verdict::LookAgain(why) => self.ledger.on_doubt(now, &session, seq, &why, fx),
+            Verdict::LookAfter(window) => {
+                (self.ledger).await_record(now, &session, seq, window, &mut self.timers)
+            }
         }
         false
     }
@@ -536,6 +542,7 @@ impl Engine {
                     let mut cx = cx!(self, fx);
                     self.reminders.on_due(now, key, open, observed, &mut cx);
                 }
+                Timer::Look(session, seq) => fx.extend(self.ledger.look_due(&session, seq)),
                 Timer::Confirm(session) => {
                     self.ledger.on_confirm_due(&session, &self.config, fx);
                 }

@@ -35,7 +35,7 @@ use tokio::sync::mpsc::error::SendError;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::core::effect::{Delivery, Spawn};
-use crate::core::input::{Input, Reached, Undeliverable};
+use crate::core::input::{Evidence, Input, Reached, Undeliverable};
 
 /// Where a backend's workers send what they learn. A look at a session
 /// (`Input::Observed`) is stamped with the engine time it is sent at:
@@ -83,6 +83,22 @@ pub trait Backend {
     /// (`Input::Delivered` or `Input::Undeliverable`). Never blocks the
     /// loop.
     fn deliver(&mut self, d: &Delivery) -> Option<Result<Reached, Undeliverable>>;
+
+    /// Look for `d`, which this backend wrote and reported sent into the
+    /// agent (`Evidence::Sent`), in the agent's own record — never write
+    /// it — once the kind's `record` window has passed (`Effect::Look`).
+    /// Answer with what the record shows (`Input::Delivered`,
+    /// `Input::TurnStarted`, `Input::Undeliverable`, or
+    /// `Evidence::NotRecorded`), now (`Some`) or through the reports. A
+    /// kind that never reports `Sent` is never asked; if it is, it cannot
+    /// tell, and the session's next look settles it.
+    fn look(&mut self, d: &Delivery) -> Option<Input> {
+        Some(Input::Evidence {
+            session: d.session.clone(),
+            seq: d.seq,
+            evidence: Evidence::Unsure("this kind of session keeps no record to look in".into()),
+        })
+    }
 
     /// Create the child session `spawn` asks for (fan-out), with its
     /// parent's working directory; `Input::ChildSpawned` answers it — now

@@ -20,6 +20,8 @@ use crate::core::memory::{Children, Memory, Outboxes, PlanMemory, Position, Task
 use crate::core::record::{Item, Pending, Record};
 use crate::core::source::Source;
 
+mod look;
+
 /// One wake-up to announce: what, to whom, and its prompt.
 pub(super) struct Wake<'a> {
     pub(super) item: Item,
@@ -643,15 +645,20 @@ impl Ledger {
             |s| memory.children.is_planned(s),
             observed,
         )?;
-        Some(Delivery {
+        Some(self.delivery(session, p, again))
+    }
+
+    /// Pending prompt `p` to `session`, handed out (`again`: before).
+    fn delivery(&self, session: String, p: &Pending, again: bool) -> Delivery {
+        Delivery {
             seq: p.seq,
             text: p.text.clone(),
             plan: p.plan.clone(),
             step: p.step.clone(),
-            parent: memory.children.parent_of(&session).map(str::to_string),
+            parent: self.memory.children.parent_of(&session).map(str::to_string),
             again,
             session,
-        })
+        }
     }
 
     /// Wake-ups refused at the cap were left unannounced: whether the

@@ -151,6 +151,14 @@ impl Lanes {
         self.lanes.get(session)
     }
 
+    /// Whether prompt `seq` is being written to `session` (its outcome
+    /// has not come back).
+    pub(super) fn is_writing(&self, session: &str, seq: u64) -> bool {
+        self.lanes
+            .get(session)
+            .is_some_and(|l| l.writing == Some(seq))
+    }
+
     /// Whether prompt `seq` waits in `session`'s inbox.
     pub(super) fn in_inbox(&self, session: &str, seq: u64) -> bool {
         self.lanes

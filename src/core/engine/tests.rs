@@ -65,6 +65,9 @@ struct Sim {
     refuse_spawns: bool,
     /// Every delivery handed out, written or not: its step and `again`.
     handed: Vec<(String, bool)>,
+    /// Every look asked for (`Effect::Look`): session and seq. The test
+    /// feeds what it found.
+    looked: Vec<(String, u64)>,
 }
 
 impl Sim {
@@ -141,6 +144,10 @@ impl World for Sim {
     fn notify(&mut self, notice: &Notice) {
         self.notices.push(notice.clone());
     }
+    fn look(&mut self, d: &Delivery) -> Option<Input> {
+        self.looked.push((d.session.clone(), d.seq));
+        None
+    }
     fn deliver(&mut self, d: &Delivery) -> Option<Result<Reached, Undeliverable>> {
         self.handed.push((d.step.clone(), d.again));
         if !self.readers.get(&d.session).copied().unwrap_or(false) {
@@ -196,6 +203,7 @@ impl Rig {
                 later: BTreeSet::new(),
                 refuse_spawns: false,
                 handed: Vec::new(),
+                looked: Vec::new(),
             },
         }
     }

@@ -34,6 +34,9 @@ pub(super) enum Timer {
     /// Work announced to an idle session may be due a reminder:
     /// (session, source, work).
     Remind(String, Source, Work),
+    /// A prompt sent into an agent whose record will tell
+    /// (`Evidence::Sent`): its `record` window is over, look for it there.
+    Look(String, u64),
     /// A prompt reached an agent whose state is known: by now its turn
     /// should have been seen starting (for the journal only).
     Confirm(String),

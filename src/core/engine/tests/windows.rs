@@ -6,7 +6,7 @@
 //! A first delivery never waits.
 
 use super::*;
-use crate::core::confirm::CLAUDE_TRANSCRIPT_LAG;
+use crate::core::confirm::{CLAUDE_RECORD, CLAUDE_TRANSCRIPT_LAG};
 
 const CLAUDE: &str = "claude:x";
 
@@ -84,4 +84,73 @@ fn a_prompt_tried_before_in_this_run_waits_for_the_lag_after_its_outcome() {
         handed(&rig),
         [("s1".to_string(), false), ("s1".to_string(), true)]
     );
+}
+
+/// The first prompt of a started Claude rig, sent into the inbox
+/// (`Evidence::Sent`) at `rig.now`: its seq.
+fn sent(rig: &mut Rig) -> u64 {
+    rig.write(NAME, &two_steps());
+    let seq = rig.engine.memory().outbox.get(CLAUDE).unwrap()[0].seq;
+    rig.feed(Input::Evidence {
+        session: CLAUDE.into(),
+        seq,
+        evidence: Evidence::Sent,
+    });
+    seq
+}
+
+fn two_steps() -> String {
+    "# Windows\n\n- [ ] Step 1 (after: none)\n- [ ] Step 2 (after: none)\n".into()
+}
+
+#[test]
+fn a_prompt_sent_is_looked_for_after_the_record_window_and_sent_again_only_when_absent() {
+    let mut rig = claude(None, Memory::started(), &BTreeMap::new());
+    rig.advance(Duration::from_secs(1));
+    let seq = sent(&mut rig);
+    let sent_at = rig.now;
+    assert_eq!(rig.take_delivered(), ["s1"]);
+    assert_eq!(rig.engine.poll_timeout(), Some(sent_at + CLAUDE_RECORD));
+    rig.advance(CLAUDE_RECORD - Duration::from_millis(1));
+    assert!(rig.world.looked.is_empty(), "not before the window");
+    assert!(rig.take_delivered().is_empty(), "nothing more meanwhile");
+    rig.advance(Duration::from_millis(1));
+    assert_eq!(rig.world.looked, [(CLAUDE.to_string(), seq)], "looked for");
+    assert!(rig.take_delivered().is_empty(), "a look writes nothing");
+    rig.feed(Input::Evidence {
+        session: CLAUDE.into(),
+        seq,
+        evidence: Evidence::NotRecorded("not in t.jsonl".into()),
+    });
+    assert!(rig
+        .world
+        .logs
+        .iter()
+        .any(|l| l.message.contains("not in t.jsonl")));
+    rig.settle();
+    assert_eq!(
+        handed(&rig).last(),
+        Some(&("s1".to_string(), true)),
+        "sent again"
+    );
+}
+
+#[test]
+fn a_record_that_tells_first_ends_the_wait_and_no_look_is_asked() {
+    let mut rig = claude(None, Memory::started(), &BTreeMap::new());
+    let seq = sent(&mut rig);
+    assert_eq!(rig.take_delivered(), ["s1"]);
+    rig.advance(Duration::from_millis(50));
+    rig.feed(Input::Delivered {
+        session: CLAUDE.into(),
+        seq,
+        reached: Reached::Inbox,
+    });
+    rig.feed(Input::TurnStarted {
+        session: CLAUDE.into(),
+        seq,
+    });
+    assert_eq!(rig.take_delivered(), ["s2"]);
+    rig.advance(CLAUDE_RECORD * 2);
+    assert!(rig.world.looked.is_empty(), "{:?}", rig.world.looked);
 }

@@ -109,6 +109,24 @@ impl Backend for ClaudeBackend {
         None
     }
 
+    /// The look goes to the observer, which reads the transcript.
+    fn look(&mut self, d: &Delivery) -> Option<Input> {
+        if let Some(why) = &self.broken {
+            return Some(Input::Undeliverable {
+                session: d.session.clone(),
+                seq: d.seq,
+                why: Undeliverable {
+                    reason: why.clone(),
+                },
+            });
+        }
+        let _ = self.commands.send(Command::Look(d.clone()));
+        if let Some(w) = &self.waker {
+            w.wake();
+        }
+        None
+    }
+
     fn spawn(&mut self, spawn: &Spawn) -> Option<Input> {
         Some(Input::ChildSpawned {
             child: spawn.child.clone(),

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::delivery::{undeliverable, Decision, Deliveries, Process, Prompt};
 use super::history::History;
@@ -30,6 +30,8 @@ use crate::shell::backend::Reports;
 #[derive(Debug)]
 pub enum Command {
     Deliver(Delivery),
+    /// Look for a prompt written already in its transcript (`Effect::Look`).
+    Look(Delivery),
     Written {
         sid: String,
         seq: u64,
@@ -109,7 +111,7 @@ impl Observer {
                     .values()
                     .filter_map(|o| o.exit.as_ref().map(|fd| fd.as_raw_fd())),
             );
-            let Ok(ready) = wait::poll(&fds, self.deliveries.next_deadline()) else {
+            let Ok(ready) = wait::poll(&fds, None) else {
                 return;
             };
             if ready[0] && !self.take_commands() {
@@ -125,11 +127,6 @@ impl Observer {
             if ready[2..].iter().any(|r| *r) {
                 self.refresh_registry();
             }
-            let followed = &self.followed;
-            let late = self
-                .deliveries
-                .expire(Instant::now(), |sid| transcript_of(followed, sid));
-            self.report_all(late);
         }
     }
 
@@ -139,10 +136,9 @@ impl Observer {
         loop {
             match self.commands.try_recv() {
                 Ok(Command::Deliver(d)) => self.deliver(&d),
+                Ok(Command::Look(d)) => self.look(&d),
                 Ok(Command::Written { sid, seq, result }) => {
-                    let out = self
-                        .deliveries
-                        .written(&sid, seq, result, Instant::now(), wall_ms());
+                    let out = self.deliveries.written(&sid, seq, result, wall_ms());
                     self.report_all(out);
                     self.review(&sid);
                 }
@@ -277,6 +273,27 @@ impl Observer {
         }
     }
 
+    /// The engine's look at `d`, sent into the inbox and unrecorded for
+    /// the kind's `record` window: the transcript read up to date, and
+    /// what it shows of the prompt reported.
+    fn look(&mut self, d: &Delivery) {
+        let (_, sid) = Kind::of(&d.session);
+        let msg_id = prompt_id(&self.project, d.seq, &d.text);
+        let prompt = Prompt {
+            seq: d.seq,
+            msg_id: &msg_id,
+            text: &d.text,
+        };
+        self.follow(sid);
+        let process = self.owners.get(sid).map(|o| Process {
+            started: o.entry.started_at,
+        });
+        let f = &self.followed[sid];
+        let transcript = f.tail.path.display().to_string();
+        let out = (self.deliveries).look(sid, prompt, &f.history, process, &transcript);
+        self.report_all(out);
+    }
+
     /// Write prompt `d` into `sid`'s inbox on a thread of its own.
     fn write(&mut self, sid: &str, d: &Delivery, msg_id: &str) {
         let (seq, text) = (d.seq, &d.text);
@@ -291,9 +308,7 @@ impl Observer {
         let (socket, token) = match target.and_then(|s| Ok((s, token?))) {
             Ok(t) => t,
             Err(why) => {
-                let out = self
-                    .deliveries
-                    .written(sid, seq, Err(why), Instant::now(), wall_ms());
+                let out = self.deliveries.written(sid, seq, Err(why), wall_ms());
                 return self.report_all(out);
             }
         };
@@ -324,9 +339,7 @@ impl Observer {
             });
         if let Err(e) = spawned {
             let why = format!("cannot start a thread to write the prompt: {e}");
-            let out = self
-                .deliveries
-                .written(sid, seq, Err(why), Instant::now(), wall_ms());
+            let out = self.deliveries.written(sid, seq, Err(why), wall_ms());
             self.report_all(out);
         }
     }
@@ -460,14 +473,9 @@ pub fn sender_name(project: &str) -> String {
     format!("reveille-{clean}")
 }
 
-/// Where `sid`'s transcript is looked for, for a message.
-fn transcript_of(followed: &BTreeMap<String, Followed>, sid: &str) -> String {
-    followed.get(sid).map_or_else(
-        || "(none)".to_string(),
-        |f| f.tail.path.display().to_string(),
-    )
-}
-
+/// Now, in unix ms: when a write ended, compared with the transcript's own
+/// stamps (a guard's drop after it is about this prompt). Data, not a
+/// deadline.
 fn wall_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
