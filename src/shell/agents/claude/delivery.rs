@@ -29,6 +29,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 
 use super::history::History;
+use crate::core::confirm;
 use crate::core::input::{Evidence, Input, Reached, Undeliverable};
 use crate::core::session::Kind;
 
@@ -251,8 +252,9 @@ impl Deliveries {
         let sent = self.pending.get(&key).map(|p| p.stage);
         if matches!(sent, None | Some(Stage::Written { .. })) {
             self.pending.remove(&key);
+            let window = confirm::windows(Kind::Claude).record.as_secs();
             let why = format!(
-                "Claude Code session {sid} shows no sign of the prompt in its transcript {transcript} since its writing"
+                "Claude Code session {sid} shows no sign of the prompt in its transcript {transcript} {window} s after its writing"
             );
             out.push(evidence(sid, prompt.seq, Evidence::NotRecorded(why)));
         }

@@ -5,7 +5,8 @@
 //!
 //! Nothing is polled: it sleeps in `poll(2)` until a command arrives, an
 //! inotify event comes from the registry or a transcript directory, a
-//! session's process exits (its pidfd), or a confirmation deadline passes.
+//! session's process exits (its pidfd); it keeps no deadline (the engine
+//! times the confirmation and asks for a look).
 
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -111,7 +112,7 @@ impl Observer {
                     .values()
                     .filter_map(|o| o.exit.as_ref().map(|fd| fd.as_raw_fd())),
             );
-            let Ok(ready) = wait::poll(&fds, None) else {
+            let Ok(ready) = wait::poll(&fds) else {
                 return;
             };
             if ready[0] && !self.take_commands() {
