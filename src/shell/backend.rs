@@ -1,8 +1,9 @@
 //! The seam every kind of agent session plugs into.
 //!
 //! The engine decides *what* goes to a session and *when* (one prompt in
-//! flight per session, backoff, the confirmation deadline, whether the
-//! next prompt waits for the agent to take the last one); a backend only
+//! flight per session, backoff, the confirmation deadline, how long an
+//! agent's record may lag a write, whether the next prompt waits for the
+//! agent to take the last one); a backend only
 //! knows *how* to reach one kind of agent and what that agent says about
 //! itself. Adding a kind of agent is adding one implementation of
 //! [`Backend`], not a branch in the engine.
@@ -14,7 +15,8 @@
 //!
 //! | it learns | it reports |
 //! |---|---|
-//! | a delivery's outcome | `Input::Evidence` (what it saw: written, refused, queued, found in the agent's record, unsure; `core::taken` judges it), or `Input::Delivered { reached }` / `Input::Undeliverable` for the kinds not moved onto evidence yet |
+//! | a delivery's outcome | `Input::Evidence` (what it saw: written, refused, queued, found in the agent's record, unsure, sent into an agent whose record will tell, not in that record; `core::taken` judges it, with the kind's windows from `core::confirm`), or `Input::Delivered { reached }` / `Input::Undeliverable` for the kinds not moved onto evidence yet |
+//! | what the agent's record shows of a prompt sent, when the engine asks (`Backend::look`) | the same |
 //! | a turn started on a prompt of ours, by the agent's own identifiers | `Input::TurnStarted { session, seq }` |
 //! | a look at a session: its state (idle, busy, …), gone, or its program stopped or not answering (the session may well be there), each with why | `Input::Observed` |
 //! | a child created (or not) | `Input::ChildSpawned` |
