@@ -386,8 +386,26 @@ fn a_prompt_written_just_before_a_restart_is_found_in_the_inbox_and_not_written_
     let text = "just-before-s1: reveille asks you to do s1";
     rig.deliver(1, text);
     // reveille dies at once: the transcript, written in 100 ms batches,
-    // does not show the prompt yet when the new backend is asked again.
+    // may not show the prompt yet. The engine hands a prompt out again
+    // only once its kind's window (`core::confirm`, the transcript's lag)
+    // has passed since the last write (tested in the engine's
+    // `tests/windows.rs`); here, where no engine runs, by when the
+    // transcript shows it waiting in the inbox.
     rig.restart_backend();
+    let sid = rig.reg.session_id.clone();
+    wait_until("the transcript to show the prompt enqueued", T, || {
+        rig.claude
+            .transcript(&sid)
+            .iter()
+            .any(|e| {
+                e["type"] == "queue-operation"
+                    && e["operation"] == "enqueue"
+                    && e["content"]
+                        .as_str()
+                        .is_some_and(|c| c.contains("just-before-s1"))
+            })
+            .then_some(())
+    });
     rig.deliver(1, text);
     assert_eq!(rig.wait_delivered(1), Reached::Inbox);
     rig.wait_model("just-before-s1");

@@ -41,6 +41,10 @@ pub trait World {
     /// `None` finishing in the background (its outcome comes later, as an
     /// input of its own).
     fn deliver(&mut self, delivery: &Delivery) -> Option<Result<Reached, Undeliverable>>;
+    /// Look for a prompt written already in the agent's own record
+    /// (`Effect::Look`): `Some` with what it shows when known now, `None`
+    /// when it comes later (an input of its own).
+    fn look(&mut self, delivery: &Delivery) -> Option<Input>;
     /// Create a child session: `Some` with the `Input::ChildSpawned` when
     /// the outcome is known now, `None` when it comes later (an input of
     /// its own).
@@ -128,6 +132,7 @@ fn carry_out(engine: &Engine, world: &mut impl World, effect: Effect) -> Option<
             world.reap(&child);
             None
         }
+        Effect::Look(d) => world.look(&d),
         Effect::Notify(notice) => {
             world.notify(&notice);
             None

@@ -115,7 +115,11 @@ pub struct Delivery {
     /// without its outcome heard — by an earlier run of reveille (it was
     /// pending when this one began) or by an earlier try in this one. A
     /// backend that can find its own prompts in the agent looks for it
-    /// before writing it again; a first delivery needs no look.
+    /// before writing it again; a first delivery needs no look. The engine
+    /// hands it out only once its kind's `unseen` window
+    /// (`core::confirm::Windows`) has passed since its last possible
+    /// write, so a prompt not found in the agent's record by then was not
+    /// taken, and may be written.
     pub again: bool,
 }
 
@@ -127,6 +131,13 @@ pub enum Effect {
     Record(Record),
     /// Read this plan file and answer with `Input::PlanRead`.
     Read { path: PathBuf, complete: bool },
+    /// Look for prompt `delivery`, written already (`Evidence::Sent`),
+    /// in the agent's own record — never write it — and answer with what
+    /// the record shows: taken or waiting (`Input::Delivered`,
+    /// `Input::TurnStarted`), refused (`Input::Undeliverable`), or not
+    /// there (`Evidence::NotRecorded`). Asked by the engine's timer once
+    /// the kind's `record` window (`core::confirm`) has passed.
+    Look(Delivery),
     /// List every plan file and answer with `Input::Listed`.
     List { read_all: bool },
     /// Write a journal entry.

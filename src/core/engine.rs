@@ -14,7 +14,6 @@
 //! - every change to durable memory is emitted as a `Record` before any
 //!   effect that depends on it.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::effect::{Delivery, Effect, Level, Log};
@@ -215,7 +214,10 @@ impl Engine {
                 session,
                 seq,
                 evidence,
-            } => self.on_verdict(now, session, seq, taken::judge(evidence), &mut fx),
+            } => {
+                let verdict = taken::judge(Kind::of(&session).0, evidence);
+                self.on_verdict(now, session, seq, verdict, &mut fx)
+            }
             Input::Undeliverable { session, seq, why } => {
                 self.on_undeliverable(now, session, seq, why, &mut fx);
                 false
@@ -371,6 +373,9 @@ impl Engine {
             }
             Verdict::Retry(why) => self.on_undeliverable(now, session, seq, why, fx),
             Verdict::LookAgain(why) => self.ledger.on_doubt(now, &session, seq, &why, fx),
+            Verdict::LookAfter(window) => {
+                (self.ledger).await_record(now, &session, seq, window, &mut self.timers)
+            }
         }
         false
     }
@@ -538,7 +543,7 @@ impl Engine {
                 Timer::Resync => self.resync(now, fx),
                 Timer::BeadsDue => fx.push(Effect::ReadBeads),
                 Timer::Vanished(_) => list = true,
-                Timer::Retry(session) => self.ledger.wake_lane(session),
+                Timer::Retry(session) | Timer::Unseen(session) => self.ledger.wake_lane(session),
                 Timer::Remind(session, source, work) => {
                     let open = self.open_item(&session, &source, &work);
                     let observed = self.sessions.observed().get(&session);
@@ -546,6 +551,7 @@ impl Engine {
                     let mut cx = cx!(self, fx);
                     self.reminders.on_due(now, key, open, observed, &mut cx);
                 }
+                Timer::Look(session, seq) => fx.extend(self.ledger.look_due(&session, seq)),
                 Timer::Confirm(session) => {
                     self.ledger.on_confirm_due(&session, &self.config, fx);
                 }
@@ -577,11 +583,6 @@ impl Engine {
         }
     }
 
-    /// Every tracked plan, for `status`.
-    pub fn plans(&self) -> Vec<PlanView> {
-        self.plans.views(&self.config)
-    }
-
     /// What a reminder to `session` names of announced work that is still
     /// open in a live source, from the part that owns it; `None` for a
     /// checked step, an ended plan, a task claimed by another session's
@@ -593,71 +594,6 @@ impl Engine {
                 self.tasks.open_task(&self.config, session, source, work)
             }
         }
-    }
-
-    /// Every open announced step or task, its reminders sent and the next
-    /// one due, for `status`.
-    pub fn reminders(&self) -> Vec<ReminderView> {
-        let observed = self.sessions.observed();
-        self.reminders
-            .views(&self.config, &self.ledger, observed, |who, s, i| {
-                self.open_item(who, s, i)
-            })
-    }
-
-    /// Every session last seen gone or unreachable, and why.
-    pub fn absent(&self) -> &BTreeMap<String, observed::Absent> {
-        self.sessions.absent()
-    }
-
-    /// Every session whose state is observed, and since when.
-    pub fn sessions(&self) -> &BTreeMap<String, observed::Observed> {
-        self.sessions.observed()
-    }
-
-    /// Wake-ups refused at the outbox cap, per session.
-    pub fn refused(&self) -> BTreeMap<String, u64> {
-        self.ledger.lanes().refused()
-    }
-
-    /// How many sessions are currently failing.
-    pub fn failing_count(&self) -> usize {
-        self.ledger.lanes().failing_count()
-    }
-
-    /// Sessions currently failing, with the reason.
-    pub fn failing(&self) -> BTreeMap<String, String> {
-        self.ledger.lanes().failing()
-    }
-
-    /// Every session with work announced and open, or a prompt pending, or
-    /// a child of reveille's: the sessions whose state matters (walks the
-    /// announced sets: for the start, not the wake path).
-    pub fn sessions_with_work(&self) -> std::collections::BTreeSet<String> {
-        let memory = self.ledger.memory();
-        let announced = memory
-            .announced()
-            .flat_map(|(_, items)| items.iter())
-            .filter(|(_, a)| !a.baseline)
-            .filter_map(|(_, a)| a.session.clone());
-        let pending = memory.outbox.keys().cloned();
-        let children = memory.children.keys().cloned();
-        announced.chain(pending).chain(children).collect()
-    }
-
-    /// What each session was last told and how it went, for `status`.
-    pub fn told(&self) -> BTreeMap<String, Told> {
-        self.ledger.lanes().told()
-    }
-
-    /// Plans with a current error.
-    pub fn invalid_plans(&self) -> usize {
-        self.plans.invalid()
-    }
-
-    /// Number of tracked plans.
-    pub fn plan_count(&self) -> usize {
-        self.plans.count()
     }
 }
 
@@ -703,4 +639,5 @@ mod tasks;
 #[cfg(test)]
 mod tests;
 mod timers;
+mod views;
 mod waiting;

@@ -224,6 +224,15 @@ pub enum Evidence {
     TurnStarted,
     /// Written, but whether the agent took it could not be told; why.
     Unsure(String),
+    /// Written into the agent, whose own record will tell whether it took
+    /// it (Claude Code's inbox: its transcript). The record is waited for,
+    /// for the kind's `record` window (`core::confirm`), and then looked
+    /// at (`Effect::Look`) unless it told first.
+    Sent,
+    /// Looked for in the agent's own record once its window had passed,
+    /// and not there: not taken. Where it was looked for and for how
+    /// long, in words.
+    NotRecorded(String),
 }
 
 /// An input to the engine. Time is passed beside it, never read.

@@ -24,10 +24,12 @@
 //! - `tracker`, `beads`, `timestamp`, `lines`: the task tracker's event
 //!   lines, ready files and `issues.jsonl` with `bd ready`'s rule;
 //! - `ready_report`: `reveille ready` output;
-//! - `taken`: was a prompt taken — the one rule over a delivery's evidence.
+//! - `taken`: was a prompt taken — the one rule over a delivery's evidence;
+//!   `confirm`: its windows per kind of agent (how long a record may lag).
 
 pub mod beads;
 pub mod close;
+pub mod confirm;
 pub mod driver;
 pub mod effect;
 pub mod engine;

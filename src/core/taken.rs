@@ -10,7 +10,11 @@
 //! the session's next observation (`Input::Observed`, newer than the
 //! doubt) settles it.
 
+use std::time::Duration;
+
+use super::confirm;
 use super::input::{Evidence, Reached, Seen, Undeliverable};
+use super::session::Kind;
 
 /// What the rule decides.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,17 +26,24 @@ pub enum Verdict {
     /// Not known yet: nothing more goes to the session until a look at
     /// it newer than this doubt settles it (`settle`). Why, in words.
     LookAgain(String),
+    /// Not known yet, and the agent's own record will tell: nothing more
+    /// goes to the session, and unless the record tells first, the prompt
+    /// is looked for in it (`Effect::Look`) once this window has passed.
+    LookAfter(Duration),
 }
 
-/// The rule: what `evidence` means for the prompt.
-pub fn judge(evidence: Evidence) -> Verdict {
+/// The rule: what `evidence` of a prompt to a session of `kind` means.
+pub fn judge(kind: Kind, evidence: Evidence) -> Verdict {
     match evidence {
         Evidence::Written => Verdict::Delivered(Reached::Written),
         Evidence::Queued | Evidence::Recorded | Evidence::TurnStarted => {
             Verdict::Delivered(Reached::Accepted)
         }
-        Evidence::Refused(reason) => Verdict::Retry(Undeliverable { reason }),
+        Evidence::Refused(reason) | Evidence::NotRecorded(reason) => {
+            Verdict::Retry(Undeliverable { reason })
+        }
         Evidence::Unsure(why) => Verdict::LookAgain(why),
+        Evidence::Sent => Verdict::LookAfter(confirm::windows(kind).record),
     }
 }
 
@@ -55,7 +66,8 @@ mod tests {
     use crate::core::session::AgentState;
 
     #[test]
-    fn only_a_refusal_sends_again_and_a_doubt_is_looked_at_again() {
+    fn only_a_refusal_or_an_absence_sends_again_and_a_doubt_is_looked_at_again() {
+        let judge = |e| judge(Kind::Dir, e);
         assert_eq!(
             judge(Evidence::Written),
             Verdict::Delivered(Reached::Written)
@@ -65,6 +77,10 @@ mod tests {
         }
         assert!(matches!(
             judge(Evidence::Refused("ENXIO".into())),
+            Verdict::Retry(_)
+        ));
+        assert!(matches!(
+            judge(Evidence::NotRecorded("not in the transcript".into())),
             Verdict::Retry(_)
         ));
         assert_eq!(
@@ -79,5 +95,13 @@ mod tests {
             settle(&Seen::Gone("killed".into())),
             Verdict::Retry(_)
         ));
+    }
+
+    #[test]
+    fn a_prompt_sent_into_a_record_that_lags_is_looked_for_after_the_kinds_window() {
+        assert_eq!(
+            super::judge(Kind::Claude, Evidence::Sent),
+            Verdict::LookAfter(confirm::CLAUDE_RECORD)
+        );
     }
 }

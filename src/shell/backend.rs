@@ -1,8 +1,9 @@
 //! The seam every kind of agent session plugs into.
 //!
 //! The engine decides *what* goes to a session and *when* (one prompt in
-//! flight per session, backoff, the confirmation deadline, whether the
-//! next prompt waits for the agent to take the last one); a backend only
+//! flight per session, backoff, the confirmation deadline, how long an
+//! agent's record may lag a write, whether the next prompt waits for the
+//! agent to take the last one); a backend only
 //! knows *how* to reach one kind of agent and what that agent says about
 //! itself. Adding a kind of agent is adding one implementation of
 //! [`Backend`], not a branch in the engine.
@@ -14,7 +15,8 @@
 //!
 //! | it learns | it reports |
 //! |---|---|
-//! | a delivery's outcome | `Input::Evidence` (what it saw: written, refused, queued, found in the agent's record, unsure; `core::taken` judges it), or `Input::Delivered { reached }` / `Input::Undeliverable` for the kinds not moved onto evidence yet |
+//! | a delivery's outcome | `Input::Evidence` (what it saw: written, refused, queued, found in the agent's record, unsure, sent into an agent whose record will tell, not in that record; `core::taken` judges it, with the kind's windows from `core::confirm`), or `Input::Delivered { reached }` / `Input::Undeliverable` for the kinds not moved onto evidence yet |
+//! | what the agent's record shows of a prompt sent, when the engine asks (`Backend::look`) | the same |
 //! | a turn started on a prompt of ours, by the agent's own identifiers | `Input::TurnStarted { session, seq }` |
 //! | a look at a session: its state (idle, busy, …), gone, or its program stopped or not answering (the session may well be there), each with why | `Input::Observed` |
 //! | a child created (or not) | `Input::ChildSpawned` |
@@ -83,6 +85,22 @@ pub trait Backend {
     /// (`Input::Delivered` or `Input::Undeliverable`). Never blocks the
     /// loop.
     fn deliver(&mut self, d: &Delivery) -> Option<Result<Reached, Undeliverable>>;
+
+    /// Look for `d`, which this backend wrote and reported sent into the
+    /// agent (`Evidence::Sent`), in the agent's own record — never write
+    /// it — once the kind's `record` window has passed (`Effect::Look`).
+    /// Answer with what the record shows (`Input::Delivered`,
+    /// `Input::TurnStarted`, `Input::Undeliverable`, or
+    /// `Evidence::NotRecorded`), now (`Some`) or through the reports. A
+    /// kind that never reports `Sent` is never asked; if it is, it cannot
+    /// tell, and the session's next look settles it.
+    fn look(&mut self, d: &Delivery) -> Option<Input> {
+        Some(Input::Evidence {
+            session: d.session.clone(),
+            seq: d.seq,
+            evidence: Evidence::Unsure("this kind of session keeps no record to look in".into()),
+        })
+    }
 
     /// Create the child session `spawn` asks for (fan-out), with its
     /// parent's working directory; `Input::ChildSpawned` answers it — now

@@ -93,6 +93,19 @@ impl Backends {
         }
     }
 
+    /// Look for `d`, written already, in its agent's record (see
+    /// `Backend::look`).
+    pub fn look(&mut self, d: &Delivery) -> Option<Input> {
+        match self.of(&d.session) {
+            Ok(backend) => backend.look(d),
+            Err(why) => Some(Input::Undeliverable {
+                session: d.session.clone(),
+                seq: d.seq,
+                why,
+            }),
+        }
+    }
+
     /// Create a child of the kind of its parent.
     pub fn spawn(&mut self, spawn: &Spawn) -> Option<Input> {
         match self.of(&spawn.parent) {

@@ -36,7 +36,7 @@ use tokio::time::Instant;
 use crate::config::{ConfigErrors, Settings};
 use crate::core::driver::drive;
 use crate::core::engine::Engine;
-use crate::core::input::Input;
+use crate::core::input::{Evidence, Input};
 use crate::shell::agents::ollie::poll::TreeNews;
 use crate::shell::store::StoreError;
 use crate::shell::watch::WatchEvents;
@@ -234,12 +234,21 @@ impl Daemon {
     }
 
     /// What a backend's worker reported; a delivery's outcome ends one
-    /// background write.
+    /// background write (a prompt only sent into the agent, its record
+    /// awaited, has its outcome still to come).
     fn on_report(&mut self, input: Input) {
-        if matches!(
+        let sent = matches!(
+            input,
+            Input::Evidence {
+                evidence: Evidence::Sent,
+                ..
+            }
+        );
+        let outcome = matches!(
             input,
             Input::Delivered { .. } | Input::Undeliverable { .. } | Input::Evidence { .. }
-        ) {
+        );
+        if outcome && !sent {
             self.agents.background = self.agents.background.saturating_sub(1);
         }
         self.feed(input);

@@ -123,6 +123,9 @@ impl World for Look<'_> {
     fn deliver(&mut self, _: &Delivery) -> Option<Result<Reached, Undeliverable>> {
         None
     }
+    fn look(&mut self, _: &Delivery) -> Option<Input> {
+        None
+    }
 }
 
 /// A plan file's content, parsed as its name calls for (session plans,

@@ -20,6 +20,8 @@ use crate::core::memory::{Children, Memory, Outboxes, PlanMemory, Position, Task
 use crate::core::record::{Item, Pending, Record};
 use crate::core::source::Source;
 
+mod look;
+
 /// One wake-up to announce: what, to whom, and its prompt.
 pub(super) struct Wake<'a> {
     pub(super) item: Item,
@@ -48,16 +50,12 @@ pub(super) struct Ledger {
     /// (session, source) pairs where the session checked a step since the
     /// coordinator last looked: their reminder clocks start again.
     progressed: Vec<(String, Source)>,
-    /// The first sequence number of this run: a prompt numbered below it
-    /// was announced by an earlier run, which may have delivered it.
-    first_of_run: u64,
 }
 
 impl Ledger {
     pub(super) fn new(memory: Memory) -> Ledger {
-        let lanes = Lanes::new(memory.outbox.keys().cloned());
+        let lanes = Lanes::new(memory.outbox.keys().cloned(), memory.position.next_seq());
         Ledger {
-            first_of_run: memory.position.next_seq(),
             memory,
             lanes,
             ..Ledger::default()
@@ -640,22 +638,27 @@ impl Ledger {
         let memory = &self.memory;
         // The one read of the children's share on the delivery path: a
         // child not yet seen to exist gets no prompt yet.
-        let (session, p, tried) = self.lanes.next(
+        let (session, p, again) = self.lanes.next(
             now,
             timers,
             |s| memory.outbox.front(s),
             |s| memory.children.is_planned(s),
             observed,
         )?;
-        Some(Delivery {
+        Some(self.delivery(session, p, again))
+    }
+
+    /// Pending prompt `p` to `session`, handed out (`again`: before).
+    fn delivery(&self, session: String, p: &Pending, again: bool) -> Delivery {
+        Delivery {
             seq: p.seq,
             text: p.text.clone(),
             plan: p.plan.clone(),
             step: p.step.clone(),
-            parent: memory.children.parent_of(&session).map(str::to_string),
-            again: tried || p.seq < self.first_of_run,
+            parent: self.memory.children.parent_of(&session).map(str::to_string),
+            again,
             session,
-        })
+        }
     }
 
     /// Wake-ups refused at the cap were left unannounced: whether the

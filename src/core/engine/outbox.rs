@@ -32,6 +32,7 @@ use std::time::Duration;
 use super::config::{EngineConfig, Now};
 use super::observed::Observed;
 use super::timers::{Timer, Timers};
+use crate::core::confirm;
 use crate::core::input::Reached;
 use crate::core::record::Pending;
 use crate::core::session::{AgentState, Kind};
@@ -106,9 +107,11 @@ pub(super) struct Lane {
     /// The prompt said to wait for the session to be idle (a kind that
     /// takes one only while idle), so it is said once.
     held_said: Option<u64>,
-    /// The prompt last handed out: handed out again (after a failed
-    /// write), it may have reached the agent all the same.
-    handed: Option<u64>,
+    /// The prompt last handed out, and the last moment a write of it may
+    /// have happened (its hand-out, then its outcome): handed out again
+    /// (after a failed write), it may have reached the agent all the same,
+    /// and its kind's `unseen` window counts from then.
+    handed: Option<(u64, Now)>,
     /// The prompt being written whose taking could not be told, and since
     /// when: it stays `writing` (nothing else goes, and it is never sent
     /// again on a doubt) until a look at the session made after that
@@ -130,18 +133,30 @@ pub(super) struct Lanes {
     lanes: BTreeMap<String, Lane>,
     /// Sessions whose lane may be able to send.
     dirty: BTreeSet<String>,
+    /// The first sequence number of this run: a prompt numbered below it
+    /// was announced by an earlier run, which may have delivered it.
+    first_of_run: u64,
 }
 
 impl Lanes {
-    pub(super) fn new(sessions: impl IntoIterator<Item = String>) -> Lanes {
+    pub(super) fn new(sessions: impl IntoIterator<Item = String>, first_of_run: u64) -> Lanes {
         Lanes {
             lanes: BTreeMap::new(),
             dirty: sessions.into_iter().collect(),
+            first_of_run,
         }
     }
 
     pub(super) fn get(&self, session: &str) -> Option<&Lane> {
         self.lanes.get(session)
+    }
+
+    /// Whether prompt `seq` is being written to `session` (its outcome
+    /// has not come back).
+    pub(super) fn is_writing(&self, session: &str, seq: u64) -> bool {
+        self.lanes
+            .get(session)
+            .is_some_and(|l| l.writing == Some(seq))
     }
 
     /// Whether prompt `seq` waits in `session`'s inbox.
@@ -222,10 +237,12 @@ impl Lanes {
     }
 
     /// The next session that may write its front prompt now, that prompt,
-    /// and whether it was handed out before in this run; its lane is
-    /// marked writing. `front` gives a session's first pending prompt,
-    /// `planned` whether it is a child not yet seen to exist (its prompt
-    /// waits for it), `observed` its state.
+    /// and whether it was handed out before (in this run or an earlier
+    /// one: `Delivery::again`); its lane is marked writing. A prompt handed
+    /// out again waits for its kind's `unseen` window after its last write
+    /// (`core::confirm::again_at`, `Timer::Unseen`). `front` gives a
+    /// session's first pending prompt, `planned` whether it is a child not
+    /// yet seen to exist (its prompt waits for it), `observed` its state.
     pub(super) fn next<'m>(
         &mut self,
         now: Now,
@@ -255,10 +272,18 @@ impl Lanes {
             let Some(p) = front(&session) else {
                 continue;
             };
+            let last = lane.handed.filter(|&(s, _)| s == p.seq).map(|(_, at)| at);
+            let again = last.is_some() || p.seq < self.first_of_run;
+            let at = confirm::again_at(Kind::of(&session).0, last);
+            if again && at > now {
+                timers.set(Timer::Unseen(session), at);
+                continue;
+            }
+            timers.cancel(&Timer::Unseen(session.clone()));
             lane.writing = Some(p.seq);
             lane.writing_seen = observed.get(&session).cloned();
-            let tried = lane.handed.replace(p.seq) == Some(p.seq);
-            return Some((session, p, tried));
+            lane.handed = Some((p.seq, now));
+            return Some((session, p, again));
         }
         None
     }
@@ -445,6 +470,12 @@ impl Lanes {
         if lane.writing == Some(seq) {
             lane.writing = None;
             lane.writing_seen = None;
+        }
+        // Its write is over by now, whatever it did.
+        if let Some((s, at)) = lane.handed.as_mut() {
+            if *s == seq {
+                *at = now;
+            }
         }
         lane.backoff = if lane.backoff.is_zero() {
             config.retry_initial

@@ -65,6 +65,12 @@ struct Sim {
     refuse_spawns: bool,
     /// Every delivery handed out, written or not: its step and `again`.
     handed: Vec<(String, bool)>,
+    /// Every look asked for (`Effect::Look`): session and seq. The test
+    /// feeds what it found.
+    looked: Vec<(String, u64)>,
+    /// Every delivery and look handed out: its seq, when, and whether it
+    /// was a look.
+    handed_at: Vec<(u64, Duration, bool)>,
 }
 
 impl Sim {
@@ -141,8 +147,14 @@ impl World for Sim {
     fn notify(&mut self, notice: &Notice) {
         self.notices.push(notice.clone());
     }
+    fn look(&mut self, d: &Delivery) -> Option<Input> {
+        self.looked.push((d.session.clone(), d.seq));
+        self.handed_at.push((d.seq, self.now, true));
+        None
+    }
     fn deliver(&mut self, d: &Delivery) -> Option<Result<Reached, Undeliverable>> {
         self.handed.push((d.step.clone(), d.again));
+        self.handed_at.push((d.seq, self.now, false));
         if !self.readers.get(&d.session).copied().unwrap_or(false) {
             return Some(Err(Undeliverable {
                 reason: "no reader (ENXIO)".into(),
@@ -196,6 +208,8 @@ impl Rig {
                 later: BTreeSet::new(),
                 refuse_spawns: false,
                 handed: Vec::new(),
+                looked: Vec::new(),
+                handed_at: Vec::new(),
             },
         }
     }
@@ -372,6 +386,8 @@ mod plans;
 mod properties;
 mod reminders;
 mod tracker;
+mod windows;
+mod windows_property;
 
 // The tracker rig, shared with the reminder tests.
 use tracker::{events, set_ready, tracker_rig};

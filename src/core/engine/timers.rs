@@ -26,11 +26,17 @@ pub(super) enum Timer {
     BeadsDue,
     /// A plan's file vanished: a listing decides whether it moved.
     Vanished(Source),
+    /// A prompt handed out again waits for its kind's `unseen` window
+    /// (`core::confirm`) after its last write: its lane may send then.
+    Unseen(String),
     /// A session's lane backs off after a failed write.
     Retry(String),
     /// Work announced to an idle session may be due a reminder:
     /// (session, source, work).
     Remind(String, Source, Work),
+    /// A prompt sent into an agent whose record will tell
+    /// (`Evidence::Sent`): its `record` window is over, look for it there.
+    Look(String, u64),
     /// A prompt reached an agent whose state is known: by now its turn
     /// should have been seen starting (for the journal only).
     Confirm(String),

@@ -184,6 +184,11 @@ impl World for Carry<'_> {
         self.agents.backends.reap(child);
     }
 
+    /// A look is part of its delivery, still counted in the background.
+    fn look(&mut self, d: &Delivery) -> Option<Input> {
+        self.agents.backends.look(d)
+    }
+
     fn deliver(&mut self, d: &Delivery) -> Option<Result<Reached, Undeliverable>> {
         // Every record so far is written before the prompt is.
         self.flush();

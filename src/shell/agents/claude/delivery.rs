@@ -8,11 +8,16 @@
 //!
 //! | the transcript shows | reported |
 //! |---|---|
+//! | (written into the socket) | `Evidence::Sent`: the engine waits for the record |
 //! | its text enqueued | `Delivered { reached: Inbox }` |
 //! | a turn taking its `msg_id` | `Delivered` if not yet, and `TurnStarted` |
 //! | it held for a person's choice | `Undeliverable` (and it is not written again while held) |
 //! | the inbox's guard dropping it | `Undeliverable` with the guard's reason |
-//! | nothing within [`CONFIRM`] | `Undeliverable` |
+//! | nothing, when the engine asks for a look (`look`) | `Evidence::NotRecorded` |
+//!
+//! How long the record may take is no clock of this backend's: it is the
+//! kind's `record` window (`core::confirm`), after which the engine's timer
+//! asks for the look.
 //!
 //! Every `deliver` gets one answer. Before writing, the transcript is
 //! asked first: a prompt a turn already took (the same seq delivered again
@@ -22,15 +27,11 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
 use super::history::History;
-use crate::core::input::{Input, Reached, Undeliverable};
+use crate::core::confirm;
+use crate::core::input::{Evidence, Input, Reached, Undeliverable};
 use crate::core::session::Kind;
-
-/// How long a written prompt may go unrecorded in the transcript before it
-/// counts as not delivered (Claude Code records it within ~50 ms).
-pub const CONFIRM: Duration = Duration::from_secs(3);
 
 /// One prompt on its way.
 #[derive(Debug, Clone)]
@@ -44,8 +45,9 @@ struct Pending {
 enum Stage {
     /// Being written to the socket.
     Writing,
-    /// Written at `at` (unix ms); its record is awaited until `deadline`.
-    Written { at: u64, deadline: Instant },
+    /// Written at `at` (unix ms, as the transcript's entries are
+    /// stamped); its record is awaited.
+    Written { at: u64 },
     /// In the inbox (reported `Delivered`), waiting for a turn to take it.
     Inbox,
     /// Held for a person (reported `Undeliverable`).
@@ -143,27 +145,24 @@ impl Deliveries {
         Some(out)
     }
 
-    /// The write of `seq` to `sid` ended (`Err`: why it failed) at `now`,
-    /// `wall` unix ms.
+    /// The write of `seq` to `sid` ended (`Err`: why it failed) at `wall`
+    /// unix ms: sent into the inbox, its record is awaited.
     pub fn written(
         &mut self,
         sid: &str,
         seq: u64,
         result: Result<(), String>,
-        now: Instant,
         wall: u64,
     ) -> Vec<Input> {
         let key = (sid.to_string(), seq);
         match result {
-            Ok(()) => {
-                if let Some(p) = self.pending.get_mut(&key) {
-                    p.stage = Stage::Written {
-                        at: wall,
-                        deadline: now + CONFIRM,
-                    };
+            Ok(()) => match self.pending.get_mut(&key) {
+                Some(p) => {
+                    p.stage = Stage::Written { at: wall };
+                    vec![evidence(sid, seq, Evidence::Sent)]
                 }
-                Vec::new()
-            }
+                None => Vec::new(),
+            },
             Err(why) => {
                 self.pending.remove(&key);
                 vec![undeliverable(sid, seq, &why)]
@@ -230,37 +229,36 @@ impl Deliveries {
         out
     }
 
-    /// Prompts written and still unrecorded at their deadline; `transcript`
-    /// names where the record was looked for.
-    pub fn expire(&mut self, now: Instant, transcript: impl Fn(&str) -> String) -> Vec<Input> {
-        let late: Vec<(String, u64)> = self
-            .pending
-            .iter()
-            .filter(|(_, p)| matches!(p.stage, Stage::Written { deadline, .. } if deadline <= now))
-            .map(|(k, _)| k.clone())
-            .collect();
-        let mut out = Vec::new();
-        for (sid, seq) in late {
-            self.pending.remove(&(sid.clone(), seq));
+    /// The engine's look at `prompt`, sent and unrecorded for the kind's
+    /// `record` window: what the transcript (at `transcript`, in words)
+    /// shows of it now — taken, waiting, held, dropped — or that it is
+    /// not there: not taken.
+    pub fn look(
+        &mut self,
+        sid: &str,
+        prompt: Prompt,
+        history: &History,
+        process: Option<Process>,
+        transcript: &str,
+    ) -> Vec<Input> {
+        if let Some(out) = self.taken(sid, prompt, history) {
+            return out;
+        }
+        let key = (sid.to_string(), prompt.seq);
+        let mut out = match process {
+            Some(process) => self.review(sid, history, process),
+            None => Vec::new(),
+        };
+        let sent = self.pending.get(&key).map(|p| p.stage);
+        if matches!(sent, None | Some(Stage::Written { .. })) {
+            self.pending.remove(&key);
+            let window = confirm::windows(Kind::Claude).record.as_secs();
             let why = format!(
-                "Claude Code session {sid} shows no sign of the prompt in its transcript {} within {} s of its writing",
-                transcript(&sid),
-                CONFIRM.as_secs()
+                "Claude Code session {sid} shows no sign of the prompt in its transcript {transcript} {window} s after its writing"
             );
-            out.push(undeliverable(&sid, seq, &why));
+            out.push(evidence(sid, prompt.seq, Evidence::NotRecorded(why)));
         }
         out
-    }
-
-    /// The earliest confirmation deadline, for the observer's wait.
-    pub fn next_deadline(&self) -> Option<Instant> {
-        self.pending
-            .values()
-            .filter_map(|p| match p.stage {
-                Stage::Written { deadline, .. } => Some(deadline),
-                _ => None,
-            })
-            .min()
     }
 
     fn seqs_of(&self, sid: &str) -> Vec<u64> {
@@ -285,6 +283,14 @@ impl Deliveries {
             self.settings.display()
         );
         undeliverable(sid, seq, &why)
+    }
+}
+
+fn evidence(sid: &str, seq: u64, evidence: Evidence) -> Input {
+    Input::Evidence {
+        session: Kind::Claude.qualify(sid),
+        seq,
+        evidence,
     }
 }
 
@@ -344,10 +350,17 @@ mod tests {
 
     #[test]
     fn written_then_enqueued_then_taken_is_delivered_once_and_started_once() {
-        let (mut d, mut h, now) = (deliveries(), History::default(), Instant::now());
+        let (mut d, mut h) = (deliveries(), History::default());
         assert_eq!(d.deliver(SID, prompt(1), &h, P), Decision::Write);
         assert_eq!(d.deliver(SID, prompt(1), &h, P), Decision::UnderWay);
-        assert!(d.written(SID, 1, Ok(()), now, 150).is_empty());
+        let sent = d.written(SID, 1, Ok(()), 150);
+        assert!(matches!(
+            &sent[..],
+            [Input::Evidence {
+                evidence: Evidence::Sent,
+                ..
+            }]
+        ));
         assert!(d.review(SID, &h, P).is_empty());
         h.apply(Record::Enqueued {
             content: "do s1".into(),
@@ -365,7 +378,22 @@ mod tests {
             }]
         );
         assert!(d.review(SID, &h, P).is_empty());
-        assert_eq!(d.next_deadline(), None);
+    }
+
+    #[test]
+    fn a_look_finds_a_prompt_the_transcript_shows_and_calls_only_an_absent_one_not_recorded() {
+        let (mut d, mut h) = (deliveries(), History::default());
+        d.deliver(SID, prompt(1), &h, P);
+        d.written(SID, 1, Ok(()), 150);
+        h.apply(Record::Enqueued {
+            content: "do s1".into(),
+            at: 151,
+        });
+        let out = d.look(SID, prompt(1), &h, Some(P), "t.jsonl");
+        assert!(out.len() == 1 && is_delivered(&out[0], 1), "{out:?}");
+        taken(&mut h, "id2", "do s2");
+        let out = d.look(SID, prompt(2), &h, None, "t.jsonl");
+        assert!(is_delivered(&out[0], 2), "taken, though its process ended");
     }
 
     #[test]
@@ -392,9 +420,9 @@ mod tests {
 
     #[test]
     fn held_dropped_unrecorded_and_ended_prompts_are_not_delivered() {
-        let (mut d, mut h, now) = (deliveries(), History::default(), Instant::now());
+        let (mut d, mut h) = (deliveries(), History::default());
         d.deliver(SID, prompt(1), &h, P);
-        d.written(SID, 1, Ok(()), now, 150);
+        d.written(SID, 1, Ok(()), 150);
         h.apply(Record::Held {
             preview: "do s1".into(),
             at: 151,
@@ -408,7 +436,7 @@ mod tests {
         };
         assert!(matches!(again[0], Input::Undeliverable { .. }));
         d.deliver(SID, prompt(2), &h, P);
-        d.written(SID, 2, Ok(()), now, 160);
+        d.written(SID, 2, Ok(()), 160);
         h.apply(Record::Dropped {
             from: "reveille-p".into(),
             reason: "rate-limited".into(),
@@ -420,19 +448,18 @@ mod tests {
         );
         let (mut d, h) = (deliveries(), History::default());
         d.deliver(SID, prompt(1), &h, P);
-        d.written(SID, 1, Ok(()), now, 150);
-        assert_eq!(d.next_deadline(), Some(now + CONFIRM));
-        assert!(d.expire(now, |_| String::new()).is_empty());
-        let out = d.expire(now + CONFIRM, |_| "t.jsonl".into());
+        d.written(SID, 1, Ok(()), 150);
+        // The engine's look, once the record's window has passed.
+        let out = d.look(SID, prompt(1), &h, Some(P), "t.jsonl");
         assert!(
-            matches!(&out[0], Input::Undeliverable { why, .. } if why.reason.contains("t.jsonl"))
+            matches!(&out[..], [Input::Evidence { evidence: Evidence::NotRecorded(why), .. }] if why.contains("t.jsonl")),
+            "{out:?}"
         );
         d.deliver(SID, prompt(2), &h, P);
-        d.written(SID, 2, Ok(()), now, 150);
+        d.written(SID, 2, Ok(()), 150);
         let out = d.process_ended(SID);
         assert!(matches!(&out[0], Input::Undeliverable { seq: 2, .. }));
-        assert_eq!(d.next_deadline(), None);
-        let failed = d.written(SID, 3, Err("no socket".into()), now, 150);
+        let failed = d.written(SID, 3, Err("no socket".into()), 150);
         assert!(
             matches!(&failed[0], Input::Undeliverable { why, .. } if why.reason == "no socket")
         );

@@ -15,9 +15,10 @@
 //!   the prompt's `msg_id` (`prompt_id`: derived from project, seq and
 //!   text, so a prompt delivered again after a reveille restart is
 //!   recognised and not sent twice). The transcript lags the inbox by up to
-//!   ~100 ms (`settle`): in the backend's first moments a prompt waits for
-//!   it before it is written, so one an earlier reveille wrote just before
-//!   it died is found rather than written again.
+//!   ~100 ms: the engine hands a prompt out again only once that window
+//!   (`core::confirm`, `CLAUDE_TRANSCRIPT_LAG`) has passed since its last
+//!   write, so one an earlier reveille wrote just before it died is found
+//!   rather than written again.
 //! - **observe**: the registry entry's `status` (`idle`, `busy`, `waiting`
 //!   with what for) on every change, `None` when no live process holds the
 //!   session. Pushed, not polled: inotify on the registry and transcript
@@ -37,7 +38,6 @@ mod inbox;
 mod observer;
 mod prompt_id;
 mod registry;
-mod settle;
 mod transcript;
 mod wait;
 mod watches;
@@ -103,6 +103,24 @@ impl Backend for ClaudeBackend {
             }));
         }
         let _ = self.commands.send(Command::Deliver(d.clone()));
+        if let Some(w) = &self.waker {
+            w.wake();
+        }
+        None
+    }
+
+    /// The look goes to the observer, which reads the transcript.
+    fn look(&mut self, d: &Delivery) -> Option<Input> {
+        if let Some(why) = &self.broken {
+            return Some(Input::Undeliverable {
+                session: d.session.clone(),
+                seq: d.seq,
+                why: Undeliverable {
+                    reason: why.clone(),
+                },
+            });
+        }
+        let _ = self.commands.send(Command::Look(d.clone()));
         if let Some(w) = &self.waker {
             w.wake();
         }

@@ -5,20 +5,20 @@
 //!
 //! Nothing is polled: it sleeps in `poll(2)` until a command arrives, an
 //! inotify event comes from the registry or a transcript directory, a
-//! session's process exits (its pidfd), or a confirmation deadline passes.
+//! session's process exits (its pidfd); it keeps no deadline (the engine
+//! times the confirmation and asks for a look).
 
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::delivery::{undeliverable, Decision, Deliveries, Process, Prompt};
 use super::history::History;
 use super::inbox::{self, Message};
 use super::prompt_id::prompt_id;
 use super::registry::{self, Entry, Host};
-use super::settle::Settling;
 use super::transcript::{self, Record, Tail};
 use super::wait::{self, Waker, Wakeup};
 use super::watches::{Changes, Watches};
@@ -31,6 +31,8 @@ use crate::shell::backend::Reports;
 #[derive(Debug)]
 pub enum Command {
     Deliver(Delivery),
+    /// Look for a prompt written already in its transcript (`Effect::Look`).
+    Look(Delivery),
     Written {
         sid: String,
         seq: u64,
@@ -70,9 +72,6 @@ pub struct Observer {
     reported: BTreeMap<String, AgentState>,
     followed: BTreeMap<String, Followed>,
     deliveries: Deliveries,
-    /// Deliveries waiting, in the backend's first moments, for transcripts
-    /// to show what an earlier reveille wrote.
-    settling: Settling,
 }
 
 impl Observer {
@@ -100,7 +99,6 @@ impl Observer {
             owners: BTreeMap::new(),
             reported: BTreeMap::new(),
             followed: BTreeMap::new(),
-            settling: Settling::new(Instant::now()),
         })
     }
 
@@ -114,11 +112,7 @@ impl Observer {
                     .values()
                     .filter_map(|o| o.exit.as_ref().map(|fd| fd.as_raw_fd())),
             );
-            let deadline = [self.deliveries.next_deadline(), self.settling.deadline()]
-                .into_iter()
-                .flatten()
-                .min();
-            let Ok(ready) = wait::poll(&fds, deadline) else {
+            let Ok(ready) = wait::poll(&fds) else {
                 return;
             };
             if ready[0] && !self.take_commands() {
@@ -134,14 +128,6 @@ impl Observer {
             if ready[2..].iter().any(|r| *r) {
                 self.refresh_registry();
             }
-            let followed = &self.followed;
-            let late = self
-                .deliveries
-                .expire(Instant::now(), |sid| transcript_of(followed, sid));
-            self.report_all(late);
-            for d in self.settling.release(Instant::now()) {
-                self.deliver(&d);
-            }
         }
     }
 
@@ -151,10 +137,9 @@ impl Observer {
         loop {
             match self.commands.try_recv() {
                 Ok(Command::Deliver(d)) => self.deliver(&d),
+                Ok(Command::Look(d)) => self.look(&d),
                 Ok(Command::Written { sid, seq, result }) => {
-                    let out = self
-                        .deliveries
-                        .written(&sid, seq, result, Instant::now(), wall_ms());
+                    let out = self.deliveries.written(&sid, seq, result, wall_ms());
                     self.report_all(out);
                     self.review(&sid);
                 }
@@ -290,9 +275,6 @@ impl Observer {
             let why = self.not_running(sid);
             return self.report(undeliverable(sid, d.seq, &why));
         };
-        if self.settling.hold(Instant::now(), d) {
-            return;
-        }
         let process = Process {
             started: owner.entry.started_at,
         };
@@ -301,6 +283,27 @@ impl Observer {
             Decision::UnderWay => {}
             Decision::Write => self.write(sid, d, &msg_id),
         }
+    }
+
+    /// The engine's look at `d`, sent into the inbox and unrecorded for
+    /// the kind's `record` window: the transcript read up to date, and
+    /// what it shows of the prompt reported.
+    fn look(&mut self, d: &Delivery) {
+        let (_, sid) = Kind::of(&d.session);
+        let msg_id = prompt_id(&self.project, d.seq, &d.text);
+        let prompt = Prompt {
+            seq: d.seq,
+            msg_id: &msg_id,
+            text: &d.text,
+        };
+        self.follow(sid);
+        let process = self.owners.get(sid).map(|o| Process {
+            started: o.entry.started_at,
+        });
+        let f = &self.followed[sid];
+        let transcript = f.tail.path.display().to_string();
+        let out = (self.deliveries).look(sid, prompt, &f.history, process, &transcript);
+        self.report_all(out);
     }
 
     /// Write prompt `d` into `sid`'s inbox on a thread of its own.
@@ -317,9 +320,7 @@ impl Observer {
         let (socket, token) = match target.and_then(|s| Ok((s, token?))) {
             Ok(t) => t,
             Err(why) => {
-                let out = self
-                    .deliveries
-                    .written(sid, seq, Err(why), Instant::now(), wall_ms());
+                let out = self.deliveries.written(sid, seq, Err(why), wall_ms());
                 return self.report_all(out);
             }
         };
@@ -350,9 +351,7 @@ impl Observer {
             });
         if let Err(e) = spawned {
             let why = format!("cannot start a thread to write the prompt: {e}");
-            let out = self
-                .deliveries
-                .written(sid, seq, Err(why), Instant::now(), wall_ms());
+            let out = self.deliveries.written(sid, seq, Err(why), wall_ms());
             self.report_all(out);
         }
     }
@@ -486,14 +485,9 @@ pub fn sender_name(project: &str) -> String {
     format!("reveille-{clean}")
 }
 
-/// Where `sid`'s transcript is looked for, for a message.
-fn transcript_of(followed: &BTreeMap<String, Followed>, sid: &str) -> String {
-    followed.get(sid).map_or_else(
-        || "(none)".to_string(),
-        |f| f.tail.path.display().to_string(),
-    )
-}
-
+/// Now, in unix ms: when a write ended, compared with the transcript's own
+/// stamps (a guard's drop after it is about this prompt). Data, not a
+/// deadline.
 fn wall_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

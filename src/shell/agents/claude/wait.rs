@@ -1,12 +1,12 @@
 //! Waiting, on the observer's thread, for whichever comes first: a
 //! command (its waker), an inotify event, a session's process exiting
-//! (its pidfd becomes readable: the kernel says so, nothing is polled),
-//! or a deadline.
+//! (its pidfd becomes readable: the kernel says so, nothing is polled).
+//! No deadline: how long anything may take is the engine's to time
+//! (`core::confirm`), and it asks by a command.
 
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
-use std::time::{Duration, Instant};
 
 /// The sending half: wakes the observer after a command was queued.
 #[derive(Debug)]
@@ -56,8 +56,8 @@ pub fn pidfd(pid: u32) -> Option<OwnedFd> {
     (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
-/// Wait until one of `fds` is readable or `until` passes; which are.
-pub fn poll(fds: &[RawFd], until: Option<Instant>) -> io::Result<Vec<bool>> {
+/// Wait until one of `fds` is readable; which are.
+pub fn poll(fds: &[RawFd]) -> io::Result<Vec<bool>> {
     let mut set: Vec<libc::pollfd> = fds
         .iter()
         .map(|&fd| libc::pollfd {
@@ -66,15 +66,8 @@ pub fn poll(fds: &[RawFd], until: Option<Instant>) -> io::Result<Vec<bool>> {
             revents: 0,
         })
         .collect();
-    let timeout = until.map_or(-1, |t| {
-        let left = t.saturating_duration_since(Instant::now());
-        // Rounded up, so a deadline is never woken for too early.
-        (left + Duration::from_micros(999))
-            .as_millis()
-            .min(i32::MAX as u128) as i32
-    });
     // SAFETY: `set` is a valid array of `set.len()` pollfds.
-    let n = unsafe { libc::poll(set.as_mut_ptr(), set.len() as libc::nfds_t, timeout) };
+    let n = unsafe { libc::poll(set.as_mut_ptr(), set.len() as libc::nfds_t, -1) };
     if n < 0 {
         let e = io::Error::last_os_error();
         return match e.kind() {
@@ -90,17 +83,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_wake_up_a_process_exit_and_a_deadline_end_the_wait() {
+    fn a_wake_up_and_a_process_exit_end_the_wait() {
         let (waker, wakeup) = waker().unwrap();
         waker.wake();
-        assert_eq!(poll(&[wakeup.fd()], None).unwrap(), [true]);
+        assert_eq!(poll(&[wakeup.fd()]).unwrap(), [true]);
         wakeup.drain();
-        let soon = Instant::now() + Duration::from_millis(20);
-        assert_eq!(poll(&[wakeup.fd()], Some(soon)).unwrap(), [false]);
-        assert!(Instant::now() >= soon);
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let fd = pidfd(child.id()).expect("pidfd_open");
-        assert_eq!(poll(&[fd.as_raw_fd()], None).unwrap(), [true]);
+        assert_eq!(poll(&[wakeup.fd(), fd.as_raw_fd()]).unwrap(), [false, true]);
         child.wait().unwrap();
     }
 }

@@ -1,0 +1,113 @@
+//! The windows of the one rule "was it taken" (`core::taken`), per kind of
+//! agent: how long what an agent shows of a prompt may lag behind the
+//! prompt. Named, measured parameters of that rule, with time from the
+//! engine's timers — not clocks read by the backends.
+//!
+//! A backend that can look for its own prompts in the agent's record
+//! (Claude Code's transcript, Codex's thread, opencode's messages) answers
+//! a prompt handed out again (`Delivery::again`) by looking before it
+//! writes: found, it was taken; not found, it is written. A look made too
+//! soon after the last write would not find a prompt the agent has but
+//! has not recorded yet, and writing it again runs it twice. So the engine
+//! hands such a prompt out only once its kind's `unseen` window has passed
+//! since its last possible write (`again_at`).
+
+use std::time::Duration;
+
+use super::session::Kind;
+
+/// One kind's windows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Windows {
+    /// How long a prompt written to the agent may be missing from the
+    /// agent's own record. Claude Code writes its transcript in batches on
+    /// a 100 ms flush timer started by a batch's first entry, so a prompt
+    /// written just before reveille stopped can be in the session's inbox
+    /// and nowhere in the transcript yet: 300 ms is that flush, the
+    /// inbox's own write, and a margin for a loaded machine (measured
+    /// here: recorded within ~50 ms). Zero for a kind whose write answers
+    /// only once the agent has recorded the prompt (ollie-9p's Submit,
+    /// opencode's post, which waits for the stored message) or that keeps
+    /// no record (a pipe, a file).
+    pub unseen: Duration,
+    /// How long the agent may show a prompt it took in neither its queue
+    /// nor its history while it starts a turn on it. Codex hides a queued
+    /// turn while dispatching it (`dispatching queued turns are not
+    /// client-visible`): idle up to ~20 ms after the prompt left the queue,
+    /// hidden up to ~70 ms on two loaded cores; 200 ms is several times
+    /// that. Unlike `unseen`, this is not counted from reveille's write —
+    /// a queued prompt starts whenever the turn before it ends — but from a
+    /// look that found the agent idle and the prompt nowhere. Not used by
+    /// the engine yet: Codex's backend keeps this window itself
+    /// (doc/ARCHITECTURE.md says how it moves here).
+    pub hidden: Duration,
+    /// How long a prompt written into the agent (`Evidence::Sent`) may go
+    /// without its record saying anything of it before it is looked for
+    /// there (`Effect::Look`); not there then, it was not taken. Claude
+    /// Code records a prompt in its transcript within ~50 ms (measured
+    /// here); 3 s leaves room for a machine under load.
+    pub record: Duration,
+}
+
+/// Claude Code's transcript flush (see `Windows::unseen`).
+pub const CLAUDE_TRANSCRIPT_LAG: Duration = Duration::from_millis(300);
+
+/// Codex's hidden dispatch (see `Windows::hidden`).
+pub const CODEX_HIDDEN_DISPATCH: Duration = Duration::from_millis(200);
+
+/// How long Claude Code's transcript may not mention a prompt written
+/// into the session's inbox (see `Windows::record`).
+pub const CLAUDE_RECORD: Duration = Duration::from_secs(3);
+
+/// The windows of `kind`.
+pub fn windows(kind: Kind) -> Windows {
+    let none = Duration::ZERO;
+    match kind {
+        Kind::Dir | Kind::Opencode => Windows {
+            unseen: none,
+            hidden: none,
+            record: none,
+        },
+        Kind::Claude => Windows {
+            unseen: CLAUDE_TRANSCRIPT_LAG,
+            hidden: none,
+            record: CLAUDE_RECORD,
+        },
+        Kind::Codex => Windows {
+            unseen: none,
+            hidden: CODEX_HIDDEN_DISPATCH,
+            record: none,
+        },
+    }
+}
+
+/// When prompt handed out again to a session of `kind` may go: once its
+/// `unseen` window has passed since `last_write`, the last moment a write
+/// of it may have happened — its last hand-out or outcome in this run, or
+/// (`None`) this run's start, engine time zero, for a prompt an earlier
+/// run handed out.
+pub fn again_at(kind: Kind, last_write: Option<Duration>) -> Duration {
+    last_write.unwrap_or(Duration::ZERO) + windows(kind).unseen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn only_a_kind_whose_record_lags_holds_a_prompt_handed_out_again() {
+        assert_eq!(again_at(Kind::Claude, None), CLAUDE_TRANSCRIPT_LAG);
+        assert_eq!(
+            again_at(Kind::Claude, Some(ms(5_000))),
+            ms(5_000) + CLAUDE_TRANSCRIPT_LAG
+        );
+        for kind in [Kind::Dir, Kind::Opencode, Kind::Codex] {
+            assert_eq!(again_at(kind, None), Duration::ZERO, "{kind:?}");
+            assert_eq!(again_at(kind, Some(ms(7))), ms(7), "{kind:?}");
+        }
+    }
+}
