@@ -5,7 +5,7 @@
 use std::os::fd::OwnedFd;
 use std::path::Path;
 
-use super::tree::listed;
+use super::tree::{listing, Listing};
 use super::{await_turn, read_state, Flavour};
 use crate::core::effect::Delivery;
 use crate::core::input::{Evidence, Input, Observation, Observer, Seen, Undeliverable};
@@ -23,6 +23,7 @@ pub fn submit_later(
     d: &Delivery,
     dir: OwnedFd,
     flavour: Flavour,
+    lookup: Lookup,
     sessions_dir: &Path,
 ) {
     let text = d.text.clone();
@@ -33,13 +34,21 @@ pub fn submit_later(
         // the kernel still resolves its old path for about a second —
         // a prompt written there is lost, or reaches the renamed
         // session unannounced. It waits in the outbox instead.
-        if let Err(why) = still_listed(&sessions_dir, &session, flavour) {
-            return Evidence::Refused(why.reason);
-        }
+        let looked = lookup
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the read of idx panicked")));
+        let listed_as = match judge_listing(looked, &sessions_dir, flavour) {
+            Ok(state) => state,
+            Err(why) => return Evidence::Refused(why.reason),
+        };
         // The state it is in as the prompt reaches it, told first: it
         // decides whether the prompt woke it or waits behind a turn
         // (the tree's last poll may be older than a person's Submit).
-        let before = read_state(&dir, flavour).ok().flatten();
+        // `idx` said it; an older ollie-9p's is in its `state` file.
+        let before = match flavour {
+            Flavour::Current => listed_as,
+            Flavour::Legacy => read_state(&dir, flavour).ok().flatten(),
+        };
         // (An older ollie-9p's sessions have no `idx` to follow them
         // by: their state stays unobserved.)
         if let Some(state) = before.as_ref().filter(|_| flavour == Flavour::Current) {
@@ -104,12 +113,34 @@ pub fn still_listed(
     session: &str,
     flavour: Flavour,
 ) -> Result<(), Undeliverable> {
-    match listed(sessions_dir, session) {
-        Ok(true) => Ok(()),
-        Ok(false) => Err(undeliverable(
+    judge_listing(listing(sessions_dir, session), sessions_dir, flavour).map(|_| ())
+}
+
+/// A read of `idx` for one session, started while its directory is
+/// opened: both are round trips to the 9P server standing between a
+/// ready step and its Submit (`idx` the slower: it renders every
+/// session), so they are made at once, not one after the other.
+pub type Lookup = std::thread::JoinHandle<std::io::Result<Listing>>;
+
+/// Start reading `idx` for `session` on a thread of its own.
+pub fn look_up(sessions_dir: &Path, session: &str) -> Lookup {
+    let (dir, id) = (sessions_dir.to_path_buf(), session.to_string());
+    std::thread::spawn(move || listing(&dir, &id))
+}
+
+/// What a read of `idx` (`looked`) means for a Submit: listed, with the
+/// state it shows, or why not to write.
+fn judge_listing(
+    looked: std::io::Result<Listing>,
+    sessions_dir: &Path,
+    flavour: Flavour,
+) -> Result<Option<AgentState>, Undeliverable> {
+    match looked {
+        Ok(Listing::Listed(state)) => Ok(state),
+        Ok(Listing::Absent) => Err(undeliverable(
             "the session is no longer listed in idx (killed or renamed); its prompts wait in its outbox",
         )),
-        Err(_) if flavour == Flavour::Legacy => Ok(()),
+        Err(_) if flavour == Flavour::Legacy => Ok(None),
         Err(e) => Err(undeliverable(format!(
             "cannot read {}: {e}",
             sessions_dir.join("idx").display()

@@ -182,10 +182,31 @@ impl SessionTree {
 /// `idx` is read, not the directory: after a kill the old entry stays
 /// visible for a second (the kernel's entry cache).
 pub fn listed(dir: &Path, id: &str) -> std::io::Result<bool> {
+    Ok(matches!(listing(dir, id)?, Listing::Listed(_)))
+}
+
+/// What `idx` says of one session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Listing {
+    /// Not listed: killed, renamed, or never was.
+    Absent,
+    /// Listed, in this state (`None`: a state this version cannot read).
+    Listed(Option<AgentState>),
+}
+
+/// Session `id`'s line in `<dir>/idx` now (one read): whether it is
+/// listed, and its state — one round trip to the server for both.
+pub fn listing(dir: &Path, id: &str) -> std::io::Result<Listing> {
     let text = read_all(&dir.join("idx"), IDX_CAP)?;
-    Ok(String::from_utf8_lossy(&text)
-        .lines()
-        .any(|l| l.split('\t').next().map(str::trim) == Some(id)))
+    let text = String::from_utf8_lossy(&text);
+    let line = text.lines().find_map(|l| {
+        let mut cols = l.split('\t');
+        (cols.next().map(str::trim) == Some(id)).then(|| cols.next())
+    });
+    Ok(match line {
+        None => Listing::Absent,
+        Some(state) => Listing::Listed(state.and_then(AgentState::parse)),
+    })
 }
 
 /// `id\tstate\tcwd\tbackend\tmodel` lines; ids that are not safe path

@@ -148,8 +148,9 @@ impl DirBackend {
                 });
                 None
             }
-            Target::Ollie(dir, flavour) => {
-                ollie::submit::submit_later(&self.reports, d, dir, flavour, &self.sessions_dir);
+            Target::Ollie(dir, flavour, lookup) => {
+                let sessions_dir = &self.sessions_dir;
+                ollie::submit::submit_later(&self.reports, d, dir, flavour, lookup, sessions_dir);
                 None
             }
         }

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use super::DirBackend;
 use crate::core::input::Undeliverable;
 use crate::core::session::check_name;
+use crate::shell::agents::ollie::submit::{look_up, Lookup};
 use crate::shell::agents::ollie::tree::listed;
 use crate::shell::agents::ollie::{self, Flavour};
 use crate::shell::backend::undeliverable;
@@ -130,8 +131,9 @@ fn openat(dir: libc::c_int, name: &CString, flags: libc::c_int) -> io::Result<Ow
 pub(super) enum Target {
     Fifo(File),
     Regular(File),
-    /// An ollie-9p session directory: Submit through its `prompt`.
-    Ollie(OwnedFd, Flavour),
+    /// An ollie-9p session directory: Submit through its `prompt`, once
+    /// `idx` (read meanwhile) says it is still listed.
+    Ollie(OwnedFd, Flavour, Lookup),
 }
 
 impl DirBackend {
@@ -146,9 +148,11 @@ impl DirBackend {
                 .map_or_else(|| remote(&self.sessions_dir), |(_, r)| *r)
         };
         if self.submit && remote_root() {
-            let dir = self.open_session_dir(session)?;
+            let lookup = look_up(&self.sessions_dir, session);
+            let held = root.as_ref().map(|(fd, _)| fd.as_ref());
+            let dir = self.open_session_dir(session, held)?;
             if let Some(flavour) = ollie::recognise(&dir) {
-                return Ok(Target::Ollie(dir, flavour));
+                return Ok(Target::Ollie(dir, flavour, lookup));
             }
             // A session killed or renamed a moment ago: its directory still
             // resolves, its files no longer do (or only some): on an
@@ -218,17 +222,30 @@ impl DirBackend {
     /// The enqueue file by `openat` from the sessions root, `O_NOFOLLOW` at
     /// each step, with the exact reason when it cannot be opened.
     fn open_step_by_step(&self, session: &str) -> Result<OwnedFd, Undeliverable> {
-        let dir = self.open_session_dir(session)?;
+        let dir = self.open_session_dir(session, None)?;
         self.open_enqueue_in(&dir, session)
     }
 
     /// The session directory, by `openat` from the sessions root with
     /// `O_NOFOLLOW`.
-    fn open_session_dir(&self, session: &str) -> Result<OwnedFd, Undeliverable> {
-        let root = CString::new(self.sessions_dir.as_os_str().as_bytes())
-            .map_err(|_| undeliverable("sessions_dir contains a NUL byte"))?;
-        let root = openat(libc::AT_FDCWD, &root, libc::O_RDONLY | libc::O_DIRECTORY)
-            .map_err(|e| sessions_dir_unusable(&self.sessions_dir, &e))?;
+    fn open_session_dir(
+        &self,
+        session: &str,
+        held: Option<&OwnedFd>,
+    ) -> Result<OwnedFd, Undeliverable> {
+        // Below the held root when there is one: opening the root again is
+        // a round trip to the 9P server on every wake-up.
+        let opened;
+        let root = match held {
+            Some(fd) => fd,
+            None => {
+                let path = CString::new(self.sessions_dir.as_os_str().as_bytes())
+                    .map_err(|_| undeliverable("sessions_dir contains a NUL byte"))?;
+                opened = openat(libc::AT_FDCWD, &path, libc::O_RDONLY | libc::O_DIRECTORY)
+                    .map_err(|e| sessions_dir_unusable(&self.sessions_dir, &e))?;
+                &opened
+            }
+        };
         let dir = openat(
             root.as_raw_fd(),
             &cstr(session)?,
