@@ -25,5 +25,5 @@ mod file_log;
 mod long_turn;
 mod plan_run;
 mod reminders;
-mod rig;
+pub(crate) mod rig;
 mod waiting;
