@@ -55,6 +55,26 @@ cells! {
     failed_confirmation {
         ollie_double: OllieDouble,
     }
+    flapping {
+        ollie: Ollie,
+        ollie_double: OllieDouble,
+        codex: Codex,
+        claude: Claude,
+        #[ignore = "defect: opencode sometimes never records a prompt_async posted while \
+                    another prompt is starting (204, never in the session's messages); reveille \
+                    logs 'submitted s1 to idle session …; its turn was not seen starting within \
+                    2s' and never looks for its messageID again: the step is lost (2 runs in 11)"]
+        opencode: Opencode,
+    }
+    restart {
+        pipe: Pipe,
+        codex: Codex,
+        claude: Claude,
+        opencode: Opencode,
+    }
+    slow_answer {
+        ollie_double: OllieDouble,
+    }
     waiting_reason {
         ollie: Ollie,
         ollie_double: OllieDouble,

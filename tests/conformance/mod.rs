@@ -55,6 +55,9 @@ pub fn step_needle(id: &str, title: &str) -> String {
 pub struct Seen {
     pub started: f64,
     pub ended: Option<f64>,
+    /// The text the turn began on (the model's last user message, the
+    /// Submit, the line read): a prompt folded into another shows here.
+    pub prompt: String,
 }
 
 /// One kind of session, as the scenarios drive it.
@@ -88,6 +91,18 @@ pub trait Kind: Sized {
     /// A person starts a turn of about three seconds (`delay=3`) with
     /// `text`; returns when the agent is seen busy on it.
     fn person_turn(&self, text: &str) -> Result<(), NotApplicable>;
+    /// A person sends each of `texts` at once, one after the other, each a
+    /// short turn (the state flaps busy, idle, busy); returns without
+    /// waiting for them.
+    fn person_prompts(&self, texts: &[String]) -> Result<(), NotApplicable>;
+    /// Stop the agent's program as a crash would (its sessions survive
+    /// where the program keeps them).
+    fn stop_program(&mut self) -> Result<(), NotApplicable>;
+    /// Start it again on the same session, and wait until it serves.
+    fn start_program(&mut self);
+    /// From now on the program answers a delivery slowly (its turn starts
+    /// seconds after the prompt was taken).
+    fn slow_answers(&self) -> Result<(), NotApplicable>;
     /// The next read that would confirm a delivery fails, as the real
     /// program's can (never kinder than the program).
     fn fail_confirmation(&self) -> Result<(), NotApplicable>;

@@ -17,6 +17,10 @@ use crate::util::wait_until;
 /// byte).
 const EVENTS: Duration = Duration::from_secs(1);
 
+/// Why a slow answer is not in the suite for this kind.
+const SLOW: &str =
+    "needs a double of Claude Code's inbox that answers a delivery slowly; not built yet";
+
 pub struct Claude {
     rig: Rig,
 }
@@ -67,6 +71,27 @@ impl Kind for Claude {
             self.rig.model.turns_on(text).into_iter().next()
         });
         Ok(())
+    }
+
+    fn person_prompts(&self, texts: &[String]) -> Result<(), NotApplicable> {
+        for text in texts {
+            self.rig.claude.send_later(&self.rig.reg, text);
+        }
+        Ok(())
+    }
+
+    fn stop_program(&mut self) -> Result<(), NotApplicable> {
+        self.rig.claude.kill();
+        Ok(())
+    }
+
+    fn start_program(&mut self) {
+        let id = self.rig.reg.session_id.clone();
+        self.rig.reg = self.rig.claude.resume(&id);
+    }
+
+    fn slow_answers(&self) -> Result<(), NotApplicable> {
+        Err(SLOW)
     }
 
     fn fail_confirmation(&self) -> Result<(), NotApplicable> {

@@ -25,6 +25,7 @@ pub fn model_turns(model: &FakeModel, needle: &str) -> Vec<Seen> {
         .map(|r| Seen {
             started: super::unix_of(r.at),
             ended: r.done.map(super::unix_of),
+            prompt: r.last_user,
         })
         .collect()
 }

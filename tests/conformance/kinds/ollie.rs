@@ -17,6 +17,10 @@ use crate::util::wait_until;
 /// The `idx` poll: the default, one second.
 const POLL: Duration = Duration::from_secs(1);
 
+/// Why a restart does not apply to ollie-9p.
+pub const RESTART: &str = "an olliesrv restart loses every session (none are restored): a \
+     prompt then waits for a session that is gone, which waiting_reason covers";
+
 pub struct Ollie {
     /// Declared first, so stopped first.
     daemon: Daemon,
@@ -61,6 +65,7 @@ impl Kind for Ollie {
             .map(|t| Seen {
                 started: t.started,
                 ended: t.ended,
+                prompt: t.prompt,
             })
             .collect()
     }
@@ -80,6 +85,28 @@ impl Kind for Ollie {
             (state != "idle").then_some(())
         });
         Ok(())
+    }
+
+    fn person_prompts(&self, texts: &[String]) -> Result<(), NotApplicable> {
+        for text in texts {
+            self.rig.ollie.submit(AGENT, text);
+        }
+        Ok(())
+    }
+
+    fn stop_program(&mut self) -> Result<(), NotApplicable> {
+        Err(RESTART)
+    }
+
+    fn start_program(&mut self) {
+        unreachable!("{RESTART}")
+    }
+
+    fn slow_answers(&self) -> Result<(), NotApplicable> {
+        Err(
+            "a real session's pre-turn hooks are its own configuration, not the \
+             suite's; the ollie-9p double delays a turn's start instead",
+        )
     }
 
     fn fail_confirmation(&self) -> Result<(), NotApplicable> {

@@ -104,6 +104,7 @@ impl Kind for OllieDouble {
             .map(|t| Seen {
                 started: unix_of(t.started),
                 ended: t.ended.map(|(at, _)| unix_of(at)),
+                prompt: t.prompt,
             })
             .collect()
     }
@@ -124,6 +125,28 @@ impl Kind for OllieDouble {
         wait_until("the person's turn to show busy", Self::T, || {
             (!self.ollie.idle(AGENT)).then_some(())
         });
+        Ok(())
+    }
+
+    fn person_prompts(&self, texts: &[String]) -> Result<(), NotApplicable> {
+        for text in texts {
+            crate::util::realollie::put(&self.ollie.session_dir(AGENT).join("prompt"), text);
+        }
+        Ok(())
+    }
+
+    fn stop_program(&mut self) -> Result<(), NotApplicable> {
+        Err(super::ollie::RESTART)
+    }
+
+    fn start_program(&mut self) {
+        unreachable!("{}", super::ollie::RESTART)
+    }
+
+    /// ollie-core's pre-turn hooks (up to 60 s each upstream) take three
+    /// seconds: the Submit is taken, the session shows idle meanwhile.
+    fn slow_answers(&self) -> Result<(), NotApplicable> {
+        self.ollie.set_pre_turn(Duration::from_secs(3));
         Ok(())
     }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::conformance::{toml, unix_of, Kind, NotApplicable, Seen};
 use crate::util::daemon::Daemon;
-use crate::util::fifo::Reader;
+use crate::util::fifo::{Reader, Receipt};
 use crate::util::plans::{task_complete, task_plan_with, Step};
 use crate::util::project::Project;
 use crate::util::wait_until;
@@ -16,8 +16,19 @@ const AGENT: &str = "agent";
 
 pub struct Pipe {
     daemon: Daemon,
-    reader: Reader,
+    /// `None` while the reader is stopped.
+    reader: Option<Reader>,
+    /// What earlier readers read.
+    past: Vec<Receipt>,
     project: Project,
+}
+
+impl Pipe {
+    fn received(&self) -> Vec<Receipt> {
+        let mut all = self.past.clone();
+        all.extend(self.reader.iter().flat_map(Reader::received));
+        all
+    }
 }
 
 impl Kind for Pipe {
@@ -32,7 +43,8 @@ impl Kind for Pipe {
         let daemon = Daemon::start(&project);
         Some(Pipe {
             daemon,
-            reader,
+            reader: Some(reader),
+            past: Vec::new(),
             project,
         })
     }
@@ -55,12 +67,13 @@ impl Kind for Pipe {
 
     /// Each prompt read is a "turn" that ends as it is read.
     fn turns(&self, needle: &str) -> Vec<Seen> {
-        let read = self.reader.received();
+        let read = self.received();
         read.into_iter()
             .filter(|r| r.text.contains(needle))
             .map(|r| Seen {
                 started: unix_of(r.at),
                 ended: Some(unix_of(r.at)),
+                prompt: r.text,
             })
             .collect()
     }
@@ -73,7 +86,7 @@ impl Kind for Pipe {
             &format!("the prompt of {title:?} in the pipe"),
             Self::T,
             || {
-                let read = self.reader.received();
+                let read = self.received();
                 read.iter()
                     .any(|r| r.text.starts_with("[reveille] s") && r.text.contains(&line))
                     .then_some(())
@@ -88,6 +101,26 @@ impl Kind for Pipe {
 
     fn person_turn(&self, _text: &str) -> Result<(), NotApplicable> {
         Err("a named pipe has no turns: nothing runs that a step could wait behind")
+    }
+
+    fn person_prompts(&self, _texts: &[String]) -> Result<(), NotApplicable> {
+        Err("a named pipe has no state to flap")
+    }
+
+    /// The reader closes the pipe (a write then fails with ENXIO).
+    fn stop_program(&mut self) -> Result<(), NotApplicable> {
+        if let Some(reader) = self.reader.take() {
+            self.past.extend(reader.close());
+        }
+        Ok(())
+    }
+
+    fn start_program(&mut self) {
+        self.reader = Some(self.project.reader(AGENT));
+    }
+
+    fn slow_answers(&self) -> Result<(), NotApplicable> {
+        Err("the kernel answers a write to a pipe at once, or refuses it")
     }
 
     fn fail_confirmation(&self) -> Result<(), NotApplicable> {

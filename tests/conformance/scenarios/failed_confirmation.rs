@@ -17,5 +17,14 @@ pub fn run<K: Kind>() {
     k.closed(&plan, "Run me once");
     barrier(&k, "after the doubt");
     once(&k, "s1", "Run me once");
+    // The fault was met: the test is not about a read that never failed.
+    let doubt = format!("could not tell whether session {} took s1", k.session());
+    assert_eq!(
+        k.daemon().log_count(&doubt),
+        1,
+        "{}: reveille never met the failed read\n{}",
+        K::NAME,
+        k.daemon().log()
+    );
     nothing_pending(&k);
 }

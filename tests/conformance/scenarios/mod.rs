@@ -3,8 +3,11 @@
 
 pub mod busy_queue;
 pub mod failed_confirmation;
+pub mod flapping;
 pub mod idle_wake;
+pub mod restart;
 pub mod short_turns;
+pub mod slow_answer;
 pub mod waiting_reason;
 
 use super::{step_needle, Kind};
