@@ -117,6 +117,6 @@ impl Kind for Ollie {
     }
 
     fn absent(&self) -> String {
-        "nobody".into()
+        "absent-agent".into()
     }
 }

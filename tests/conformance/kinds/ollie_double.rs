@@ -156,6 +156,6 @@ impl Kind for OllieDouble {
     }
 
     fn absent(&self) -> String {
-        "nobody".into()
+        "absent-agent".into()
     }
 }

@@ -129,7 +129,7 @@ impl Kind for Pipe {
 
     /// A pipe nobody reads: a write to it fails (ENXIO).
     fn absent(&self) -> String {
-        self.project.session("nobody");
-        "nobody".into()
+        self.project.session("absent-agent");
+        "absent-agent".into()
     }
 }
