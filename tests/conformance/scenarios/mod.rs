@@ -5,6 +5,7 @@ pub mod busy_queue;
 pub mod failed_confirmation;
 pub mod flapping;
 pub mod idle_wake;
+pub mod prompt_race;
 pub mod restart;
 pub mod short_turns;
 pub mod slow_answer;
