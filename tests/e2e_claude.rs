@@ -26,7 +26,7 @@ mod gave_up;
 mod plan;
 mod remind;
 mod resume;
-mod rig;
+pub(crate) mod rig;
 mod stuck;
 mod waiting;
 mod watch;

@@ -26,5 +26,5 @@ mod long_turn;
 mod plan_run;
 mod question;
 mod reminders;
-mod rig;
+pub(crate) mod rig;
 mod waiting;

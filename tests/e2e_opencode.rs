@@ -8,7 +8,7 @@
 //! transcript (in which order), the plan file (ticked by the agent).
 
 pub(crate) mod plan_watch;
-mod rig;
+pub(crate) mod rig;
 mod waiting;
 
 use std::time::{Duration, Instant};

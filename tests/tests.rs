@@ -8,6 +8,7 @@ mod agents;
 mod bench_smoke;
 mod cli;
 mod config_example;
+mod conformance;
 mod core_purity;
 mod daemon;
 mod desktop;

@@ -263,7 +263,7 @@ impl Ollie {
     pub fn with(options: Options) -> Ollie {
         let behaviour = Behaviour {
             turn: Mutex::new(options.turn),
-            pre_turn: options.pre_turn,
+            pre_turn: Mutex::new(options.pre_turn),
             script: Mutex::new(None),
         };
         let server = Arc::new(Server {
@@ -327,6 +327,12 @@ impl Ollie {
     /// Sets every session's turn duration (sessions with their own keep it).
     pub fn set_turn(&self, duration: Duration) {
         *self.server.behaviour.turn.lock().unwrap() = duration;
+    }
+
+    /// From now on, pre-turn hooks take `duration` (a Submit's turn starts
+    /// that late; the session shows idle meanwhile).
+    pub fn set_pre_turn(&self, duration: Duration) {
+        *self.server.behaviour.pre_turn.lock().unwrap() = duration;
     }
 
     /// Sets one session's turn duration.

@@ -85,7 +85,7 @@ pub struct Behaviour {
     pub turn: Mutex<Duration>,
     /// How long ollie-core's pre-turn hooks run: the window in which a turn
     /// has begun (`Submit` holds `submitMu`) but `IsRunning` is still false.
-    pub pre_turn: Duration,
+    pub pre_turn: Mutex<Duration>,
     /// Run at the turn's tool call.
     pub script: Mutex<Option<Script>>,
 }
@@ -282,7 +282,10 @@ impl Agent {
         // Pre-turn hooks run before currentAction is stored: a Submit
         // arriving now sees an idle agent, waits on submitMu, and runs after
         // this whole chain, behind anything queued meanwhile.
-        if self.wait_out(self.behaviour.pre_turn).is_some() {
+        if self
+            .wait_out(*self.behaviour.pre_turn.lock().unwrap())
+            .is_some()
+        {
             return String::new(); // killed before the turn began
         }
         let (index, scope) = {
