@@ -240,10 +240,14 @@ impl Courier {
             return Err(refused(then)(self.failed(id, e)));
         }
         tracing::debug!(project = %self.project, session = %d.session, "posted seq {} to {id} as {message}", d.seq);
-        if self.shared.wait_stored(id, &message, STORE) != Some(false) {
+        if self.shared.wait_stored(id, &message, STORE) == Some(true) {
             return Ok(Done::Posted);
         }
-        // The event stream did not show it (it may be down): ask.
+        // The event stream did not show it stored (it may be down), or a
+        // turn ended before it did: that may have been another client's
+        // turn, starting as this was posted — opencode then answers 204
+        // and may never store it (seen: several prompts posted while a
+        // session starts a turn, only the first stored). Ask.
         match self.api.has_message(id, &message) {
             Ok(true) => Ok(Done::Posted),
             Ok(false) => {
