@@ -130,33 +130,38 @@ fn a_question_is_a_wait_told_once_and_resolved_by_the_persons_answer() {
         told = Some(Told::configure(p));
         p.set("sessions", "remind_after_ms", "1000");
         // The step's prompt makes the fake model ask through Claude
-        // Code's question tool.
-        let template = "[reveille] Step {id} is ready: {title}\nASK Which parser for {title}?\n";
+        // Code's question tool first, and tick once answered.
+        let template = "[reveille] Step {id} is ready: {title}\nASK Which parser for {title}?\n\
+                        When it is finished, {close}.\n";
         p.set("prompt", "template", &format!("{template:?}"));
     }) else {
         return;
     };
     let told = told.unwrap();
     let q = rig.session();
-    let question = "Which parser for Write the lexer?";
-    let (_plan, _) = rig.plan(
-        "20260101T000000_0e0e0e0e--question__todo.md",
-        "Ask a question",
-        &[Step::new("Write the lexer")],
-    );
+    let titles = ["Write the lexer", "Write the parser"];
+    let steps: Vec<Step> = titles.iter().map(|t| Step::new(t)).collect();
+    let name = "20260101T000000_0e0e0e0e--question__todo.md";
+    let (plan, _) = rig.plan(name, "Ask a question", &steps);
 
-    let s = crate::util::try_wait_until(T, || {
-        let s = rig.status();
-        let state = s["state"].as_str()?;
-        (state.starts_with("waiting for a person: answer") && state.contains(question)).then_some(s)
-    });
-    let s = s.unwrap_or_else(|| {
-        panic!(
-            "no question in status ({}); the terminal:\n{}",
-            rig.status(),
-            rig.claude.screen()
-        )
-    });
+    let question = |title: &str| format!("Which parser for {title}?");
+    let asked = |title: &str| {
+        let question = question(title);
+        let s = crate::util::try_wait_until(T, || {
+            let s = rig.status();
+            let state = s["state"].as_str()?;
+            (state.starts_with("waiting for a person: answer") && state.contains(&question))
+                .then_some(s)
+        });
+        s.unwrap_or_else(|| {
+            panic!(
+                "no question in status ({}); the terminal:\n{}",
+                rig.status(),
+                rig.claude.screen()
+            )
+        })
+    };
+    let s = asked(titles[0]);
     assert_eq!(s["waiting"], "question", "{s}");
     let warning = rig.wait_log(&["session", &q, "waits for a person"]);
     for field in [
@@ -173,7 +178,7 @@ fn a_question_is_a_wait_told_once_and_resolved_by_the_persons_answer() {
         (first["EVENT"].as_str(), first["STEP"].as_str()),
         ("waiting", "s1")
     );
-    assert!(first["BODY"].contains(question), "{first:?}");
+    assert!(first["BODY"].contains(&question(titles[0])), "{first:?}");
     // No reminder while it waits: it outlasts two reminder intervals.
     wait_until("the wait to outlast two reminder intervals", T, || {
         let since = rig.status()["since_unix_ms"].as_u64()?;
@@ -182,13 +187,14 @@ fn a_question_is_a_wait_told_once_and_resolved_by_the_persons_answer() {
     assert_eq!(rig.daemon().log_count("reminder="), 0, "{}", rig.all_logs());
 
     // Answered in the TUI (Enter picks the first choice): the answer goes
-    // to the model, and the wait is told resolved, once.
+    // to the model, the wait is told resolved, once, and the agent ticks
+    // the step; the plan goes on to the next, which asks too.
     rig.claude.press(&["Enter"]);
     let answered = wait_until("the answer to reach the model", T, || {
         rig.model
             .requests()
             .into_iter()
-            .find(|r| r.after_tool && r.last_user.contains(question))
+            .find(|r| r.after_tool && r.last_user.contains(&question(titles[0])))
     });
     assert!(
         answered.tool_output.contains("Yes"),
@@ -199,5 +205,13 @@ fn a_question_is_a_wait_told_once_and_resolved_by_the_persons_answer() {
         (told.events().len() >= 2).then_some(())
     });
     assert_eq!(told.events()[..2], ["waiting", "resolved"]);
+    rig.wait_ticked(&plan, titles[0]);
+    asked(titles[1]);
+    rig.claude.press(&["Enter"]);
+    rig.wait_ticked(&plan, titles[1]);
     rig.wait_status("the session out of its wait", |s| s["waiting"].is_null());
+    let events = told.events();
+    assert_eq!(events, ["waiting", "resolved", "waiting", "resolved"]);
+    let steps: Vec<_> = told.notices().iter().map(|n| n["STEP"].clone()).collect();
+    assert_eq!(steps, ["s1", "s1", "s2", "s2"]);
 }
