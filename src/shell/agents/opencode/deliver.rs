@@ -321,3 +321,36 @@ fn delivered(d: &Delivery) -> Input {
         reached: Reached::Accepted,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(id: String, role: &str, parent: Option<&str>) -> MessageInfo {
+        MessageInfo {
+            id,
+            role: role.into(),
+            parent: parent.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn of_a_prompt_posted_twice_the_answered_copy_counts_else_the_newest() {
+        let tag = message_id::tag("it", 4);
+        let (first, second) = (message_id::new_id("it", 4), message_id::new_id("it", 4));
+        let other = message_id::new_id("it", 5);
+        let mut messages = vec![
+            message(first.clone(), "user", None),
+            message(other.clone(), "user", None),
+            message("msg_a".into(), "assistant", Some(&other)),
+            message(second.clone(), "user", None),
+        ];
+        assert_eq!(copy_in(&messages, &tag), Some((second.clone(), false)));
+        messages.push(message("msg_b".into(), "assistant", Some(&second)));
+        assert_eq!(copy_in(&messages, &tag), Some((second, true)));
+        messages.pop();
+        messages.push(message("msg_c".into(), "assistant", Some(&first)));
+        assert_eq!(copy_in(&messages, &tag), Some((first, true)));
+        assert_eq!(copy_in(&messages, &message_id::tag("it", 6)), None);
+    }
+}

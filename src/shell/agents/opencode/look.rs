@@ -31,6 +31,12 @@ impl Courier {
     /// Look for prompt `d` among the messages of the bare session `id`,
     /// and report what they show.
     pub fn look(&self, d: &Delivery, id: &str) {
+        // Its status first: a copy unanswered in messages read after the
+        // session was seen idle had no turn start on it by then.
+        let busy = match self.busy(id) {
+            Ok(busy) => busy,
+            Err(why) => return self.shared.lock().send(evidence(d, Evidence::Unsure(why))),
+        };
         let tag = message_id::tag(&self.project, d.seq);
         let copy = match self.api.messages(id, LOOK_BACK) {
             Ok(messages) => copy_in(&messages, &tag),
@@ -43,15 +49,12 @@ impl Courier {
         let server = self.api.server.url();
         let dropped = match copy {
             Some((_, true)) => return self.shared.lock().taken_as_found(id, d.seq, true),
-            None => format!("opencode session {id} on {server} does not have the prompt (its message {tag}…) {window:?} after it was posted"),
-            Some((message, false)) => match self.busy(id) {
-                Err(why) => return self.shared.lock().send(evidence(d, Evidence::Unsure(why))),
-                Ok(true) => {
-                    tracing::debug!(project = %self.project, session = %d.session, "{} ({message}) is unanswered behind the running turn of {id}: looked for again", d.step);
-                    return self.shared.lock().send(evidence(d, Evidence::Sent));
-                }
-                Ok(false) => format!("opencode session {id} on {server} is idle and never answered the prompt (its message {message}) {window:?} after it was posted: it ended its turns without running it"),
-            },
+            Some((message, false)) if busy => {
+                tracing::debug!(project = %self.project, session = %d.session, "{} ({message}) is unanswered behind the running turn of {id}: looked for again", d.step);
+                return self.shared.lock().send(evidence(d, Evidence::Sent));
+            }
+            Some((message, false)) => format!("opencode session {id} on {server} is idle and never answered the prompt (its message {message}) {window:?} after it was posted: it ended its turns without running it"),
+            None => format!("opencode session {id} on {server} does not have the prompt (its message msg_…{tag}) {window:?} after it was posted"),
         };
         tracing::debug!(project = %self.project, session = %d.session, "{} was not taken: {dropped}", d.step);
         let mut f = self.shared.lock();
