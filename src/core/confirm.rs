@@ -45,7 +45,8 @@ pub struct Windows {
     /// without its record saying anything of it before it is looked for
     /// there (`Effect::Look`); not there then, it was not taken. Claude
     /// Code records a prompt in its transcript within ~50 ms (measured
-    /// here); 3 s leaves room for a machine under load.
+    /// here); 3 s leaves room for a machine under load. opencode: see
+    /// `OPENCODE_RECORD`.
     pub record: Duration,
 }
 
@@ -59,14 +60,32 @@ pub const CODEX_HIDDEN_DISPATCH: Duration = Duration::from_millis(200);
 /// into the session's inbox (see `Windows::record`).
 pub const CLAUDE_RECORD: Duration = Duration::from_secs(3);
 
+/// How long after its post an opencode prompt is looked for among the
+/// session's messages (see `Windows::record`). opencode answers
+/// `prompt_async` with 204 before it stores the message, and a message
+/// posted while the session starts a turn (another client's prompt) can
+/// be stored — its event stream says so — and then be gone from the
+/// session, never run. A turn on an idle session starts 60–190 ms after
+/// the post (measured here) and answers it (an assistant message whose
+/// parent is it), which tells the engine at once, before the window ends;
+/// 3 s is many times that on a loaded machine. The look then finds it
+/// answered, waiting behind a running turn (looked for again after
+/// another window), or gone: sent again.
+pub const OPENCODE_RECORD: Duration = Duration::from_secs(3);
+
 /// The windows of `kind`.
 pub fn windows(kind: Kind) -> Windows {
     let none = Duration::ZERO;
     match kind {
-        Kind::Dir | Kind::Opencode => Windows {
+        Kind::Dir => Windows {
             unseen: none,
             hidden: none,
             record: none,
+        },
+        Kind::Opencode => Windows {
+            unseen: none,
+            hidden: none,
+            record: OPENCODE_RECORD,
         },
         Kind::Claude => Windows {
             unseen: CLAUDE_TRANSCRIPT_LAG,
@@ -96,6 +115,12 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    #[test]
+    fn a_kind_that_can_lose_a_stored_prompt_looks_for_it_after_its_window() {
+        assert_eq!(windows(Kind::Opencode).record, OPENCODE_RECORD);
+        assert_eq!(windows(Kind::Dir).record, Duration::ZERO);
     }
 
     #[test]

@@ -70,10 +70,6 @@ cells! {
                     person's and reveille's step went out as one user message (reveille cannot \
                     see another client's queued inbox messages)"]
         claude: Claude,
-        #[ignore = "defect: opencode loses prompt_async calls made while the session starts \
-                    a turn — 204, its event stream says the message was stored, yet it is gone \
-                    from the session and never runs (the person's own later prompts too); \
-                    reveille takes the stored message as delivered and never sends it again"]
         opencode: Opencode,
     }
     restart {

@@ -18,22 +18,27 @@
 //!    delivered, not sent again;
 //! 6. the session is idle (`GET /session/status` of its directory);
 //! 7. `prompt_async` with our `messageID`, then the server's own record of
-//!    the message (`prompt_async` answers before storing it).
+//!    the message (`prompt_async` answers before storing it); reported
+//!    `Evidence::Sent`, not delivered: a message stored while the session
+//!    starts another client's turn can be gone from it a moment later,
+//!    never run. An answer to it (its turn) reports it delivered; else the
+//!    engine asks, after opencode's `record` window, for a look at the
+//!    session's messages (`look.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::api::{Api, ApiError};
+use super::api::{Api, ApiError, MessageInfo};
 use super::followed::{Guard, Shared};
 use super::{message_id, owner};
 use crate::core::effect::Delivery;
-use crate::core::input::{Input, Reached, Undeliverable};
+use crate::core::input::{Evidence, Input, Reached, Undeliverable};
 use crate::shell::agents::remote::link::Why;
 
 /// How far back the transcript is searched for a copy of a prompt sent
 /// before a restart: the prompt in flight when reveille stopped, and the
 /// turn the agent ran on it.
-const LOOK_BACK: usize = 100;
+pub(super) const LOOK_BACK: usize = 100;
 /// How long the server may take to store a prompt it answered 204 for.
 const STORE: Duration = Duration::from_secs(2);
 
@@ -94,7 +99,10 @@ impl Courier {
                 f.outcome(id, delivered(d));
                 f.turn_started(id, d.seq);
             }
-            Ok(_) => f.outcome(id, delivered(d)),
+            // Posted: whether it was taken, its answer tells, or else the
+            // engine's look (`look.rs`) after opencode's `record` window.
+            Ok(Done::Posted) => f.sent(id, d.seq, sent(d)),
+            Ok(Done::Again | Done::Found { .. }) => f.outcome(id, delivered(d)),
             Err(r) => {
                 f.outcome(
                     id,
@@ -160,7 +168,7 @@ impl Courier {
 
     /// The session's directory: its status lives there. Read from its
     /// record once; a session deleted since is caught by `prompt_async`.
-    fn directory(&self, id: &str) -> Result<String, String> {
+    pub(super) fn directory(&self, id: &str) -> Result<String, String> {
         if let Some(d) = self.shared.lock().directory(id) {
             return Ok(d);
         }
@@ -215,16 +223,7 @@ impl Courier {
             Some(messages) => messages,
             None => self.api.messages(id, LOOK_BACK)?,
         };
-        let Some(copy) = messages
-            .iter()
-            .find(|m| m.role == "user" && message_id::carries(&m.id, &tag))
-        else {
-            return Ok(None);
-        };
-        let answered = messages
-            .iter()
-            .any(|m| m.role == "assistant" && m.parent.as_deref() == Some(copy.id.as_str()));
-        Ok(Some((copy.id.clone(), answered)))
+        Ok(copy_in(&messages, &tag))
     }
 
     /// Post the prompt and wait for the server's record of it.
@@ -263,7 +262,7 @@ impl Courier {
 
     /// The words for a failed call; a server that is not there, or a
     /// session not on it, is also the session's state (`None`).
-    fn failed(&self, id: &str, e: ApiError) -> String {
+    pub(super) fn failed(&self, id: &str, e: ApiError) -> String {
         match &e {
             ApiError::Unreachable(link) => {
                 self.shared.lock().unreachable(id, &e.to_string());
@@ -284,10 +283,74 @@ impl Courier {
     }
 }
 
+/// A copy of the prompt tagged `tag` among `messages`: its id, and
+/// whether it was answered (an assistant message whose parent it is). A
+/// prompt posted again after its first copy was left unrun has several
+/// copies: an answered one, else the newest.
+pub(super) fn copy_in(messages: &[MessageInfo], tag: &str) -> Option<(String, bool)> {
+    let answered = |id: &str| {
+        messages
+            .iter()
+            .any(|m| m.role == "assistant" && m.parent.as_deref() == Some(id))
+    };
+    let copies = messages
+        .iter()
+        .filter(|m| m.role == "user" && message_id::carries(&m.id, tag));
+    let mut newest = None;
+    for copy in copies {
+        if answered(&copy.id) {
+            return Some((copy.id.clone(), true));
+        }
+        newest = Some(copy.id.clone());
+    }
+    newest.map(|id| (id, false))
+}
+
+fn sent(d: &Delivery) -> Input {
+    Input::Evidence {
+        session: d.session.clone(),
+        seq: d.seq,
+        evidence: Evidence::Sent,
+    }
+}
+
 fn delivered(d: &Delivery) -> Input {
     Input::Delivered {
         session: d.session.clone(),
         seq: d.seq,
         reached: Reached::Accepted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(id: String, role: &str, parent: Option<&str>) -> MessageInfo {
+        MessageInfo {
+            id,
+            role: role.into(),
+            parent: parent.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn of_a_prompt_posted_twice_the_answered_copy_counts_else_the_newest() {
+        let tag = message_id::tag("it", 4);
+        let (first, second) = (message_id::new_id("it", 4), message_id::new_id("it", 4));
+        let other = message_id::new_id("it", 5);
+        let mut messages = vec![
+            message(first.clone(), "user", None),
+            message(other.clone(), "user", None),
+            message("msg_a".into(), "assistant", Some(&other)),
+            message(second.clone(), "user", None),
+        ];
+        assert_eq!(copy_in(&messages, &tag), Some((second.clone(), false)));
+        messages.push(message("msg_b".into(), "assistant", Some(&second)));
+        assert_eq!(copy_in(&messages, &tag), Some((second, true)));
+        messages.pop();
+        messages.push(message("msg_c".into(), "assistant", Some(&first)));
+        assert_eq!(copy_in(&messages, &tag), Some((first, true)));
+        assert_eq!(copy_in(&messages, &message_id::tag("it", 6)), None);
     }
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::api::MessageInfo;
 use super::waits::Waits;
-use crate::core::input::Input;
+use crate::core::input::{Input, Reached};
 use crate::core::session::{AgentState, Kind, Wait};
 use crate::shell::agents::presence::{self, Presence};
 use crate::shell::backend::Reports;
@@ -41,6 +41,9 @@ pub struct Posted {
     pub stored: bool,
     /// `Delivered` was reported: a `TurnStarted` seen before waits for it.
     pub delivered: bool,
+    /// `Evidence::Sent` was reported: the engine waits for an answer to it
+    /// (or looks for it), and an answer seen tells it `Delivered` first.
+    pub sent: bool,
 }
 
 /// One followed session.
@@ -298,8 +301,71 @@ impl Followed {
                 started,
                 stored: started,
                 delivered: false,
+                sent: false,
             });
         }
+    }
+
+    /// Prompt `seq`, posted, is reported sent (`Evidence::Sent`): the
+    /// engine waits for an answer to it, or looks for it (`look`). An
+    /// answer seen before this report is told after it.
+    pub fn sent(&mut self, id: &str, seq: u64, input: Input) {
+        self.send(input);
+        let Some(p) = self.posted_as(id, seq) else {
+            return;
+        };
+        p.sent = true;
+        if p.started && !p.delivered {
+            self.taken(id, seq);
+        }
+    }
+
+    /// Prompt `seq` of `id`, sent, was looked for and is not in the
+    /// session: it holds nothing back and is not taken, so that the
+    /// engine's retry posts it again.
+    pub fn not_taken(&mut self, id: &str, seq: u64) {
+        if let Some(s) = self.sessions.get_mut(id) {
+            s.posted.take_if(|p| p.seq == seq);
+            s.delivered.retain(|&d| d != seq);
+        }
+    }
+
+    /// Prompt `seq` of `id`, sent, was found in the session (`answered`:
+    /// a turn took it): `Delivered` and, answered, `TurnStarted`, each
+    /// once.
+    pub fn taken_as_found(&mut self, id: &str, seq: u64, answered: bool) {
+        match self.posted_as(id, seq) {
+            Some(p) => {
+                p.stored = true;
+                if answered {
+                    p.started = true;
+                    p.busy_seen = true;
+                }
+                if !p.delivered {
+                    self.taken(id, seq);
+                }
+            }
+            // No longer the session's running prompt (its turn ended).
+            None => {
+                let session = self.engine_name(id);
+                self.outcome(id, delivered(session, seq));
+                if answered {
+                    self.turn_started(id, seq);
+                }
+            }
+        }
+    }
+
+    /// `Delivered` for the posted prompt `seq` (and its `TurnStarted` if
+    /// its answer was seen).
+    fn taken(&mut self, id: &str, seq: u64) {
+        let session = self.engine_name(id);
+        self.outcome(id, delivered(session, seq));
+    }
+
+    fn posted_as(&mut self, id: &str, seq: u64) -> Option<&mut Posted> {
+        let p = self.sessions.get_mut(id)?.posted.as_mut()?;
+        (p.seq == seq).then_some(p)
     }
 
     /// The post of message `message_id` failed: it holds nothing back.
@@ -456,9 +522,13 @@ impl Followed {
         p.started = true;
         p.busy_seen = true;
         p.stored = true;
-        let (seq, delivered) = (p.seq, p.delivered);
+        let (seq, delivered, sent) = (p.seq, p.delivered, p.sent);
         if delivered {
             self.turn_started(id, seq);
+        } else if sent {
+            // The answer is the engine's evidence that it was taken: told
+            // now, before its look (`core::confirm::OPENCODE_RECORD`).
+            self.taken(id, seq);
         }
     }
 
@@ -603,6 +673,14 @@ impl Followed {
         }
         s.reported = Some(now);
         self.send(Presence::State(state).input(&self.engine_name(id)));
+    }
+}
+
+fn delivered(session: String, seq: u64) -> Input {
+    Input::Delivered {
+        session,
+        seq,
+        reached: Reached::Accepted,
     }
 }
 

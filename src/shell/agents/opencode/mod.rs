@@ -6,7 +6,10 @@
 //!   busy one merges it into the running turn), with a `messageID` of
 //!   reveille's (`message_id`) that the transcript keeps, so a turn on it
 //!   is confirmed by the agent's own records and a prompt repeated after a
-//!   restart is recognised instead of sent twice;
+//!   restart is recognised instead of sent twice; a post is reported sent,
+//!   and delivered once its answer is seen;
+//! - `look`: the engine's look for a prompt sent and not yet answered, in
+//!   the session's messages: there, it is delivered; gone, sent again;
 //! - `watch`: the server's event stream → session states, turn starts,
 //!   and `None` for every session while the server is not running;
 //! - `owner`: refuses a session another opencode process may be running;
@@ -28,6 +31,7 @@ pub mod deliver;
 pub mod events;
 pub mod followed;
 pub mod http;
+pub mod look;
 pub mod message_id;
 pub mod names;
 pub mod owner;
@@ -54,6 +58,8 @@ enum Command {
     Reap(String),
     /// Follow a session, and report its state now.
     Observe(String),
+    /// Look for a prompt reported sent among its session's messages.
+    Look(Delivery),
 }
 
 /// The sessions of one opencode server.
@@ -151,6 +157,12 @@ fn run(courier: &Courier, reports: &Reports, command: Command) {
                 let _ = reports.send(undeliverable(&d, reason));
             }
         },
+        Command::Look(d) => match resolve(courier, &d.session) {
+            Ok(id) => courier.look(&d, &id),
+            Err(reason) => {
+                let _ = reports.send(undeliverable(&d, reason));
+            }
+        },
         Command::Spawn(s) => children::spawn(&courier.api, &courier.shared, &s),
         Command::Reap(child) => match resolve(courier, &child) {
             Ok(id) => children::reap(&courier.api, &courier.shared, &id, &child, &courier.project),
@@ -219,6 +231,14 @@ impl Backend for OpencodeBackend {
         self.send(Command::Deliver(d.clone()))
             .err()
             .map(|reason| Err(Undeliverable { reason }))
+    }
+
+    /// The look goes to the worker, in order with the deliveries
+    /// (`look.rs`).
+    fn look(&mut self, d: &Delivery) -> Option<Input> {
+        self.send(Command::Look(d.clone()))
+            .err()
+            .map(|reason| undeliverable(d, reason))
     }
 
     fn spawn(&mut self, spawn: &Spawn) -> Option<Input> {

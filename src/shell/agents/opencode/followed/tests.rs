@@ -257,3 +257,74 @@ fn a_session_a_failed_call_found_unreachable_is_read_again_at_each_heartbeat() {
     assert!(f.awaiting_idle().is_empty());
     assert_eq!(drain(&mut rx).len(), 3, "idle, unreachable, idle again");
 }
+
+fn delivered(seq: u64) -> Input {
+    Input::Delivered {
+        session: "opencode:ses_a".into(),
+        seq,
+        reached: crate::core::input::Reached::Accepted,
+    }
+}
+
+fn sent(seq: u64) -> Input {
+    Input::Evidence {
+        session: "opencode:ses_a".into(),
+        seq,
+        evidence: crate::core::input::Evidence::Sent,
+    }
+}
+
+fn started(seq: u64) -> Input {
+    Input::TurnStarted {
+        session: "opencode:ses_a".into(),
+        seq,
+    }
+}
+
+#[test]
+fn a_sent_prompt_is_delivered_by_its_answer_whichever_comes_first() {
+    // The answer after the report: it tells the engine at once.
+    let (mut f, mut rx) = followed();
+    f.posted("ses_a", 4, "msg_x", false);
+    f.sent("ses_a", 4, sent(4));
+    f.answer("ses_a", "msg_x");
+    assert_eq!(drain(&mut rx), vec![sent(4), delivered(4), started(4)]);
+    // Found answered by a look afterwards: nothing more.
+    f.taken_as_found("ses_a", 4, true);
+    assert_eq!(drain(&mut rx), vec![]);
+    // The answer seen before the report: told right after it.
+    let (mut f, mut rx) = followed();
+    f.posted("ses_a", 4, "msg_x", false);
+    f.answer("ses_a", "msg_x");
+    f.sent("ses_a", 4, sent(4));
+    assert_eq!(drain(&mut rx), vec![sent(4), delivered(4), started(4)]);
+}
+
+#[test]
+fn a_sent_prompt_found_answered_after_its_turn_ended_is_delivered_and_started() {
+    let (mut f, mut rx) = followed();
+    f.posted("ses_a", 4, "msg_x", false);
+    f.sent("ses_a", 4, sent(4));
+    f.state("ses_a", busy("busy"));
+    f.state("ses_a", Some(AgentState::Idle));
+    drain(&mut rx);
+    f.taken_as_found("ses_a", 4, true);
+    assert_eq!(drain(&mut rx), vec![delivered(4), started(4)]);
+    assert_eq!(f.guard("ses_a", 4), Guard::Taken);
+}
+
+#[test]
+fn a_sent_prompt_found_not_taken_is_posted_again() {
+    let (mut f, mut rx) = followed();
+    f.posted("ses_a", 4, "msg_x", false);
+    f.sent("ses_a", 4, sent(4));
+    assert_eq!(
+        f.guard("ses_a", 4),
+        Guard::Taken,
+        "not posted twice while looked for"
+    );
+    f.not_taken("ses_a", 4);
+    assert_eq!(f.guard("ses_a", 4), Guard::Free, "the retry posts it again");
+    assert_eq!(f.guard("ses_a", 5), Guard::Free);
+    assert_eq!(drain(&mut rx), vec![sent(4)]);
+}
