@@ -95,9 +95,7 @@ fn ready_issues(file: &Path) -> anyhow::Result<Vec<ReadyItem>> {
     for e in &errors {
         warn(format!("{}: {e}", file.display()));
     }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
+    let now = reveille::shell::wall::unix_s();
     let ready = beads::ready(&issues, now);
     Ok(ready_report::ready_issues(&issues, &ready))
 }

@@ -39,5 +39,6 @@ pub mod status;
 pub mod store;
 pub mod systemd;
 pub mod tail;
+pub mod wall;
 pub mod watch;
 pub mod why;

@@ -193,9 +193,7 @@ pub struct ChildView {
 }
 
 fn children(memory: &Memory) -> Vec<ChildView> {
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
+    let now_ms = crate::shell::wall::unix_ms();
     memory
         .children
         .iter()
@@ -586,9 +584,7 @@ fn render_outbox(out: &mut String, s: &Status) {
 }
 
 fn render_sessions(out: &mut String, s: &Status) {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
+    let now = crate::shell::wall::unix_ms();
     for v in &s.sessions {
         let state = match (&v.state, v.since_unix_ms) {
             (Some(st), Some(since)) => {

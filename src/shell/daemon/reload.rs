@@ -143,9 +143,7 @@ impl Daemon {
             pid: std::process::id(),
             seq: self.service.reloads.seq,
             outcome,
-            at_unix_ms: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64),
+            at_unix_ms: crate::shell::wall::unix_ms(),
         };
         match reload_report::write(self.journal.store.dir(), &report) {
             Ok(()) => self.service.reloads.write_failing = false,

@@ -23,12 +23,6 @@ use super::watching::Watching;
 /// Tracker files (ready lists, issues.jsonl) larger than this are refused.
 const TRACKER_FILE_CAP: usize = 256 << 20;
 
-fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
-
 /// Emit an engine log entry as a tracing event with structured fields.
 /// `PLAN=` carries the bare plan identity (`<stamp>_<uid>`) for markdown
 /// plans, so `journalctl PLAN=20261130T101500_a1b2c3d4` works.
@@ -98,7 +92,10 @@ pub(super) fn mount_table_read(settings: &Settings) -> MountTable {
 
 pub(super) fn beads_read(settings: &Settings) -> Option<(FileRead, i64)> {
     let path = settings.beads.issues_jsonl.as_ref()?;
-    Some((read_capped(path, TRACKER_FILE_CAP), unix_now()))
+    Some((
+        read_capped(path, TRACKER_FILE_CAP),
+        crate::shell::wall::unix_s(),
+    ))
 }
 
 /// The daemon's side of the driver: the journal, the files, the FIFOs.

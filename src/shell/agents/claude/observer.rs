@@ -12,7 +12,6 @@ use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::delivery::{undeliverable, Decision, Deliveries, Process, Prompt};
 use super::history::History;
@@ -139,7 +138,9 @@ impl Observer {
                 Ok(Command::Deliver(d)) => self.deliver(&d),
                 Ok(Command::Look(d)) => self.look(&d),
                 Ok(Command::Written { sid, seq, result }) => {
-                    let out = self.deliveries.written(&sid, seq, result, wall_ms());
+                    let out =
+                        self.deliveries
+                            .written(&sid, seq, result, crate::shell::wall::unix_ms());
                     self.report_all(out);
                     self.review(&sid);
                 }
@@ -320,7 +321,9 @@ impl Observer {
         let (socket, token) = match target.and_then(|s| Ok((s, token?))) {
             Ok(t) => t,
             Err(why) => {
-                let out = self.deliveries.written(sid, seq, Err(why), wall_ms());
+                let out =
+                    self.deliveries
+                        .written(sid, seq, Err(why), crate::shell::wall::unix_ms());
                 return self.report_all(out);
             }
         };
@@ -351,7 +354,9 @@ impl Observer {
             });
         if let Err(e) = spawned {
             let why = format!("cannot start a thread to write the prompt: {e}");
-            let out = self.deliveries.written(sid, seq, Err(why), wall_ms());
+            let out = self
+                .deliveries
+                .written(sid, seq, Err(why), crate::shell::wall::unix_ms());
             self.report_all(out);
         }
     }
@@ -483,13 +488,4 @@ pub fn sender_name(project: &str) -> String {
         })
         .collect();
     format!("reveille-{clean}")
-}
-
-/// Now, in unix ms: when a write ended, compared with the transcript's own
-/// stamps (a guard's drop after it is about this prompt). Data, not a
-/// deadline.
-fn wall_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }

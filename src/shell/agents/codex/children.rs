@@ -21,7 +21,7 @@ impl Worker {
         let outcome = self.create_child(spawn, &name, &child);
         Input::ChildSpawned {
             child,
-            outcome: outcome.map(|()| now_ms()),
+            outcome: outcome.map(|()| crate::shell::wall::unix_ms()),
         }
     }
 
@@ -115,12 +115,6 @@ fn child_settings(resumed: &Value) -> Value {
         params.insert("sandbox".into(), mode.into());
     }
     Value::Object(params)
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 #[cfg(test)]

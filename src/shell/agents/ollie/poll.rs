@@ -185,7 +185,7 @@ impl Worker {
         let Some(tree) = tree.as_mut() else {
             return true;
         };
-        let begun_unix_ms = unix_ms();
+        let begun_unix_ms = crate::shell::wall::unix_ms();
         match tree.poll(self.settings.session_plans) {
             Ok(changes) => {
                 // Before the inputs that make the loop read them.
@@ -246,12 +246,6 @@ fn input_of(project: &str, change: TreeChange) -> Input {
             change: Change::Closed,
         },
     }
-}
-
-fn unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 #[cfg(test)]

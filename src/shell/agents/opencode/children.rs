@@ -10,7 +10,6 @@
 //! session.
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::api::{Api, ApiError, SessionInfo};
 use super::followed::Shared;
@@ -27,7 +26,7 @@ pub fn spawn(api: &Api, shared: &Arc<Shared>, spawn: &Spawn) {
     let made = outcome.as_ref().ok().cloned();
     let input = Input::ChildSpawned {
         child: spawn.child.clone(),
-        outcome: outcome.map(|_| now_ms()),
+        outcome: outcome.map(|_| crate::shell::wall::unix_ms()),
     };
     shared.lock().send(input);
     if let Some(id) = made {
@@ -119,10 +118,4 @@ fn gone(shared: &Arc<Shared>, id: &str) {
     let mut f = shared.lock();
     f.state(id, None);
     f.forget(id);
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }

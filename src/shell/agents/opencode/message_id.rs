@@ -13,7 +13,6 @@
 //! prompt, whenever it was sent.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::core::fnv::Fnv;
 
@@ -46,9 +45,7 @@ pub fn tag(project: &str, seq: u64) -> String {
 /// A new `messageID` for prompt `seq` of `project`, timed now.
 pub fn new_id(project: &str, seq: u64) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
+    let ms = crate::shell::wall::unix_ms();
     let counter = COUNTER.fetch_add(1, Ordering::Relaxed) % 4095 + 1;
     id_at(ms, counter, &tag(project, seq))
 }
