@@ -13,6 +13,16 @@ use crate::util::wait_until;
 
 const WAITING: &str = "waiting for a person: approve";
 
+/// No reminder while the session waits (reminders every second here): the
+/// wait outlasts two reminder intervals, and none was sent.
+fn no_reminder_while_it_waits(rig: &Rig) {
+    wait_until("the wait to outlast two reminder intervals", T, || {
+        let since = rig.status()["since_unix_ms"].as_u64()?;
+        (unix_ms() > since + 2000).then_some(())
+    });
+    assert_eq!(rig.daemon().log_count("reminder="), 0, "{}", rig.all_logs());
+}
+
 #[test]
 fn a_permission_prompt_is_a_wait_told_once_and_resolved_by_the_persons_answer() {
     let mut told = None;
@@ -68,12 +78,7 @@ fn a_permission_prompt_is_a_wait_told_once_and_resolved_by_the_persons_answer() 
     // Told with the command (the registry does not say it; the wait is
     // told once the transcript named it).
     assert!(first["BODY"].contains("f="), "{first:?}");
-    // No reminder while it waits: it outlasts two reminder intervals.
-    wait_until("the wait to outlast two reminder intervals", T, || {
-        let since = rig.status()["since_unix_ms"].as_u64()?;
-        (unix_ms() > since + 2000).then_some(())
-    });
-    assert_eq!(rig.daemon().log_count("reminder="), 0, "{}", rig.all_logs());
+    no_reminder_while_it_waits(&rig);
 
     // Approved: resolved, ticked, and the plan goes on.
     rig.claude.press(&["Enter"]);
@@ -179,12 +184,7 @@ fn a_question_is_a_wait_told_once_and_resolved_by_the_persons_answer() {
         ("waiting", "s1")
     );
     assert!(first["BODY"].contains(&question(titles[0])), "{first:?}");
-    // No reminder while it waits: it outlasts two reminder intervals.
-    wait_until("the wait to outlast two reminder intervals", T, || {
-        let since = rig.status()["since_unix_ms"].as_u64()?;
-        (unix_ms() > since + 2000).then_some(())
-    });
-    assert_eq!(rig.daemon().log_count("reminder="), 0, "{}", rig.all_logs());
+    no_reminder_while_it_waits(&rig);
 
     // Answered in the TUI (Enter picks the first choice): the answer goes
     // to the model, the wait is told resolved, once, and the agent ticks
