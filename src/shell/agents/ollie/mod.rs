@@ -29,6 +29,7 @@
 //! `delivery`) and `[fanout]`.
 
 pub mod follow;
+pub mod held;
 pub mod poll;
 pub mod spawn;
 pub mod submit;
@@ -133,7 +134,18 @@ pub fn read_state(dir: &OwnedFd, flavour: Flavour) -> io::Result<Option<AgentSta
 /// Submit `text`: one open, one write, one close of `prompt` (ollie-9p
 /// acts on the whole text when the file is closed).
 pub fn submit(dir: &OwnedFd, text: &str) -> io::Result<()> {
-    let mut file = open_in(dir, "prompt", libc::O_WRONLY)?;
+    submit_through(open_prompt(dir)?, text)
+}
+
+/// `prompt`, opened to write. Closed unwritten it submits nothing
+/// (ollie-9p trims what was written and ignores an empty prompt), so it
+/// can be opened while a check that may call the Submit off still runs.
+pub fn open_prompt(dir: &OwnedFd) -> io::Result<File> {
+    open_in(dir, "prompt", libc::O_WRONLY)
+}
+
+/// Submit `text` through `prompt` opened by `open_prompt`.
+pub fn submit_through(mut file: File, text: &str) -> io::Result<()> {
     file.write_all(text.as_bytes())?;
     // Close explicitly so an error the file system reports at close is
     // seen (9pfuse reports none, but a local test tree may).

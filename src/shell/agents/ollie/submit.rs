@@ -4,7 +4,9 @@
 
 use std::os::fd::OwnedFd;
 use std::path::Path;
+use std::sync::Arc;
 
+use super::held::Held;
 use super::tree::{listing, Listing};
 use super::{await_turn, read_state, Flavour};
 use crate::core::effect::Delivery;
@@ -21,9 +23,9 @@ use crate::shell::backend::{in_background, undeliverable, Reports};
 pub fn submit_later(
     reports: &Reports,
     d: &Delivery,
-    dir: OwnedFd,
+    dir: Arc<OwnedFd>,
     flavour: Flavour,
-    lookup: Lookup,
+    held: Arc<Held>,
     sessions_dir: &Path,
 ) {
     let text = d.text.clone();
@@ -31,12 +33,24 @@ pub fn submit_later(
     let (session, seq) = (d.session.clone(), d.seq);
     in_background(reports, d, move |reports| {
         // Not listed in `idx`: killed or renamed a moment ago, though
-        // the kernel still resolves its old path for about a second —
-        // a prompt written there is lost, or reaches the renamed
-        // session unannounced. It waits in the outbox instead.
-        let looked = lookup
-            .join()
-            .unwrap_or_else(|_| Err(std::io::Error::other("the read of idx panicked")));
+        // the kernel still resolves its old path for about a second (and
+        // a held directory follows a rename) — a prompt written there is
+        // lost, or reaches the renamed session unannounced. It waits in
+        // the outbox instead.
+        // `prompt` is opened while `idx` is read: both are round trips to
+        // the 9P server standing between a ready step and its Submit, and
+        // a `prompt` closed unwritten submits nothing.
+        let (looked, prompt) = std::thread::scope(|s| {
+            let looked = s.spawn(|| held.listing(&sessions_dir, &session));
+            let prompt = super::open_prompt(&dir);
+            let looked = looked
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("the read of idx panicked")));
+            (looked, prompt)
+        });
+        if matches!(looked, Ok(Listing::Absent)) {
+            held.forget(&session);
+        }
         let listed_as = match judge_listing(looked, &sessions_dir, flavour) {
             Ok(state) => state,
             Err(why) => return Evidence::Refused(why.reason),
@@ -54,7 +68,12 @@ pub fn submit_later(
         if let Some(state) = before.as_ref().filter(|_| flavour == Flavour::Current) {
             let _ = reports.send(seen(&session, state.clone()));
         }
-        let evidence = submitted(&dir, flavour, &text, &sessions_dir, &session);
+        let evidence = submitted(prompt, &dir, flavour, &text, &sessions_dir, &session);
+        if matches!(evidence, Evidence::Refused(_)) {
+            // Opened afresh next time: a held directory that refused a
+            // Submit may be of a session gone or a mount replaced.
+            held.forget(&session);
+        }
         // An idle agent's turn on it is about to start: seen for the
         // journal. A busy one runs it after its turn.
         let taken = matches!(evidence, Evidence::Recorded | Evidence::Queued);
@@ -73,19 +92,20 @@ pub fn submit_later(
     });
 }
 
-/// Submit `text` and what the session then shows of it: found in its
+/// Submit `text` through `prompt` (opened by the caller) and what the session then shows of it: found in its
 /// `prompt.prev` (an older ollie-9p has none to look in: queued); another
 /// text there while it is still listed (someone else wrote meanwhile: it
 /// took ours too); no longer listed (killed under the write: not taken);
 /// or the read failed — not a lost prompt, but a doubt, looked at again.
 fn submitted(
+    prompt: std::io::Result<std::fs::File>,
     dir: &OwnedFd,
     flavour: Flavour,
     text: &str,
     sessions_dir: &Path,
     session: &str,
 ) -> Evidence {
-    if let Err(e) = super::submit(dir, text) {
+    if let Err(e) = prompt.and_then(|p| super::submit_through(p, text)) {
         return Evidence::Refused(format!("submit to prompt: {e}"));
     }
     if flavour == Flavour::Legacy {
@@ -114,18 +134,6 @@ pub fn still_listed(
     flavour: Flavour,
 ) -> Result<(), Undeliverable> {
     judge_listing(listing(sessions_dir, session), sessions_dir, flavour).map(|_| ())
-}
-
-/// A read of `idx` for one session, started while its directory is
-/// opened: both are round trips to the 9P server standing between a
-/// ready step and its Submit (`idx` the slower: it renders every
-/// session), so they are made at once, not one after the other.
-pub type Lookup = std::thread::JoinHandle<std::io::Result<Listing>>;
-
-/// Start reading `idx` for `session` on a thread of its own.
-pub fn look_up(sessions_dir: &Path, session: &str) -> Lookup {
-    let (dir, id) = (sessions_dir.to_path_buf(), session.to_string());
-    std::thread::spawn(move || listing(&dir, &id))
 }
 
 /// What a read of `idx` (`looked`) means for a Submit: listed, with the

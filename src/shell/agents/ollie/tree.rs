@@ -22,7 +22,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// `idx` files larger than this are refused (100,000 sessions at 80 bytes).
-const IDX_CAP: u64 = 8 << 20;
+pub(super) const IDX_CAP: u64 = 8 << 20;
 
 /// What one poll of the tree found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -198,15 +198,19 @@ pub enum Listing {
 /// listed, and its state — one round trip to the server for both.
 pub fn listing(dir: &Path, id: &str) -> std::io::Result<Listing> {
     let text = read_all(&dir.join("idx"), IDX_CAP)?;
-    let text = String::from_utf8_lossy(&text);
+    Ok(find_listing(&String::from_utf8_lossy(&text), id))
+}
+
+/// What the text of `idx` says of session `id`.
+pub(super) fn find_listing(text: &str, id: &str) -> Listing {
     let line = text.lines().find_map(|l| {
         let mut cols = l.split('\t');
         (cols.next().map(str::trim) == Some(id)).then(|| cols.next())
     });
-    Ok(match line {
+    match line {
         None => Listing::Absent,
         Some(state) => Listing::Listed(state.and_then(AgentState::parse)),
-    })
+    }
 }
 
 /// `id\tstate\tcwd\tbackend\tmodel` lines; ids that are not safe path
@@ -235,11 +239,7 @@ fn content_hash(bytes: &[u8]) -> u64 {
 /// reads (the data, then end of file), not the dozen a small first buffer
 /// growing by doubling would take.
 fn read_all(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
-        .open(path)?;
+    let mut file = open_synthetic(path)?;
     let cap = usize::try_from(cap).unwrap_or(usize::MAX);
     let mut out = vec![0u8; READ_CHUNK.min(cap)];
     let mut filled = 0;
@@ -261,9 +261,19 @@ fn read_all(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
+/// A synthetic file opened to read: never blocking on open, never a
+/// terminal, never through a symlink.
+pub(super) fn open_synthetic(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
+        .open(path)
+}
+
 /// The first read's size: far more than an `idx` of a few hundred
 /// sessions or a session checklist.
-const READ_CHUNK: usize = 64 << 10;
+pub(super) const READ_CHUNK: usize = 64 << 10;
 
 #[cfg(test)]
 mod tests {

@@ -35,6 +35,7 @@ use crate::config::{self, Framing, Settings};
 use crate::core::effect::{Delivery, Spawn};
 use crate::core::input::{Evidence, Input, Reached, Undeliverable};
 use crate::shell::agents::ollie;
+use crate::shell::agents::ollie::held::Held;
 use crate::shell::agents::ollie::spawn::Spawner;
 use crate::shell::backend::{in_background, outcome, undeliverable, Backend, Reports};
 
@@ -60,6 +61,9 @@ pub struct DirBackend {
     pub reports: Reports,
     /// The sessions root, held open between deliveries.
     pub root: Arc<HeldRoot>,
+    /// ollie-9p's `idx` and session directories, held open between
+    /// Submits.
+    pub ollie: Arc<Held>,
     /// Creates and kills ollie-9p child sessions (fan-out).
     pub spawner: Spawner,
 }
@@ -74,6 +78,7 @@ impl DirBackend {
             submit: settings.sessions.delivery == config::Delivery::Auto,
             reports: reports.clone(),
             root: Default::default(),
+            ollie: Default::default(),
             spawner: Spawner {
                 sessions_dir: settings.sessions.dir.clone(),
                 backend: settings.fanout.backend.clone(),
@@ -148,9 +153,9 @@ impl DirBackend {
                 });
                 None
             }
-            Target::Ollie(dir, flavour, lookup) => {
-                let sessions_dir = &self.sessions_dir;
-                ollie::submit::submit_later(&self.reports, d, dir, flavour, lookup, sessions_dir);
+            Target::Ollie(dir, flavour) => {
+                let (held, sessions_dir) = (self.ollie.clone(), &self.sessions_dir);
+                ollie::submit::submit_later(&self.reports, d, dir, flavour, held, sessions_dir);
                 None
             }
         }

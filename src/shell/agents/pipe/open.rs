@@ -18,7 +18,6 @@ use std::sync::{Arc, Mutex};
 use super::DirBackend;
 use crate::core::input::Undeliverable;
 use crate::core::session::check_name;
-use crate::shell::agents::ollie::submit::{look_up, Lookup};
 use crate::shell::agents::ollie::tree::listed;
 use crate::shell::agents::ollie::{self, Flavour};
 use crate::shell::backend::undeliverable;
@@ -59,6 +58,12 @@ impl HeldRoot {
     /// The held root fd and whether it is remote, after one `stat` of the
     /// configured path. The fd is shared: another lane may replace the
     /// held root while this one still opens below it.
+    /// The identity (device, inode) of the root held now.
+    pub(super) fn identity(&self) -> Option<(u64, u64)> {
+        let held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        held.as_ref().map(|r| (r.dev, r.ino))
+    }
+
     pub(super) fn get(&self, dir: &Path) -> Option<(Arc<OwnedFd>, bool)> {
         if self.unsupported.load(Ordering::Relaxed) {
             return None;
@@ -131,9 +136,9 @@ fn openat(dir: libc::c_int, name: &CString, flags: libc::c_int) -> io::Result<Ow
 pub(super) enum Target {
     Fifo(File),
     Regular(File),
-    /// An ollie-9p session directory: Submit through its `prompt`, once
-    /// `idx` (read meanwhile) says it is still listed.
-    Ollie(OwnedFd, Flavour, Lookup),
+    /// An ollie-9p session directory (held between Submits): Submit
+    /// through its `prompt`, once `idx` says it is still listed.
+    Ollie(Arc<OwnedFd>, Flavour),
 }
 
 impl DirBackend {
@@ -148,11 +153,18 @@ impl DirBackend {
                 .map_or_else(|| remote(&self.sessions_dir), |(_, r)| *r)
         };
         if self.submit && remote_root() {
-            let lookup = look_up(&self.sessions_dir, session);
+            // What is held of the tree is of the root just looked at.
+            self.ollie
+                .below(root.as_ref().and_then(|_| self.root.identity()));
+            if let Some((dir, flavour)) = self.ollie.dir(session) {
+                return Ok(Target::Ollie(dir, flavour));
+            }
             let held = root.as_ref().map(|(fd, _)| fd.as_ref());
             let dir = self.open_session_dir(session, held)?;
             if let Some(flavour) = ollie::recognise(&dir) {
-                return Ok(Target::Ollie(dir, flavour, lookup));
+                let dir = Arc::new(dir);
+                self.ollie.keep(session, dir.clone(), flavour);
+                return Ok(Target::Ollie(dir, flavour));
             }
             // A session killed or renamed a moment ago: its directory still
             // resolves, its files no longer do (or only some): on an
@@ -347,6 +359,7 @@ mod tests {
             submit: true,
             reports: Reports::channel().0,
             root: Default::default(),
+            ollie: Default::default(),
             spawner: Spawner {
                 sessions_dir: dir.to_path_buf(),
                 backend: None,
