@@ -143,22 +143,38 @@ pub fn outcome(session: String, seq: u64, result: Result<Reached, Undeliverable>
     }
 }
 
-/// Run a write that may block (a FUSE/9P server takes its time) on a
-/// blocking thread, so one slow session never holds up another, and
-/// report what it saw as `Input::Evidence`.
-pub fn in_background(
+/// Which thread a delivery is being made on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Thread {
+    /// The event loop: a write that may block goes to a blocking thread.
+    Loop,
+    /// A blocking thread already: a write is made here, not handed to
+    /// another thread (one hand-over less between a ready step and the
+    /// agent).
+    Blocking,
+}
+
+/// Run a write that may block (a FUSE/9P server takes its time) off the
+/// event loop, so one slow session never holds up another (see
+/// `Thread`), and report what it saw as `Input::Evidence`.
+pub fn on_thread(
+    thread: Thread,
     reports: &Reports,
     d: &Delivery,
     write: impl FnOnce(&Reports) -> Evidence + Send + 'static,
 ) {
     let reports = reports.clone();
     let (session, seq) = (d.session.clone(), d.seq);
-    tokio::task::spawn_blocking(move || {
+    let run = move || {
         let evidence = write(&reports);
         let _ = reports.send(Input::Evidence {
             session,
             seq,
             evidence,
         });
-    });
+    };
+    match thread {
+        Thread::Loop => drop(tokio::task::spawn_blocking(run)),
+        Thread::Blocking => run(),
+    }
 }

@@ -12,7 +12,7 @@ use super::{await_turn, read_state, Flavour};
 use crate::core::effect::Delivery;
 use crate::core::input::{Evidence, Input, Observation, Observer, Seen, Undeliverable};
 use crate::core::session::AgentState;
-use crate::shell::backend::{in_background, undeliverable, Reports};
+use crate::shell::backend::{on_thread, undeliverable, Reports, Thread};
 
 /// Submit to an ollie-9p session on a blocking thread (a 9P server
 /// takes its time): the plain text (ollie-9p trims it and makes one
@@ -21,6 +21,7 @@ use crate::shell::backend::{in_background, undeliverable, Reports};
 /// it); then the turn starting is watched for the journal
 /// (`Input::TurnStarted`).
 pub fn submit_later(
+    thread: Thread,
     reports: &Reports,
     d: &Delivery,
     dir: Arc<OwnedFd>,
@@ -31,7 +32,7 @@ pub fn submit_later(
     let text = d.text.clone();
     let sessions_dir = sessions_dir.to_path_buf();
     let (session, seq) = (d.session.clone(), d.seq);
-    in_background(reports, d, move |reports| {
+    on_thread(thread, reports, d, move |reports| {
         // Not listed in `idx`: killed or renamed a moment ago, though
         // the kernel still resolves its old path for about a second (and
         // a held directory follows a rename) — a prompt written there is

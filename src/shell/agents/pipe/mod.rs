@@ -37,7 +37,7 @@ use crate::core::input::{Evidence, Input, Reached, Undeliverable};
 use crate::shell::agents::ollie;
 use crate::shell::agents::ollie::held::Held;
 use crate::shell::agents::ollie::spawn::Spawner;
-use crate::shell::backend::{in_background, outcome, undeliverable, Backend, Reports};
+use crate::shell::backend::{on_thread, outcome, undeliverable, Backend, Reports, Thread};
 
 mod open;
 
@@ -124,7 +124,7 @@ impl DirBackend {
 
     /// Try to deliver now. `Some` is the outcome; `None` means the write
     /// continues in the background and its outcome will be reported.
-    fn write(&self, d: &Delivery) -> Option<Result<Reached, Undeliverable>> {
+    fn write(&self, d: &Delivery, thread: Thread) -> Option<Result<Reached, Undeliverable>> {
         let target = match self.open(&d.session) {
             Ok(t) => t,
             Err(e) => return Some(Err(e)),
@@ -143,7 +143,7 @@ impl DirBackend {
             }
             Target::Regular(mut file) => {
                 let bytes = self.frame(d, false);
-                in_background(&self.reports, d, move |_| {
+                on_thread(thread, &self.reports, d, move |_| {
                     let evidence = match file.write_all(&bytes) {
                         Ok(()) => Evidence::Written,
                         Err(e) => Evidence::Refused(format!("write: {e}")),
@@ -155,7 +155,8 @@ impl DirBackend {
             }
             Target::Ollie(dir, flavour) => {
                 let (held, sessions_dir) = (self.ollie.clone(), &self.sessions_dir);
-                ollie::submit::submit_later(&self.reports, d, dir, flavour, held, sessions_dir);
+                let reports = &self.reports;
+                ollie::submit::submit_later(thread, reports, d, dir, flavour, held, sessions_dir);
                 None
             }
         }
@@ -210,11 +211,11 @@ impl Backend for DirBackend {
     /// most one prompt).
     fn deliver(&mut self, d: &Delivery) -> Option<Result<Reached, Undeliverable>> {
         if !self.root.mounted.load(Ordering::Relaxed) {
-            return self.write(d);
+            return self.write(d, Thread::Loop);
         }
         let (lane, d) = (self.clone(), d.clone());
         tokio::task::spawn_blocking(move || {
-            if let Some(result) = lane.write(&d) {
+            if let Some(result) = lane.write(&d, Thread::Blocking) {
                 let _ = lane.reports.send(outcome(d.session, d.seq, result));
             }
         });
