@@ -54,6 +54,7 @@ cells! {
     }
     failed_confirmation {
         ollie_double: OllieDouble,
+        claude: Claude,
     }
     flapping {
         ollie: Ollie,

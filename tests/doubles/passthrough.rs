@@ -229,7 +229,15 @@ impl Served {
     }
 
     fn attr(&self, path: &str) -> Result<FileAttr, Errno> {
-        let meta = std::fs::symlink_metadata(self.real(path)).map_err(|e| errno(&e))?;
+        // The root is `/proc/self/fd/<n>` itself, a link to be followed
+        // (its own lstat says symlink, and a root that changes type is
+        // bad to the kernel: EIO for every request after).
+        let meta = if path.is_empty() {
+            std::fs::metadata(self.real(path))
+        } else {
+            std::fs::symlink_metadata(self.real(path))
+        };
+        let meta = meta.map_err(|e| errno(&e))?;
         let kind = if meta.is_dir() {
             FileType::Directory
         } else if meta.file_type().is_symlink() {

@@ -2,11 +2,22 @@
 //! (`crate::e2e_claude`'s rig, warmed up by one typed prompt). reveille
 //! follows it by its registry entry and transcript (watched, not polled),
 //! so the interval is the bound this suite holds those to.
+//!
+//! A failed confirmation read: the session's transcript directory
+//! (`<config>/projects`) is mounted over itself through a passthrough FUSE
+//! filesystem (`crate::doubles::passthrough`) and every read of a
+//! transcript by reveille's process fails with EIO — Claude Code's own
+//! reads and writes pass — until reveille says it could not tell whether
+//! the session took the prompt: through the `record` window and the look
+//! at its end.
 
+use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::conformance::{toml, Kind, NotApplicable, Seen};
+use crate::doubles::fuse::fuse_unavailable;
+use crate::doubles::passthrough::Passthrough;
 use crate::e2e_claude::rig::Rig;
 use crate::util::daemon::Daemon;
 use crate::util::plans::{task_plan_with, Step};
@@ -22,6 +33,9 @@ const SLOW: &str =
     "needs a double of Claude Code's inbox that answers a delivery slowly; not built yet";
 
 pub struct Claude {
+    /// The transcripts' mount, once a fault is injected; dropped (and
+    /// unmounted) before Claude Code and reveille stop.
+    transcripts: OnceCell<Passthrough>,
     rig: Rig,
 }
 
@@ -34,7 +48,10 @@ impl Kind for Claude {
             p.set("prompt", "template", &toml(template));
             tune(p);
         })?;
-        Some(Claude { rig })
+        Some(Claude {
+            transcripts: OnceCell::new(),
+            rig,
+        })
     }
 
     fn project(&self) -> &Project {
@@ -57,7 +74,14 @@ impl Kind for Claude {
         super::model_turns(&self.rig.model, needle)
     }
 
+    /// While reveille's transcript reads fail, first wait until it has
+    /// said it could not tell, then let its reads pass again.
     fn closed(&self, plan: &Path, title: &str) {
+        if let Some(t) = self.transcripts.get().filter(|t| t.failing()) {
+            let doubt = format!("could not tell whether session {} took", self.session());
+            self.rig.daemon().wait_log(&doubt, Self::T);
+            t.heal();
+        }
         super::wait_ticked(plan, title, Self::T);
     }
 
@@ -95,10 +119,16 @@ impl Kind for Claude {
     }
 
     fn fail_confirmation(&self) -> Result<(), NotApplicable> {
-        Err(
-            "no double of Claude Code yet: the real one's transcript read \
-             cannot be made to fail from outside",
-        )
+        if let Some(why) = fuse_unavailable() {
+            panic!("the transcripts' fault needs FUSE: {why}");
+        }
+        let dir = self.rig.claude.config_dir.join("projects");
+        let mount = Passthrough::over(&dir).unwrap_or_else(|e| panic!("{e}"));
+        mount.fail_reads(self.rig.daemon_pid(), ".jsonl");
+        if self.transcripts.set(mount).is_err() {
+            panic!("the transcripts are mounted already");
+        }
+        Ok(())
     }
 
     /// A session id no registry entry names.
