@@ -81,6 +81,7 @@ cells! {
     }
     slow_answer {
         ollie_double: OllieDouble,
+        claude: Claude,
     }
     waiting_reason {
         ollie: Ollie,

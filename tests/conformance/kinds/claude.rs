@@ -10,6 +10,14 @@
 //! reads and writes pass — until reveille says it could not tell whether
 //! the session took the prompt: through the `record` window and the look
 //! at its end.
+//!
+//! A slow answer: Claude Code runs its `UserPromptSubmit` hooks before a
+//! turn starts — on an inbox message too — and shows itself busy
+//! meanwhile; its transcript records the message enqueued at once and the
+//! turn's user entry only when the turn has answered. Every session here
+//! starts with one such hook that sleeps three seconds once a flag file
+//! exists (Claude Code takes up a hook added to `settings.json` while it
+//! runs only after a while), and does nothing before.
 
 use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
@@ -28,11 +36,12 @@ use crate::util::wait_until;
 /// byte).
 const EVENTS: Duration = Duration::from_secs(1);
 
-/// Why a slow answer is not in the suite for this kind.
-const SLOW: &str =
-    "needs a double of Claude Code's inbox that answers a delivery slowly; not built yet";
+/// How long the pre-turn hook sleeps once slow answers are asked for.
+const PRE_TURN: &str = "3";
 
 pub struct Claude {
+    /// Holds the flag that makes the pre-turn hook slow.
+    flags: tempfile::TempDir,
     /// The transcripts' mount, once a fault is injected; dropped (and
     /// unmounted) before Claude Code and reveille stop.
     transcripts: OnceCell<Passthrough>,
@@ -44,11 +53,19 @@ impl Kind for Claude {
     const T: Duration = Duration::from_secs(30);
 
     fn start(template: &str, tune: &dyn Fn(&mut Project)) -> Option<Claude> {
-        let rig = Rig::start(|p| {
+        let flags = tempfile::tempdir().unwrap();
+        let slow = flags.path().join("slow").display().to_string();
+        let slept = flags.path().join("slept").display().to_string();
+        let hook = format!("if [ -e '{slow}' ]; then echo >> '{slept}'; sleep {PRE_TURN}; fi");
+        let hooks = serde_json::json!({
+            "UserPromptSubmit": [{"hooks": [{"type": "command", "command": hook}]}],
+        });
+        let rig = Rig::with_hooks(hooks, |p| {
             p.set("prompt", "template", &toml(template));
             tune(p);
         })?;
         Some(Claude {
+            flags,
             transcripts: OnceCell::new(),
             rig,
         })
@@ -83,6 +100,11 @@ impl Kind for Claude {
             t.heal();
         }
         super::wait_ticked(plan, title, Self::T);
+        // Slow answers asked for: the step's turn waited for the hook.
+        if self.flags.path().join("slow").exists() {
+            let slept = self.flags.path().join("slept");
+            assert!(slept.exists(), "the pre-turn hook never slept");
+        }
     }
 
     fn interval(&self) -> Result<Duration, NotApplicable> {
@@ -114,8 +136,10 @@ impl Kind for Claude {
         self.rig.reg = self.rig.claude.resume(&id);
     }
 
+    /// Its pre-turn hook takes three seconds from now on.
     fn slow_answers(&self) -> Result<(), NotApplicable> {
-        Err(SLOW)
+        std::fs::write(self.flags.path().join("slow"), "").unwrap();
+        Ok(())
     }
 
     fn fail_confirmation(&self) -> Result<(), NotApplicable> {
