@@ -15,7 +15,9 @@
 //! - `crash`: reveille killed -9 at several points of a plan;
 //! - `resume`: the agent's program stopped and started again mid-plan;
 //! - `remind`: an idle agent that left its step open is reminded;
-//! - `fanout`: a parallel step meant for a child goes to the parent.
+//! - `fanout`: a parallel step meant for a child goes to the parent;
+//! - `unreadable`: a transcript reveille cannot read while its step is
+//!   open: the prompt is written once, and found taken later.
 //!
 //! One Claude Code at a time (`one_at_a_time`), like the backend's tests.
 
@@ -28,5 +30,6 @@ mod remind;
 mod resume;
 pub(crate) mod rig;
 mod stuck;
+mod unreadable;
 mod waiting;
 mod watch;

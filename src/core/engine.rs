@@ -16,6 +16,7 @@
 
 use std::path::PathBuf;
 
+use super::confirm;
 use super::effect::{Delivery, Effect, Level, Log};
 use super::input::{Input, Observation, Reached, Undeliverable};
 use super::lifecycle::Lifecycle;
@@ -372,7 +373,16 @@ impl Engine {
                 return self.on_delivered(now, session, seq, reached, fx)
             }
             Verdict::Retry(why) => self.on_undeliverable(now, session, seq, why, fx),
-            Verdict::LookAgain(why) => self.ledger.on_doubt(now, &session, seq, &why, fx),
+            Verdict::LookAgain(why) => {
+                self.ledger.on_doubt(now, &session, seq, &why, fx);
+                // A kind whose record will tell is also looked at there
+                // again after its window: a look at the session may be
+                // long in coming (Claude Code's is told only on a change).
+                let window = confirm::windows(Kind::of(&session).0).record;
+                if !window.is_zero() {
+                    (self.ledger).await_record(now, &session, seq, window, &mut self.timers);
+                }
+            }
             Verdict::LookAfter(window) => {
                 (self.ledger).await_record(now, &session, seq, window, &mut self.timers)
             }

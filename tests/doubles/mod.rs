@@ -9,7 +9,10 @@
 //! - `ollie`: ollie-9p's session tree (the real server runs in the suite
 //!   too: `util::realollie`);
 //! - `beads`: 9beads' mounts, events and write-only files;
-//! - `plan_edit`: what an agent's edit does to a plan file.
+//! - `plan_edit`: what an agent's edit does to a plan file;
+//! - `passthrough`: a real directory served through a mount over itself,
+//!   whose reads fail on command for one process (Claude Code's
+//!   transcripts, read by reveille).
 
 #![allow(dead_code)] // each test module uses a different part of the doubles
 
@@ -19,8 +22,10 @@ pub use crate::util::wait_until;
 pub mod beads;
 pub mod fuse;
 pub mod ollie;
+pub mod passthrough;
 pub mod plan_edit;
 
 mod beads_tests;
 mod fuse_tests;
 mod ollie_tests;
+mod passthrough_tests;

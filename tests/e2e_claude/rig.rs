@@ -50,16 +50,27 @@ impl Rig {
     /// daemon, `tune`d, once it follows the session. `None`, with the
     /// `skipped:` line printed, where Claude Code or tmux is missing.
     pub fn start(tune: impl FnOnce(&mut Project)) -> Option<Rig> {
-        Rig::start_as(false, tune)
+        Rig::start_as(false, None, tune)
+    }
+
+    /// The same, with `hooks` as the `hooks` of Claude Code's
+    /// `settings.json` from its start (it reads a hook added later only
+    /// after a while).
+    pub fn with_hooks(hooks: Value, tune: impl FnOnce(&mut Project)) -> Option<Rig> {
+        Rig::start_as(false, Some(hooks), tune)
     }
 
     /// The same, Claude Code in its default permission mode: each shell
     /// command asks the person first.
     pub fn asking(tune: impl FnOnce(&mut Project)) -> Option<Rig> {
-        Rig::start_as(true, tune)
+        Rig::start_as(true, None, tune)
     }
 
-    fn start_as(asking: bool, tune: impl FnOnce(&mut Project)) -> Option<Rig> {
+    fn start_as(
+        asking: bool,
+        hooks: Option<Value>,
+        tune: impl FnOnce(&mut Project),
+    ) -> Option<Rig> {
         let one = one_at_a_time();
         let model = FakeModel::start(vec![Box::new(Messages)], Duration::from_millis(20));
         let mut claude = match Claude::new(&model) {
@@ -70,6 +81,13 @@ impl Rig {
             }
         };
         claude.asking = asking;
+        if let Some(hooks) = hooks {
+            claude.write_settings(&serde_json::json!({
+                "crossSessionInbound": "accept",
+                "skipDangerousModePermissionPrompt": true,
+                "hooks": hooks,
+            }));
+        }
         if asking {
             // The classic prompts: this version's default is "auto mode",
             // whose server-side check a fake model cannot answer.

@@ -340,6 +340,8 @@ impl Lanes {
         if lane.writing == Some(p.seq) {
             lane.writing = None;
         }
+        // An outcome that came (a look at the record found it) ends a doubt.
+        lane.doubt.take_if(|(s, _)| *s == p.seq);
         lane.backoff = Duration::ZERO;
         timers.cancel(&Timer::Retry(session.to_string()));
         let outcome = match reached {
@@ -471,6 +473,7 @@ impl Lanes {
             lane.writing = None;
             lane.writing_seen = None;
         }
+        lane.doubt.take_if(|(s, _)| *s == seq);
         // Its write is over by now, whatever it did.
         if let Some((s, at)) = lane.handed.as_mut() {
             if *s == seq {

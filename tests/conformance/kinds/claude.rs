@@ -2,11 +2,30 @@
 //! (`crate::e2e_claude`'s rig, warmed up by one typed prompt). reveille
 //! follows it by its registry entry and transcript (watched, not polled),
 //! so the interval is the bound this suite holds those to.
+//!
+//! A failed confirmation read: the session's transcript directory
+//! (`<config>/projects`) is mounted over itself through a passthrough FUSE
+//! filesystem (`crate::doubles::passthrough`) and every read of a
+//! transcript by reveille's process fails with EIO — Claude Code's own
+//! reads and writes pass — until reveille says it could not tell whether
+//! the session took the prompt: through the `record` window and the look
+//! at its end.
+//!
+//! A slow answer: Claude Code runs its `UserPromptSubmit` hooks before a
+//! turn starts — on an inbox message too — and shows itself busy
+//! meanwhile; its transcript records the message enqueued at once and the
+//! turn's user entry only when the turn has answered. Every session here
+//! starts with one such hook that sleeps three seconds once a flag file
+//! exists (Claude Code takes up a hook added to `settings.json` while it
+//! runs only after a while), and does nothing before.
 
+use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::conformance::{toml, Kind, NotApplicable, Seen};
+use crate::doubles::fuse::fuse_unavailable;
+use crate::doubles::passthrough::Passthrough;
 use crate::e2e_claude::rig::Rig;
 use crate::util::daemon::Daemon;
 use crate::util::plans::{task_plan_with, Step};
@@ -17,11 +36,15 @@ use crate::util::wait_until;
 /// byte).
 const EVENTS: Duration = Duration::from_secs(1);
 
-/// Why a slow answer is not in the suite for this kind.
-const SLOW: &str =
-    "needs a double of Claude Code's inbox that answers a delivery slowly; not built yet";
+/// How long the pre-turn hook sleeps once slow answers are asked for.
+const PRE_TURN: &str = "3";
 
 pub struct Claude {
+    /// Holds the flag that makes the pre-turn hook slow.
+    flags: tempfile::TempDir,
+    /// The transcripts' mount, once a fault is injected; dropped (and
+    /// unmounted) before Claude Code and reveille stop.
+    transcripts: OnceCell<Passthrough>,
     rig: Rig,
 }
 
@@ -30,11 +53,22 @@ impl Kind for Claude {
     const T: Duration = Duration::from_secs(30);
 
     fn start(template: &str, tune: &dyn Fn(&mut Project)) -> Option<Claude> {
-        let rig = Rig::start(|p| {
+        let flags = tempfile::tempdir().unwrap();
+        let slow = flags.path().join("slow").display().to_string();
+        let slept = flags.path().join("slept").display().to_string();
+        let hook = format!("if [ -e '{slow}' ]; then echo >> '{slept}'; sleep {PRE_TURN}; fi");
+        let hooks = serde_json::json!({
+            "UserPromptSubmit": [{"hooks": [{"type": "command", "command": hook}]}],
+        });
+        let rig = Rig::with_hooks(hooks, |p| {
             p.set("prompt", "template", &toml(template));
             tune(p);
         })?;
-        Some(Claude { rig })
+        Some(Claude {
+            flags,
+            transcripts: OnceCell::new(),
+            rig,
+        })
     }
 
     fn project(&self) -> &Project {
@@ -57,8 +91,20 @@ impl Kind for Claude {
         super::model_turns(&self.rig.model, needle)
     }
 
+    /// While reveille's transcript reads fail, first wait until it has
+    /// said it could not tell, then let its reads pass again.
     fn closed(&self, plan: &Path, title: &str) {
+        if let Some(t) = self.transcripts.get().filter(|t| t.failing()) {
+            let doubt = format!("could not tell whether session {} took", self.session());
+            self.rig.daemon().wait_log(&doubt, Self::T);
+            t.heal();
+        }
         super::wait_ticked(plan, title, Self::T);
+        // Slow answers asked for: the step's turn waited for the hook.
+        if self.flags.path().join("slow").exists() {
+            let slept = self.flags.path().join("slept");
+            assert!(slept.exists(), "the pre-turn hook never slept");
+        }
     }
 
     fn interval(&self) -> Result<Duration, NotApplicable> {
@@ -90,15 +136,23 @@ impl Kind for Claude {
         self.rig.reg = self.rig.claude.resume(&id);
     }
 
+    /// Its pre-turn hook takes three seconds from now on.
     fn slow_answers(&self) -> Result<(), NotApplicable> {
-        Err(SLOW)
+        std::fs::write(self.flags.path().join("slow"), "").unwrap();
+        Ok(())
     }
 
     fn fail_confirmation(&self) -> Result<(), NotApplicable> {
-        Err(
-            "no double of Claude Code yet: the real one's transcript read \
-             cannot be made to fail from outside",
-        )
+        if let Some(why) = fuse_unavailable() {
+            panic!("the transcripts' fault needs FUSE: {why}");
+        }
+        let dir = self.rig.claude.config_dir.join("projects");
+        let mount = Passthrough::over(&dir).unwrap_or_else(|e| panic!("{e}"));
+        mount.fail_reads(self.rig.daemon_pid(), ".jsonl");
+        if self.transcripts.set(mount).is_err() {
+            panic!("the transcripts are mounted already");
+        }
+        Ok(())
     }
 
     /// A session id no registry entry names.

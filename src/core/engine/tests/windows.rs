@@ -154,3 +154,55 @@ fn a_record_that_tells_first_ends_the_wait_and_no_look_is_asked() {
     rig.advance(CLAUDE_RECORD * 2);
     assert!(rig.world.looked.is_empty(), "{:?}", rig.world.looked);
 }
+
+#[test]
+fn a_look_that_could_not_read_the_record_sends_nothing_and_looks_there_again() {
+    let mut rig = claude(None, Memory::started(), &BTreeMap::new());
+    let seq = sent(&mut rig);
+    assert_eq!(rig.take_delivered(), ["s1"]);
+    rig.advance(CLAUDE_RECORD);
+    assert_eq!(rig.world.looked.len(), 1, "looked for");
+    rig.feed(Input::Evidence {
+        session: CLAUDE.into(),
+        seq,
+        evidence: Evidence::Unsure("reading t.jsonl failed: EIO".into()),
+    });
+    let doubts = |rig: &Rig| {
+        let said = rig.world.logs.iter();
+        said.filter(|l| {
+            l.message
+                .contains("could not tell whether session claude:x took s1")
+        })
+        .count()
+    };
+    assert_eq!(doubts(&rig), 1);
+    // No look at the session comes (Claude Code's observer tells only a
+    // change): the record is looked at again after the window.
+    rig.advance(CLAUDE_RECORD - Duration::from_millis(1));
+    assert_eq!(rig.world.looked.len(), 1, "not before the window");
+    rig.advance(Duration::from_millis(1));
+    assert_eq!(rig.world.looked.len(), 2, "looked at again");
+    // Still unreadable: said once, looked at again.
+    rig.feed(Input::Evidence {
+        session: CLAUDE.into(),
+        seq,
+        evidence: Evidence::Unsure("reading t.jsonl failed: EIO".into()),
+    });
+    assert_eq!(doubts(&rig), 1, "said once");
+    rig.advance(CLAUDE_RECORD);
+    assert_eq!(rig.world.looked.len(), 3);
+    assert!(rig.take_delivered().is_empty(), "nothing sent meanwhile");
+    // Read at last: it was taken. The next step goes, and s1 never again.
+    rig.feed(Input::Delivered {
+        session: CLAUDE.into(),
+        seq,
+        reached: Reached::Inbox,
+    });
+    rig.feed(Input::TurnStarted {
+        session: CLAUDE.into(),
+        seq,
+    });
+    assert_eq!(rig.take_delivered(), ["s2"]);
+    rig.settle();
+    assert_eq!(handed(&rig).iter().filter(|(s, _)| s == "s1").count(), 1);
+}

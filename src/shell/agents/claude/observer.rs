@@ -7,6 +7,11 @@
 //! inotify event comes from the registry or a transcript directory, a
 //! session's process exits (its pidfd); it keeps no deadline (the engine
 //! times the confirmation and asks for a look).
+//!
+//! A transcript that cannot be read (EIO) tells nothing: a look that could
+//! not read it reports `Evidence::Unsure`, never that the prompt is not
+//! there, and a prompt handed out again is not written while it cannot be
+//! checked for (writing it could run it twice).
 
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -22,7 +27,7 @@ use super::transcript::{self, Record, Tail};
 use super::wait::{self, Waker, Wakeup};
 use super::watches::{Changes, Watches};
 use crate::core::effect::Delivery;
-use crate::core::input::{self, Input, Observation, Seen};
+use crate::core::input::{self, Evidence, Input, Observation, Seen};
 use crate::core::session::{AgentState, Kind, Wait};
 use crate::shell::backend::Reports;
 
@@ -163,7 +168,8 @@ impl Observer {
                 .iter()
                 .any(|(d, n)| path.parent() == Some(d) && path.file_name() == Some(n));
             if changes.rescan || touched {
-                self.read_transcript(&sid);
+                // A failed read keeps its offset: the next change reads on.
+                let _ = self.read_transcript(&sid);
             }
         }
         // A wait reported before its tool call was read is named now.
@@ -203,7 +209,7 @@ impl Observer {
         // before the wait is told, so the person is told what it is.
         for sid in waiting {
             if self.followed.contains_key(&sid) {
-                self.read_transcript(&sid);
+                let _ = self.read_transcript(&sid);
             }
         }
         self.report_states();
@@ -267,7 +273,13 @@ impl Observer {
             msg_id: &msg_id,
             text: &d.text,
         };
-        self.follow(sid);
+        let read = self.follow(sid);
+        // Handed out before, it may be in the transcript: unread, it is
+        // not written again on a guess.
+        if let (Err(why), true) = (read, d.again) {
+            let why = format!("Claude Code session {sid}: {why}; the prompt, perhaps taken already, is not written again until the transcript can be read");
+            return self.report(undeliverable(sid, d.seq, &why));
+        }
         let history = &self.followed[sid].history;
         if let Some(out) = self.deliveries.taken(sid, prompt, history) {
             return self.report_all(out);
@@ -288,7 +300,8 @@ impl Observer {
 
     /// The engine's look at `d`, sent into the inbox and unrecorded for
     /// the kind's `record` window: the transcript read up to date, and
-    /// what it shows of the prompt reported.
+    /// what it shows of the prompt reported — or, the read failed, that
+    /// this cannot be told (`Evidence::Unsure`: the engine looks again).
     fn look(&mut self, d: &Delivery) {
         let (_, sid) = Kind::of(&d.session);
         let msg_id = prompt_id(&self.project, d.seq, &d.text);
@@ -297,7 +310,14 @@ impl Observer {
             msg_id: &msg_id,
             text: &d.text,
         };
-        self.follow(sid);
+        if let Err(why) = self.follow(sid) {
+            let why = format!("Claude Code session {sid}: {why}");
+            return self.report(Input::Evidence {
+                session: d.session.clone(),
+                seq: d.seq,
+                evidence: Evidence::Unsure(why),
+            });
+        }
         let process = self.owners.get(sid).map(|o| Process {
             started: o.entry.started_at,
         });
@@ -361,8 +381,9 @@ impl Observer {
         }
     }
 
-    /// Follow `sid`'s transcript from now on, and read it up to date.
-    fn follow(&mut self, sid: &str) {
+    /// Follow `sid`'s transcript from now on, and read it up to date
+    /// (`Err`: the read failed, in words).
+    fn follow(&mut self, sid: &str) -> Result<(), String> {
         if !self.followed.contains_key(sid) {
             let path = self.find_transcript(sid);
             if let Some(dir) = path.parent() {
@@ -375,7 +396,7 @@ impl Observer {
             };
             self.followed.insert(sid.to_string(), followed);
         }
-        self.read_transcript(sid);
+        self.read_transcript(sid)
     }
 
     /// Where `sid`'s transcript is, or will be: under the slug of its
@@ -401,7 +422,11 @@ impl Observer {
             .unwrap_or_else(|| projects.join("?").join(name))
     }
 
-    fn read_transcript(&mut self, sid: &str) {
+    /// Read `sid`'s transcript on from where the last read ended, and
+    /// report what it now says of the prompts on their way. `Err`: the
+    /// read failed (in words); nothing was learnt, and the next read
+    /// starts where this one would have.
+    fn read_transcript(&mut self, sid: &str) -> Result<(), String> {
         // A transcript not written yet may turn up elsewhere than guessed
         // (the session changed directory before its first message).
         let missing = self
@@ -420,11 +445,16 @@ impl Observer {
             }
         }
         let Some(f) = self.followed.get_mut(sid) else {
-            return;
+            return Ok(());
         };
-        let Ok(batch) = f.tail.read() else {
-            return;
-        };
+        let batch = f.tail.read().map_err(|e| {
+            let why = format!(
+                "reading its transcript {} failed: {e}",
+                f.tail.path.display()
+            );
+            tracing::debug!("{why}");
+            why
+        })?;
         if batch.restarted {
             f.history = History::default();
         }
@@ -437,6 +467,7 @@ impl Observer {
             f.history.apply(record);
         }
         self.review(sid);
+        Ok(())
     }
 
     /// What `sid`'s transcript now says about the prompts on their way.
@@ -488,4 +519,72 @@ pub fn sender_name(project: &str) -> String {
         })
         .collect();
     format!("reveille-{clean}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// An observer of Claude Code's config dir `config`, in which no
+    /// session runs, and what it reports.
+    fn observer(config: &Path) -> (Observer, tokio::sync::mpsc::UnboundedReceiver<Input>) {
+        let (reports, rx) = Reports::channel();
+        let (tx, commands) = std::sync::mpsc::channel();
+        let (waker, wakeup) = wait::waker().unwrap();
+        let config = config.to_path_buf();
+        let observer = Observer::new(config, "p", reports, commands, (tx, waker), wakeup);
+        (observer.unwrap(), rx)
+    }
+
+    fn delivery(again: bool) -> Delivery {
+        Delivery {
+            session: "claude:s1".into(),
+            seq: 1,
+            text: "do s1".into(),
+            plan: "p.md".into(),
+            step: "s1".into(),
+            parent: None,
+            again,
+        }
+    }
+
+    #[test]
+    fn a_transcript_that_cannot_be_read_tells_nothing_and_nothing_is_written_on_a_guess() {
+        let config = tempfile::tempdir().unwrap();
+        // In the transcript's place, a directory: its read fails (EISDIR),
+        // as a failing disk's does (EIO).
+        let transcript = config.path().join("projects/-w/s1.jsonl");
+        std::fs::create_dir_all(&transcript).unwrap();
+        let (mut o, mut rx) = observer(config.path());
+        o.look(&delivery(false));
+        match rx.try_recv() {
+            Ok(Input::Evidence {
+                evidence: Evidence::Unsure(why),
+                ..
+            }) => assert!(why.contains("s1.jsonl"), "{why}"),
+            other => panic!("a failed read was taken for an answer: {other:?}"),
+        }
+        o.deliver(&delivery(true));
+        match rx.try_recv() {
+            Ok(Input::Undeliverable { why, .. }) => {
+                assert!(why.reason.contains("not written again"), "{why:?}")
+            }
+            other => panic!("handed out again and not checked for: {other:?}"),
+        }
+        // Readable, and the prompt not in it: not taken.
+        std::fs::remove_dir(&transcript).unwrap();
+        std::fs::write(&transcript, "").unwrap();
+        o.look(&delivery(false));
+        assert!(
+            matches!(
+                rx.try_recv(),
+                Ok(Input::Evidence {
+                    evidence: Evidence::NotRecorded(_),
+                    ..
+                })
+            ),
+            "an absence read is not taken"
+        );
+    }
 }

@@ -196,6 +196,8 @@ impl Tail {
     }
 
     /// Everything appended since the last read. A missing file is empty.
+    /// A read that fails changes nothing: the next one goes on from where
+    /// the last good one ended.
     pub fn read(&mut self) -> std::io::Result<Batch> {
         let mut out = Batch::default();
         let mut file = match File::open(&self.path) {
@@ -204,16 +206,17 @@ impl Tail {
             Err(e) => return Err(e),
         };
         let meta = file.metadata()?;
-        if self.inode.is_some_and(|i| i != meta.ino()) || meta.len() < self.offset {
-            self.offset = 0;
-            self.partial.clear();
-            out.restarted = self.inode.is_some();
-        }
-        self.inode = Some(meta.ino());
-        file.seek(SeekFrom::Start(self.offset))?;
-        let mut bytes = std::mem::take(&mut self.partial);
+        let replaced = self.inode.is_some_and(|i| i != meta.ino()) || meta.len() < self.offset;
+        let (offset, mut bytes) = if replaced {
+            (0, Vec::new())
+        } else {
+            (self.offset, self.partial.clone())
+        };
+        file.seek(SeekFrom::Start(offset))?;
         let n = file.read_to_end(&mut bytes)?;
-        self.offset += n as u64;
+        out.restarted = replaced && self.inode.is_some();
+        self.inode = Some(meta.ino());
+        self.offset = offset + n as u64;
         let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         self.partial = bytes.split_off(complete);
         out.records = bytes
@@ -332,6 +335,40 @@ mod tests {
         let got = tail.read().unwrap();
         assert!(got.restarted);
         assert_eq!(got.records.len(), 1);
+    }
+
+    #[test]
+    fn a_read_that_fails_loses_nothing_and_is_no_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let (file, path) = (dir.path().join("f.jsonl"), dir.path().join("s.jsonl"));
+        let line = |c: &str| {
+            format!(r#"{{"type":"queue-operation","operation":"enqueue","content":"{c}"}}"#)
+        };
+        let mut f = File::create(&file).unwrap();
+        write!(f, "{}\n{}", line("a"), &line("b")[..10]).unwrap();
+        std::os::unix::fs::symlink(&file, &path).unwrap();
+        let mut tail = Tail::new(path.clone());
+        assert_eq!(tail.read().unwrap().records.len(), 1);
+        // The transcript's name now opens something that cannot be read
+        // (a directory: EISDIR, as a failing disk gives EIO).
+        let retarget = |to: &Path| {
+            std::fs::remove_file(&path).unwrap();
+            std::os::unix::fs::symlink(to, &path).unwrap();
+        };
+        retarget(dir.path());
+        assert!(tail.read().is_err());
+        retarget(&file);
+        writeln!(f, "{}", &line("b")[10..]).unwrap();
+        let got = tail.read().unwrap();
+        assert!(!got.restarted);
+        assert_eq!(
+            got.records,
+            vec![Record::Enqueued {
+                content: "b".into(),
+                at: 0
+            }],
+            "the line begun before the failed read, whole"
+        );
     }
 
     #[test]
