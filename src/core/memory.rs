@@ -119,11 +119,11 @@ impl Memory {
     pub fn work_of<'a>(
         &'a self,
         session: &'a str,
-    ) -> impl Iterator<Item = (&'a Source, &'a Work, u32)> + 'a {
+    ) -> impl Iterator<Item = (&'a Source, &'a Work, &'a Announced)> + 'a {
         self.announced()
             .flat_map(|(s, items)| items.iter().map(move |(i, a)| (s, i, a)))
             .filter(move |(_, _, a)| a.session.as_deref() == Some(session))
-            .filter_map(|(s, i, a)| Some((s, i.work()?, a.reminded)))
+            .filter_map(|(s, i, a)| Some((s, i.work()?, a)))
     }
 
     /// Total prompts pending across sessions.

@@ -134,8 +134,16 @@ pub enum Record {
         n: u32,
         pending: Pending,
     },
+    /// An announced item still open after its last reminder was given up
+    /// on, and the person told: recorded so a restart does not tell again.
+    GaveUp {
+        source: Source,
+        item: Item,
+        session: String,
+    },
     /// The session made progress in the source (a step checked): its
-    /// reminder counts there start again.
+    /// reminder counts there start again (and what was given up on there
+    /// may be told again).
     RemindReset { source: Source, session: String },
     /// A child session, as it stands now (recorded before it is created,
     /// and at every move after).

@@ -18,6 +18,7 @@ use super::ledger::Ledger;
 use super::observed::Observed;
 use super::timers::{Timer, Timers};
 use crate::core::effect::{Effect, Level, Log, Notice, NoticeEvent};
+use crate::core::memory::Announced;
 use crate::core::prompt;
 use crate::core::record::{Item, Note, Pending, Record, Work};
 use crate::core::source::Source;
@@ -108,9 +109,6 @@ pub(super) struct Reminders {
     /// the read, if it is still open then; the time is when the read was
     /// asked for.
     verifying: BTreeMap<Key, Now>,
-    /// Items the person was told were given up on (open after their last
-    /// reminder), in this run: told once until progress resets the count.
-    gave_up: BTreeSet<Key>,
 }
 
 /// When reminder `sent + 1` is due: `after × 2^sent` past `base`, or never
@@ -144,8 +142,6 @@ impl Reminders {
 
     /// `session` checked a step of `source`.
     pub(super) fn progressed(&mut self, now: Now, session: String, source: Source) {
-        self.gave_up
-            .retain(|(s, src, _)| !(*s == session && *src == source));
         self.progress.insert((session, source), now);
     }
 
@@ -163,7 +159,6 @@ impl Reminders {
         self.heard.retain(|k, _| announced(k));
         self.first.retain(|k, _| announced(k));
         self.verifying.retain(|k, _| announced(k));
-        self.gave_up.retain(announced);
         self.progress
             .retain(|(_, source), _| memory.announced_of(source).is_some());
     }
@@ -173,7 +168,7 @@ impl Reminders {
     fn open_items<'a>(
         ledger: &'a Ledger,
         session: &'a str,
-    ) -> impl Iterator<Item = (&'a Source, &'a Work, u32)> + 'a {
+    ) -> impl Iterator<Item = (&'a Source, &'a Work, &'a Announced)> + 'a {
         // Once, not per item: an outbox may hold a thousand prompts. A
         // claim's note is the prompt of the claimed task: until it is
         // heard, the task is not the session's to be reminded of.
@@ -210,17 +205,18 @@ impl Reminders {
 
     /// When an item still open after its last reminder is given up on —
     /// the interval a next reminder would have had, had there been one —
-    /// unless the person was told so already.
+    /// unless the person was told so already (`a.gave_up`: durable, so
+    /// a restart does not tell it again).
     fn give_up_at(
         &self,
         config: &EngineConfig,
         observed: Option<&Observed>,
         key: &Key,
-        sent: u32,
+        a: &Announced,
     ) -> Option<Now> {
         let after = config.remind_after?;
         let last = config.remind_max;
-        if last == 0 || sent < last || self.gave_up.contains(key) {
+        if last == 0 || a.reminded < last || a.gave_up {
             return None;
         }
         let factor = 1u32.checked_shl(last).unwrap_or(u32::MAX);
@@ -256,10 +252,10 @@ impl Reminders {
         if config.remind_after.is_none() || !observed.is_some_and(|o| o.state.is_idle()) {
             return;
         }
-        for (source, item, sent) in Self::open_items(ledger, session) {
+        for (source, item, a) in Self::open_items(ledger, session) {
             let key = (session.to_string(), source.clone(), item.clone());
-            let next = self.next_at(config, observed, &key, sent);
-            if let Some(at) = next.or_else(|| self.give_up_at(config, observed, &key, sent)) {
+            let next = self.next_at(config, observed, &key, a.reminded);
+            if let Some(at) = next.or_else(|| self.give_up_at(config, observed, &key, a)) {
                 timers.set(Timer::Remind(key.0, key.1, key.2), at);
             }
         }
@@ -289,18 +285,25 @@ impl Reminders {
             .is_some_and(|asked| now.saturating_sub(asked) <= VERIFY_WINDOW);
         let (session, source, item) = &key;
         let Some(open) = open else { return };
-        let Some((_, _, sent)) =
+        let Some((_, _, a)) =
             Self::open_items(ledger, session).find(|(s, w, _)| *s == source && *w == item)
         else {
             return;
         };
+        let (sent, a) = (a.reminded, a.clone());
         let Some(at) = self.next_at(config, observed, &key, sent) else {
-            if let Some(at) = self.give_up_at(config, observed, &key, sent) {
+            if let Some(at) = self.give_up_at(config, observed, &key, &a) {
                 if at > now {
                     timers.set(Timer::Remind(key.0, key.1, key.2), at);
                 } else {
                     gave_up(&open, &key, sent, fx);
-                    self.gave_up.insert(key);
+                    let (session, source, work) = key;
+                    let record = Record::GaveUp {
+                        source,
+                        item: Item::Work(work),
+                        session,
+                    };
+                    ledger.record(record, fx);
                 }
             }
             return;
@@ -383,7 +386,8 @@ impl Reminders {
         let sessions: BTreeSet<String> = sessions.collect();
         let mut out = Vec::new();
         for session in sessions {
-            for (source, item, sent) in Self::open_items(ledger, &session) {
+            for (source, item, a) in Self::open_items(ledger, &session) {
+                let sent = a.reminded;
                 let Some(o) = open(&session, source, item) else {
                     continue;
                 };

@@ -1,7 +1,7 @@
 //! Per source, the items announced and not yet checked or closed — the
 //! shape that plans' and tasks' shares of the memory both have — and the
 //! records that move them: `Announce`, `Forget`, `DropSource`, `Remind`
-//! (its count), `RemindReset` and `Adopt`.
+//! (its count), `GaveUp`, `RemindReset` and `Adopt`.
 
 use std::collections::BTreeMap;
 
@@ -25,6 +25,11 @@ pub struct Announced {
     /// source: durable, so a restart neither repeats nor resets them.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reminded: u32,
+    /// Given up on (still open after its last reminder) and the person
+    /// told, since the session last made progress in its source: durable,
+    /// so a restart does not tell it again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gave_up: bool,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -52,6 +57,7 @@ impl Announcements {
                     session: session.clone(),
                     baseline: *baseline,
                     reminded: 0,
+                    gave_up: false,
                 };
                 let items = self.0.entry(source.clone()).or_default();
                 items.insert(item.clone(), announced);
@@ -75,11 +81,18 @@ impl Announcements {
                     a.reminded = a.reminded.max(*n);
                 }
             }
+            Record::GaveUp { source, item, .. } if owns(source) => {
+                let entry = self.0.get_mut(source).and_then(|i| i.get_mut(item));
+                if let Some(a) = entry {
+                    a.gave_up = true;
+                }
+            }
             Record::RemindReset { source, session } if owns(source) => {
                 let items = self.0.get_mut(source).into_iter();
                 let entries = items.flat_map(Items::iter_mut);
                 for (_, a) in entries.filter(|(_, a)| a.session.as_ref() == Some(session)) {
                     a.reminded = 0;
+                    a.gave_up = false;
                 }
             }
             Record::Adopt { from, to } if owns(from) && owns(to) => self.adopt(from, to),
@@ -182,7 +195,7 @@ impl Announcements {
         self.0.get(source).is_some_and(|items| {
             items
                 .values()
-                .any(|a| a.session.as_deref() == Some(session) && a.reminded > 0)
+                .any(|a| a.session.as_deref() == Some(session) && (a.reminded > 0 || a.gave_up))
         })
     }
 }

@@ -215,6 +215,7 @@ mod tests {
             session: Some(format!("s{n}")),
             baseline: false,
             reminded: n,
+            gave_up: false,
         }
     }
 

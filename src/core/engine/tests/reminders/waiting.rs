@@ -153,3 +153,44 @@ fn a_session_busy_past_stuck_after_with_nothing_checked_is_told_once_per_stretch
     let events: Vec<_> = rig.world.notices.iter().map(|n| n.event).collect();
     assert_eq!(events[2..], [NoticeEvent::Waiting]);
 }
+
+#[test]
+fn a_step_given_up_on_is_not_told_again_after_a_restart_until_progress() {
+    let mut rig = reminding(1);
+    rig.write(NAME, &stock(&[false, false]));
+    rig.turn(Duration::from_secs(1));
+    rig.run_until(rig.now + AFTER);
+    rig.turn(Duration::from_secs(1));
+    rig.run_until(rig.now + 2 * AFTER);
+    let events: Vec<_> = rig.world.notices.iter().map(|n| n.event).collect();
+    assert_eq!(events, vec![NoticeEvent::GaveUp]);
+    // kill -9: what the journal held says it was told.
+    let mut again = rig.restarted();
+    again.now = Duration::from_secs(1000);
+    again.state(Some(AgentState::Idle));
+    again.run_until(again.now + 100 * AFTER);
+    assert!(
+        again.world.notices.is_empty(),
+        "told again after a restart: {:#?}",
+        again.world.notices
+    );
+    // Progress in the plan (the reset its checked step records) lets it
+    // be told again, as it resets the reminder count.
+    let plan = again
+        .engine
+        .memory()
+        .announced()
+        .next()
+        .map(|(s, _)| s.clone());
+    let reset = Record::RemindReset {
+        source: plan.expect("the plan is announced"),
+        session: "s1".into(),
+    };
+    let mut memory = again.engine.memory().clone();
+    memory.apply(&reset);
+    let told = memory
+        .work_of("s1")
+        .filter(|(_, _, a)| a.gave_up || a.reminded > 0)
+        .count();
+    assert_eq!(told, 0, "progress resets what was given up on");
+}
