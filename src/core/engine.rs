@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use super::confirm;
 use super::effect::{Delivery, Effect, Level, Log};
-use super::input::{Input, Observation, Reached, Undeliverable};
+use super::input::{Input, Observation, Observer, Reached, Seen, Undeliverable, UNLISTED};
 use super::lifecycle::Lifecycle;
 use super::memory::Memory;
 use super::record::{Record, Work};
@@ -229,6 +229,25 @@ impl Engine {
                 false
             }
             Input::Observed(look) => self.on_observed(now, look, &mut fx),
+            Input::IndexRead {
+                begun_unix_ms,
+                listed,
+            } => {
+                let gone = children::unlisted(&cx, begun_unix_ms, &listed);
+                let mut refill = false;
+                for session in gone {
+                    let seen = Seen::Gone(UNLISTED.into());
+                    let by = Observer::Index;
+                    let look = Observation {
+                        session,
+                        seen,
+                        by,
+                        at: now,
+                    };
+                    refill |= self.on_observed(now, look, &mut fx);
+                }
+                refill
+            }
             Input::ChildSpawned { child, outcome } => {
                 let back = children::on_spawned(&mut cx, &child, outcome);
                 read_again(&self.plans, back, cx.fx);

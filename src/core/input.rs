@@ -171,6 +171,9 @@ pub struct Observation {
     pub at: Duration,
 }
 
+/// Why a session an ollie-9p `idx` read no longer lists is gone.
+pub const UNLISTED: &str = "no longer listed in the session index (killed, or renamed)";
+
 impl Observation {
     /// A look stamped when it is sent (see `at`).
     pub fn new(session: String, seen: Seen, by: Observer) -> Observation {
@@ -297,6 +300,16 @@ pub enum Input {
     /// reports every look, changed or not; the engine's `Sessions` is the
     /// one owner of what a session is, and the newest look wins.
     Observed(Observation),
+    /// One read of an ollie-9p tree's `idx`, begun at this wall-clock time
+    /// (unix milliseconds): every session it listed. A child seen created
+    /// before the read began and not among them is gone, even one no read
+    /// ever listed — killed within a poll of its creation, it would never
+    /// be seen to go, and its step never handed back. (Each listed
+    /// session's state comes as its own `Observed`.)
+    IndexRead {
+        begun_unix_ms: u64,
+        listed: std::collections::BTreeSet<String>,
+    },
     /// The answer to `Effect::Spawn`: the child was seen to exist (at this
     /// wall-clock time, unix milliseconds), or could not be created.
     ChildSpawned {

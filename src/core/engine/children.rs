@@ -20,7 +20,7 @@
 //! through records), so this part is its rules over a `Cx`.
 
 use crate::core::fnv::Fnv;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::context::Cx;
@@ -166,6 +166,21 @@ pub(super) fn assign(cx: &mut Cx, source: &Source, step: StepRef, parent: &str) 
 /// At start-up: children recorded but never seen to exist (a crash between
 /// the record and the confirmation) are asked for again — the same id, so
 /// one that was in fact created is only confirmed.
+/// The children a read of `idx` begun at `begun_unix_ms` did not list,
+/// though they were seen created before it began (`Input::IndexRead`): a
+/// child confirmed after the read began may simply be too new for it.
+pub(super) fn unlisted(cx: &Cx, begun_unix_ms: u64, listed: &BTreeSet<String>) -> Vec<String> {
+    let children = cx.ledger.children().iter();
+    children
+        .filter(|(id, c)| {
+            matches!(c.state, ChildState::Working | ChildState::Done)
+                && c.since_unix_ms.is_none_or(|t| t < begun_unix_ms)
+                && !listed.contains(*id)
+        })
+        .map(|(id, _)| id.clone())
+        .collect()
+}
+
 pub(super) fn respawn_planned(cx: &mut Cx) {
     for (id, c) in cx.ledger.children().iter() {
         if c.state == ChildState::Planned {

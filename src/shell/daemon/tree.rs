@@ -2,14 +2,9 @@
 //! thread of its own (`agents::ollie::poll`, held through
 //! `agents::ollie::follow`), whose looks reach the engine as inputs; here
 //! the loop acts on the rest of its news: the watcher stops listing a
-//! found tree, and the children the engine knows a read no longer listed
-//! are gone.
+//! found tree, and whether `idx` can be read is said in the journal.
 
-use std::collections::BTreeSet;
-
-use crate::core::input::{Input, Observation, Observer, Seen};
-use crate::core::record::ChildState;
-use crate::shell::agents::ollie::poll::{News, TreeNews, TreeSettings, UNLISTED};
+use crate::shell::agents::ollie::poll::{News, TreeNews, TreeSettings};
 
 use super::Daemon;
 
@@ -58,14 +53,10 @@ impl Daemon {
                 tracing::info!(project = %project, "following ollie-9p session states through {} every {:?}", idx.display(), self.settings.sessions.state_poll);
                 self.watching.watch.index_sessions(true);
             }
-            News::Read {
-                begun_unix_ms,
-                listed,
-            } => {
+            News::Read => {
                 if turned {
                     tracing::info!(project = %project, "session states readable again");
                 }
-                self.children_unlisted(begun_unix_ms, &listed);
                 // A checklist whose read the engine put off is read
                 // afresh when it comes to it.
                 if let Some(checklists) = self.agents.tree.checklists() {
@@ -77,35 +68,6 @@ impl Daemon {
                     tracing::warn!(project = %project, "cannot read {}: {e}; session states unknown until it can be read", idx.display());
                 }
             }
-        }
-    }
-
-    /// A child confirmed (seen in `idx` by its create) before a read of
-    /// `idx` began and missing from it is gone, even if no poll ever
-    /// listed it — one killed within a poll of its creation would
-    /// otherwise never be seen to go, and its step never handed back. One
-    /// confirmed after the read began may simply be too new for it.
-    fn children_unlisted(&mut self, begun_unix_ms: u64, listed: &BTreeSet<String>) {
-        let gone: Vec<String> = self
-            .engine
-            .memory()
-            .children
-            .iter()
-            .filter(|(id, c)| {
-                matches!(c.state, ChildState::Working | ChildState::Done)
-                    && c.since_unix_ms.is_none_or(|t| t < begun_unix_ms)
-                    && !listed.contains(*id)
-            })
-            .map(|(id, _)| id.clone())
-            .collect();
-        for session in gone {
-            let at = self.now();
-            self.feed(Input::Observed(Observation {
-                session,
-                seen: Seen::Gone(UNLISTED.into()),
-                by: Observer::Index,
-                at,
-            }));
         }
     }
 }

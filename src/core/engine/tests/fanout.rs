@@ -200,6 +200,27 @@ fn a_child_gone_before_its_step_is_checked_hands_it_back_to_the_parent_once() {
     assert_eq!(rig.take_delivered(), vec!["s3"]);
 }
 
+/// A child killed within a poll of its creation is never listed by any
+/// read of `idx`: a read begun after it was seen created and not listing
+/// it says it is gone, and its step goes back to the parent; a read begun
+/// before it was created says nothing of it.
+#[test]
+fn a_child_no_read_of_idx_listed_since_its_creation_is_gone() {
+    let (mut rig, ids) = one_child_at_work();
+    let created = 1_800_000_000_000;
+    let read = |begun_unix_ms| Input::IndexRead {
+        begun_unix_ms,
+        listed: ["p".to_string()].into(),
+    };
+    rig.feed(read(created - 1));
+    assert!(rig.take_delivered().is_empty(), "too new for that read");
+    assert!(children(&rig).iter().any(|(id, ..)| *id == ids[0]));
+    rig.feed(read(created + 1));
+    assert_eq!(rig.take_delivered(), vec!["s2"], "handed back once");
+    rig.feed(read(created + 2));
+    assert!(rig.take_delivered().is_empty());
+}
+
 /// A child whose program stopped (an opencode server, a Codex
 /// app-server) keeps its step: it goes on when the program is back.
 /// Found gone then, it hands the step back.

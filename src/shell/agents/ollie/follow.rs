@@ -73,7 +73,7 @@ impl Follower {
         }
         let turned = match &news.what {
             News::Found => false,
-            News::Read { .. } => std::mem::replace(&mut self.failing, false),
+            News::Read => std::mem::replace(&mut self.failing, false),
             News::Failed(_) => !std::mem::replace(&mut self.failing, true),
         };
         Some((news.what, turned))

@@ -14,7 +14,7 @@
 //! loop can judge (the tree found, a read made or failed, which sessions
 //! it listed for the children the engine knows) as [`TreeNews`].
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc as std_mpsc;
@@ -24,11 +24,8 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::tree::{SessionTree, TreeChange};
-use crate::core::input::{Change, Input, Observation, Observer, Seen};
+use crate::core::input::{Change, Input, Observation, Observer, Seen, UNLISTED};
 use crate::shell::backend::Reports;
-
-/// Why a session `idx` no longer lists is gone.
-pub const UNLISTED: &str = "no longer listed in the session index (killed, or renamed)";
 
 /// What the loop hears of the worker besides its looks, tagged with the
 /// worker's generation (a reload starts a new worker; an old one's news
@@ -43,13 +40,9 @@ pub struct TreeNews {
 pub enum News {
     /// The sessions root is an ollie-9p tree (it has an `idx`).
     Found,
-    /// One read of `idx` made, begun at `begun_unix_ms` (wall clock): the
-    /// sessions it listed. A child the engine saw created before then and
-    /// not among them is gone.
-    Read {
-        begun_unix_ms: u64,
-        listed: BTreeSet<String>,
-    },
+    /// One read of `idx` made (what it listed went to the engine:
+    /// `Input::IndexRead`).
+    Read,
     /// `idx` could not be read, in words.
     Failed(String),
 }
@@ -197,10 +190,11 @@ impl Worker {
                     }
                 }
                 let listed = tree.listed().keys().cloned().collect();
-                self.tell(News::Read {
+                let read = Input::IndexRead {
                     begun_unix_ms,
                     listed,
-                })
+                };
+                self.reports.send(read).is_ok() && self.tell(News::Read)
             }
             Err(e) => self.tell(News::Failed(e)),
         }
@@ -290,15 +284,18 @@ mod tests {
         assert!(matches!(&changed, Input::Changed { path, .. } if *path == plan));
         assert_eq!(poller.checklists.take(&plan).unwrap(), b"# g\n- [ ] x\n");
         assert!(poller.checklists.take(&plan).is_none(), "taken once");
-        match news.blocking_recv().unwrap().what {
-            News::Read { listed, .. } => assert_eq!(listed, BTreeSet::from(["a".to_string()])),
-            other => panic!("{other:?}"),
-        }
+        let read = inputs.blocking_recv().unwrap();
+        assert!(
+            matches!(&read, Input::IndexRead { listed, .. } if listed.iter().eq(["a"])),
+            "{read:?}"
+        );
+        let said = news.blocking_recv().unwrap().what;
+        assert!(matches!(said, News::Read), "{said:?}");
         // Dropped, it stops (its wait ends at once) and its channel
         // closes; a wake that raced its first look may have made one more.
         drop(poller);
         while let Some(more) = news.blocking_recv() {
-            assert!(matches!(more.what, News::Read { .. }), "{more:?}");
+            assert!(matches!(more.what, News::Read), "{more:?}");
         }
     }
 }
