@@ -17,7 +17,7 @@
 use std::path::PathBuf;
 
 use super::effect::{Delivery, Effect, Level, Log};
-use super::input::{Input, Observation, Reached, Undeliverable};
+use super::input::{Input, Observation, Reached, Seen, Undeliverable};
 use super::lifecycle::Lifecycle;
 use super::memory::Memory;
 use super::record::{Record, Work};
@@ -215,7 +215,8 @@ impl Engine {
                 seq,
                 evidence,
             } => {
-                let verdict = taken::judge(Kind::of(&session).0, evidence);
+                let observed = self.sessions.observed();
+                let verdict = (self.ledger).judge(now, &session, seq, evidence, observed);
                 self.on_verdict(now, session, seq, verdict, &mut fx)
             }
             Input::Undeliverable { session, seq, why } => {
@@ -376,6 +377,8 @@ impl Engine {
             Verdict::LookAfter(window) => {
                 (self.ledger).await_record(now, &session, seq, window, &mut self.timers)
             }
+            Verdict::LookWhenIdle => self.ledger.look_when_idle(&session, seq),
+            Verdict::NotTaken(why) => self.ledger.on_not_taken(&session, seq, &why, fx),
         }
         false
     }
@@ -416,8 +419,13 @@ impl Engine {
             .observed()
             .get(&session)
             .map(|o| o.state.clone());
+        let busy = matches!(&look.seen, Seen::State(s) if !s.is_idle());
         let (ledger, timers) = (&mut self.ledger, &mut self.timers);
         let outcome = self.sessions.on_observed(now, look, ledger, timers);
+        // A look that waited for the session to be idle (or gone) is made.
+        if !matches!(outcome, Look::Stale) && !busy {
+            fx.extend(self.ledger.idle_look(&session));
+        }
         let mut cx = cx!(self, fx);
         match outcome {
             Look::Stale | Look::Same => return refill,
@@ -551,7 +559,10 @@ impl Engine {
                     let mut cx = cx!(self, fx);
                     self.reminders.on_due(now, key, open, observed, &mut cx);
                 }
-                Timer::Look(session, seq) => fx.extend(self.ledger.look_due(&session, seq)),
+                Timer::Look(session, seq) => {
+                    let observed = self.sessions.observed();
+                    fx.extend(self.ledger.look_due(&session, seq, observed));
+                }
                 Timer::Confirm(session) => {
                     self.ledger.on_confirm_due(&session, &self.config, fx);
                 }

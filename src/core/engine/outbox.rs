@@ -38,6 +38,8 @@ use crate::core::record::Pending;
 use crate::core::session::{AgentState, Kind};
 use crate::core::source::Source;
 
+mod absence;
+
 /// What a session was last told, and how it went — for `status`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Told {
@@ -117,6 +119,16 @@ pub(super) struct Lane {
     /// again on a doubt) until a look at the session made after that
     /// settles it (`core::taken::settle`).
     doubt: Option<(u64, Now)>,
+    /// The prompt being written first found absent from an idle agent that
+    /// may hide a prompt it starts (`core::taken`), and when: since it was
+    /// last handed out to be written (`absence.rs`).
+    absent: Option<(u64, Now)>,
+    /// The prompt being written whose look waits for the session to be
+    /// seen no longer busy (`core::taken::Verdict::LookWhenIdle`).
+    look_when_idle: Option<u64>,
+    /// The prompt proved not taken by looks: its next hand-out is a first
+    /// delivery, written without a look (`Delivery::again` false).
+    not_taken: Option<u64>,
 }
 
 impl Lane {
@@ -273,13 +285,15 @@ impl Lanes {
                 continue;
             };
             let last = lane.handed.filter(|&(s, _)| s == p.seq).map(|(_, at)| at);
-            let again = last.is_some() || p.seq < self.first_of_run;
+            let proved = lane.not_taken == Some(p.seq);
+            let again = (last.is_some() || p.seq < self.first_of_run) && !proved;
             let at = confirm::again_at(Kind::of(&session).0, last);
             if again && at > now {
                 timers.set(Timer::Unseen(session), at);
                 continue;
             }
             timers.cancel(&Timer::Unseen(session.clone()));
+            lane.handed_out(p.seq, again);
             lane.writing = Some(p.seq);
             lane.writing_seen = observed.get(&session).cloned();
             lane.handed = Some((p.seq, now));
@@ -340,6 +354,7 @@ impl Lanes {
         if lane.writing == Some(p.seq) {
             lane.writing = None;
         }
+        lane.answered(p.seq);
         lane.backoff = Duration::ZERO;
         timers.cancel(&Timer::Retry(session.to_string()));
         let outcome = match reached {
@@ -471,6 +486,7 @@ impl Lanes {
             lane.writing = None;
             lane.writing_seen = None;
         }
+        lane.look_when_idle = None;
         // Its write is over by now, whatever it did.
         if let Some((s, at)) = lane.handed.as_mut() {
             if *s == seq {
