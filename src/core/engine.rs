@@ -409,7 +409,7 @@ impl Engine {
         // made after the doubt: the one rule says what the look means.
         let mut refill = false;
         if let Some(seq) = self.ledger.settled_by(&session, look.at.min(now)) {
-            let verdict = taken::settle(&look.seen);
+            let verdict = taken::settle(Kind::of(&session).0, &look.seen);
             refill = self.on_verdict(now, session.clone(), seq, verdict, fx);
         }
         // The state before the look, so a wait for a person begun or

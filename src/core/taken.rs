@@ -105,9 +105,16 @@ pub fn look_now(kind: Kind, busy: bool) -> bool {
 /// A doubt settled by a look at the session made after it: still there,
 /// it took the write (a session drops a write only by dying under it);
 /// gone or unreachable, what it had went with it, and the prompt waits
-/// in the outbox for it to come back.
-pub fn settle(seen: &Seen) -> Verdict {
+/// in the outbox for it to come back. A session of a kind that may hide a
+/// prompt it starts (Codex, whose doubt is an answer lost with its
+/// connection: the call may not have reached it) is still there whether
+/// or not it took the prompt, so its record is looked in now
+/// (`Effect::Look`; once idle, if it is busy), and that look decides.
+pub fn settle(kind: Kind, seen: &Seen) -> Verdict {
     match seen {
+        Seen::State(_) if !confirm::windows(kind).hidden.is_zero() => {
+            Verdict::LookAfter(Duration::ZERO)
+        }
         Seen::State(_) => Verdict::Delivered(Reached::Accepted),
         Seen::Gone(why) | Seen::Unreachable(why) => Verdict::Retry(Undeliverable {
             reason: format!("the session went away before its prompt was confirmed: {why}"),
@@ -143,11 +150,11 @@ mod tests {
             Verdict::LookAgain("EIO".into())
         );
         assert_eq!(
-            settle(&Seen::State(AgentState::Idle)),
+            settle(Kind::Dir, &Seen::State(AgentState::Idle)),
             Verdict::Delivered(Reached::Accepted)
         );
         assert!(matches!(
-            settle(&Seen::Gone("killed".into())),
+            settle(Kind::Dir, &Seen::Gone("killed".into())),
             Verdict::Retry(_)
         ));
     }
@@ -212,6 +219,20 @@ mod tests {
             look_now(Kind::Claude, true),
             "a kind that hides nothing looks"
         );
+    }
+
+    #[test]
+    fn a_doubt_of_a_kind_that_hides_a_dispatch_is_settled_by_a_look_in_its_record() {
+        for state in [AgentState::Idle, AgentState::Busy("active".into())] {
+            assert_eq!(
+                settle(Kind::Codex, &Seen::State(state)),
+                Verdict::LookAfter(Duration::ZERO)
+            );
+        }
+        assert!(matches!(
+            settle(Kind::Codex, &Seen::Unreachable("down".into())),
+            Verdict::Retry(_)
+        ));
     }
 
     #[test]

@@ -54,6 +54,7 @@ cells! {
     }
     failed_confirmation {
         ollie_double: OllieDouble,
+        codex: Codex,
     }
     flapping {
         ollie: Ollie,
@@ -80,6 +81,7 @@ cells! {
     }
     slow_answer {
         ollie_double: OllieDouble,
+        codex: Codex,
     }
     waiting_reason {
         ollie: Ollie,

@@ -1,5 +1,7 @@
 //! A slow answer: the program takes a delivery but its turn starts seconds
-//! later (ollie-core's pre-turn hooks: the session shows idle meanwhile).
+//! later (ollie-core's pre-turn hooks: the session shows idle meanwhile),
+//! or its answer to the delivery comes seconds late (Codex, through a tap
+//! on its WebSocket: the turn runs meanwhile).
 //! reveille must not take the quiet for a lost prompt and send it again,
 //! and must not freeze: the next step goes out once the first is ticked.
 

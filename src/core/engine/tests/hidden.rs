@@ -165,3 +165,39 @@ fn a_look_waiting_for_idle_is_made_when_the_session_goes_away_and_nothing_is_wri
     assert_eq!(rig.world.looked, [(CODEX.to_string(), seq)]);
     assert_eq!(rig.writes(), 0);
 }
+
+/// A delivery whose answer was lost with the connection (the call may or
+/// may not have reached Codex): the journal says it could not tell, and
+/// the session's next look makes the engine look in the thread rather
+/// than take the session's presence for the prompt's.
+#[test]
+fn a_lost_answer_is_a_doubt_settled_by_a_look_in_the_thread_never_by_a_write() {
+    let mut config = EngineConfig::new(PLAN_DIR, SESSIONS);
+    config.default_session = Some(CODEX.into());
+    let mut rig = codex_rig(config, Memory::started(), &BTreeMap::new());
+    rig.seen(AgentState::Idle);
+    rig.write(NAME, "# Hidden\n\n- [ ] Step 1 (after: none)\n");
+    let seq = rig.s1();
+    rig.advance(Duration::from_millis(10));
+    rig.feed(Input::Evidence {
+        session: CODEX.into(),
+        seq,
+        evidence: Evidence::Unsure("no answer to thread/queue/add".into()),
+    });
+    assert!(rig.world.logs.iter().any(|l| l
+        .message
+        .contains("could not tell whether session codex:t took s1")));
+    rig.advance(Duration::from_secs(5));
+    assert!(rig.world.looked.is_empty(), "nothing before a look at it");
+    rig.seen(busy());
+    assert!(rig.world.looked.is_empty(), "not while busy");
+    rig.seen(AgentState::Idle);
+    assert_eq!(rig.world.looked, [(CODEX.to_string(), seq)], "looked");
+    // Not there: it never reached Codex; looked for once more, then sent.
+    rig.absent(seq);
+    assert_eq!(rig.writes(), 1, "only the first write");
+    rig.advance(HIDDEN);
+    assert_eq!(rig.world.looked.len(), 2);
+    rig.absent(seq);
+    assert_eq!(rig.writes(), 2);
+}

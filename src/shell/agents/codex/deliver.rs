@@ -16,7 +16,10 @@
 //! found, it is delivered (and its turn told); in neither the queue nor
 //! the turns, that is reported as it is (`Evidence::NotRecorded`), and the
 //! one rule (`core::taken`) decides — Codex hides a prompt while it starts
-//! it, so an absence is looked at again before anything is written.
+//! it, so an absence is looked at again before anything is written. A
+//! `thread/queue/add` whose answer is lost with the connection may have
+//! reached the server: that is "could not tell" (`Evidence::Unsure`), and
+//! the engine has the thread looked at once the session is seen again.
 
 use super::protocol;
 use super::rpc::CallError;
@@ -109,7 +112,15 @@ impl Worker {
                 }
                 delivered(d)
             }
-            Err(CallError::Lost(why)) => refused(d, why),
+            // Sent, and the answer lost with the connection: the server may
+            // have queued it. Looked for, never sent again on that.
+            Err(CallError::Lost(why)) => Input::Evidence {
+                session: d.session.clone(),
+                seq: d.seq,
+                evidence: Evidence::Unsure(format!(
+                    "no answer from the codex app-server to thread/queue/add: {why}"
+                )),
+            },
             Err(CallError::Refused(m)) => refused(
                 d,
                 format!(
