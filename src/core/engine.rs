@@ -27,7 +27,7 @@ use super::taken::{self, Verdict};
 pub use config::{EngineConfig, Fanout, Mode, Now, Templates};
 use context::{cx, Cx};
 use ledger::Ledger;
-pub use outbox::{Outcome, Told};
+pub use outbox::{InFlight, Outcome, Told};
 use plans::{Plans, ReadKind};
 pub use reminders::{human, ReminderView};
 use reminders::{Open, Reminders};
@@ -559,10 +559,7 @@ impl Engine {
                     let mut cx = cx!(self, fx);
                     self.reminders.on_due(now, key, open, observed, &mut cx);
                 }
-                Timer::Look(session, seq) => {
-                    let observed = self.sessions.observed();
-                    fx.extend(self.ledger.look_due(&session, seq, observed));
-                }
+                Timer::Look(session, seq) => fx.extend(self.ledger.look_due(&session, seq)),
                 Timer::Confirm(session) => {
                     self.ledger.on_confirm_due(&session, &self.config, fx);
                 }

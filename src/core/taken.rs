@@ -95,13 +95,6 @@ fn absent(kind: Kind, reason: String, known: Known) -> Verdict {
     }
 }
 
-/// Whether a look at a prompt, due now, is made now: not while the agent
-/// of a kind that hides a prompt it starts is busy (the running turn may
-/// be it; `Verdict::LookWhenIdle`).
-pub fn look_now(kind: Kind, busy: bool) -> bool {
-    !busy || confirm::windows(kind).hidden.is_zero()
-}
-
 /// A doubt settled by a look at the session made after it: still there,
 /// it took the write (a session drops a write only by dying under it);
 /// gone or unreachable, what it had went with it, and the prompt waits
@@ -213,12 +206,6 @@ mod tests {
             };
             assert_eq!(codex_absent(known), Verdict::LookWhenIdle, "{absent_for:?}");
         }
-        assert!(!look_now(Kind::Codex, true));
-        assert!(look_now(Kind::Codex, false));
-        assert!(
-            look_now(Kind::Claude, true),
-            "a kind that hides nothing looks"
-        );
     }
 
     #[test]

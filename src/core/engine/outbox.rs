@@ -74,6 +74,18 @@ pub enum Outcome {
     Refused(String),
 }
 
+/// A prompt handed to its session whose outcome has not come back — for
+/// `status` and `why`: nothing else goes to the session meanwhile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InFlight {
+    pub seq: u64,
+    /// When it was handed out (engine time).
+    pub since: Now,
+    /// Whether the session took it could not be told: it is looked at
+    /// again, never sent again on that.
+    pub unsure: bool,
+}
+
 /// A turn start awaited after a delivery, for the journal.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Confirming {
@@ -200,6 +212,21 @@ impl Lanes {
     /// What `session` was last told, in this run.
     pub(super) fn last_told(&self, session: &str) -> Option<&Told> {
         self.lanes.get(session).and_then(|l| l.last.as_ref())
+    }
+
+    /// Every session's prompt in flight.
+    pub(super) fn in_flight(&self) -> BTreeMap<String, InFlight> {
+        let lanes = self.lanes.iter();
+        let flying = lanes.filter_map(|(s, l)| {
+            let seq = l.writing?;
+            let since = l
+                .handed
+                .filter(|&(h, _)| h == seq)
+                .map_or(Now::ZERO, |(_, at)| at);
+            let unsure = l.doubt.is_some_and(|(d, _)| d == seq);
+            Some((s.clone(), InFlight { seq, since, unsure }))
+        });
+        flying.collect()
     }
 
     /// What each session was last told and how it went.

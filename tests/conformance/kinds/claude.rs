@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::conformance::{toml, Kind, NotApplicable, Seen};
+use crate::conformance::{toml, Kind, NotApplicable, Seen, Slow};
 use crate::e2e_claude::rig::Rig;
 use crate::util::daemon::Daemon;
 use crate::util::plans::{task_plan_with, Step};
@@ -90,7 +90,7 @@ impl Kind for Claude {
         self.rig.reg = self.rig.claude.resume(&id);
     }
 
-    fn slow_answers(&self) -> Result<(), NotApplicable> {
+    fn slow_answers(&self) -> Result<Slow, NotApplicable> {
         Err(SLOW)
     }
 

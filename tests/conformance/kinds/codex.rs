@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::conformance::{toml, Kind, NotApplicable, Seen};
+use crate::conformance::{toml, Kind, NotApplicable, Seen, Slow};
 use crate::e2e_codex::rig::Rig;
 use crate::util::agents::codex::tap::{Fault, WsTap};
 use crate::util::daemon::Daemon;
@@ -115,9 +115,13 @@ impl Kind for Codex {
         self.rig.codex.start_again();
     }
 
-    fn slow_answers(&self) -> Result<(), NotApplicable> {
+    fn slow_answers(&self) -> Result<Slow, NotApplicable> {
         self.tap().arm(DELIVERY, Fault::Delay(LATE), true);
-        Ok(())
+        Ok(Slow::Answer)
+    }
+
+    fn overlapped(&self) -> usize {
+        self.tap().overlapped()
     }
 
     fn fail_confirmation(&self) -> Result<(), NotApplicable> {

@@ -69,20 +69,11 @@ impl Ledger {
     }
 
     /// The look at prompt `seq` came due: asked for if it is still being
-    /// written (no outcome came meanwhile) — unless the session is busy
-    /// and of a kind whose running turn may be that prompt: then once it
-    /// is seen idle.
-    pub(in crate::core::engine) fn look_due(
-        &mut self,
-        session: &str,
-        seq: u64,
-        observed: &BTreeMap<String, Observed>,
-    ) -> Option<Effect> {
+    /// written (no outcome came meanwhile). Made even while the session is
+    /// busy: a prompt whose turn runs is found at once (a look finding it
+    /// nowhere then waits for idle: `Verdict::LookWhenIdle`).
+    pub(in crate::core::engine) fn look_due(&mut self, session: &str, seq: u64) -> Option<Effect> {
         if !self.lanes.is_writing(session, seq) {
-            return None;
-        }
-        if !taken::look_now(Kind::of(session).0, busy(observed, session)) {
-            self.lanes.look_when_idle(session, seq);
             return None;
         }
         self.look(session, seq)

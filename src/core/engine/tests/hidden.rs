@@ -1,10 +1,10 @@
 //! Codex's hidden dispatch (`core::confirm::CODEX_HIDDEN_DISPATCH`) kept
 //! by the engine: a prompt handed out again and found in neither the
 //! thread's queue nor its turns (`Evidence::NotRecorded`) is looked for
-//! again after the window, or once the thread is idle if a turn runs — the
-//! running turn may be that very prompt — and written again only when a
-//! second look on the idle thread, the window after the first, still does
-//! not find it.
+//! again after the window; found nowhere while a turn runs — the running
+//! turn may be that very prompt, still hidden — it is looked for again once
+//! the thread is idle; and it is written again only when a second look on
+//! the idle thread, the window after the first, still does not find it.
 
 use super::*;
 use crate::core::confirm::CODEX_HIDDEN_DISPATCH as HIDDEN;
@@ -114,18 +114,22 @@ fn found_at_the_look_it_is_delivered_and_never_written() {
 }
 
 #[test]
-fn a_look_due_while_a_turn_runs_waits_for_idle() {
+fn a_look_due_while_a_turn_runs_is_made_and_an_absence_then_waits_for_idle() {
     let mut rig = restarted_with_s1_handed_again();
     rig.seen(AgentState::Idle);
     let seq = rig.s1();
     rig.absent(seq);
     rig.seen(busy());
+    rig.advance(HIDDEN);
+    // Made while busy: a prompt whose turn runs is found at once.
+    assert_eq!(rig.world.looked, [(CODEX.to_string(), seq)]);
+    rig.absent(seq);
+    assert_eq!(rig.writes(), 0, "an absence while busy proves nothing");
     rig.advance(HIDDEN * 10);
-    assert!(rig.world.looked.is_empty(), "not while busy");
     rig.seen(busy());
-    assert!(rig.world.looked.is_empty(), "not while busy");
+    assert_eq!(rig.world.looked.len(), 1, "not again while busy");
     rig.seen(AgentState::Idle);
-    assert_eq!(rig.world.looked, [(CODEX.to_string(), seq)], "once idle");
+    assert_eq!(rig.world.looked.len(), 2, "once idle");
     // Long past the window since the first absence: this one proves it.
     rig.absent(seq);
     assert_eq!(rig.writes(), 1);
@@ -189,15 +193,19 @@ fn a_lost_answer_is_a_doubt_settled_by_a_look_in_the_thread_never_by_a_write() {
         .contains("could not tell whether session codex:t took s1")));
     rig.advance(Duration::from_secs(5));
     assert!(rig.world.looked.is_empty(), "nothing before a look at it");
+    // The session seen again (busy: the turn may be on it): looked for at
+    // once — a turn running on it is found.
     rig.seen(busy());
-    assert!(rig.world.looked.is_empty(), "not while busy");
-    rig.seen(AgentState::Idle);
     assert_eq!(rig.world.looked, [(CODEX.to_string(), seq)], "looked");
+    rig.absent(seq);
+    assert_eq!(rig.world.looked.len(), 1, "not again while busy");
+    rig.seen(AgentState::Idle);
+    assert_eq!(rig.world.looked.len(), 2, "once idle");
     // Not there: it never reached Codex; looked for once more, then sent.
     rig.absent(seq);
     assert_eq!(rig.writes(), 1, "only the first write");
     rig.advance(HIDDEN);
-    assert_eq!(rig.world.looked.len(), 2);
+    assert_eq!(rig.world.looked.len(), 3);
     rig.absent(seq);
     assert_eq!(rig.writes(), 2);
 }

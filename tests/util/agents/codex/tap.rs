@@ -42,6 +42,9 @@ struct Seen {
     doomed: Vec<(Value, Fault)>,
     /// The faults injected: the method and the fault.
     injected: Vec<(String, Fault)>,
+    /// Calls with a fault made while another such call's answer had not
+    /// been passed on yet.
+    overlapped: usize,
 }
 
 pub struct WsTap {
@@ -91,6 +94,13 @@ impl WsTap {
     /// The faults injected so far: the method whose answer met it.
     pub fn injected(&self) -> Vec<(String, Fault)> {
         self.seen.lock().unwrap().injected.clone()
+    }
+
+    /// How many calls meeting a fault the client made while the answer to
+    /// an earlier one had not reached it: a client that waits for each
+    /// answer makes none.
+    pub fn overlapped(&self) -> usize {
+        self.seen.lock().unwrap().overlapped
     }
 
     /// The requests the server sent the client (an approval, a question).
@@ -153,6 +163,9 @@ fn doom(seen: &Mutex<Seen>, messages: &[(Vec<u8>, Value)]) {
         let (_, fault, always) = seen.armed[i].clone();
         if !always {
             seen.armed.remove(i);
+        }
+        if !seen.doomed.is_empty() {
+            seen.overlapped += 1;
         }
         seen.doomed.push((id.clone(), fault.clone()));
         seen.injected.push((method.to_string(), fault));
