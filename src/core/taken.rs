@@ -102,7 +102,8 @@ fn absent(kind: Kind, reason: String, known: Known) -> Verdict {
 /// prompt it starts (Codex, whose doubt is an answer lost with its
 /// connection: the call may not have reached it) is still there whether
 /// or not it took the prompt, so its record is looked in now
-/// (`Effect::Look`; once idle, if it is busy), and that look decides.
+/// (`Effect::Look`, at once: a turn running on it is found), and that look
+/// decides.
 pub fn settle(kind: Kind, seen: &Seen) -> Verdict {
     match seen {
         Seen::State(_) if !confirm::windows(kind).hidden.is_zero() => {
