@@ -18,6 +18,7 @@ use reveille::shell::backend::Reports;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::util::agents::codex::app_server::AppServer;
+use crate::util::agents::codex::tap::{Fault, WsTap};
 use crate::util::agents::codex::{Codex, CodexHome, ListeningServer};
 use crate::util::fakemodel::responses::Responses;
 use crate::util::fakemodel::{FakeModel, Logged};
@@ -734,4 +735,47 @@ fn left_the_queue(c: &mut AppServer, thread: &str, id: &str) -> Instant {
         }
         assert!(Instant::now() < deadline, "{id} never left the queue");
     }
+}
+
+/// The app-server takes a delivery (`thread/queue/add`) and reveille is
+/// answered with an error all the same — a fault injected on the real
+/// wire by a tap, since a real server cannot be made to do it. reveille
+/// reports it refused, and the engine hands it out again (`again`): the
+/// backend finds it in the thread rather than sending it a second time.
+#[test]
+fn a_delivery_answered_with_an_error_though_taken_runs_once() {
+    let model = model();
+    let Some(home) = home(&model) else { return };
+    let codex = Codex::start(home);
+    let tap = WsTap::start(&codex.cwd.with_file_name("tap.sock"), &codex.home.socket());
+    let session = format!("codex:{}", codex.thread);
+    let mut reveille = Reveille::new(CodexSettings {
+        home: codex.home.home.clone(),
+        endpoint: Some(format!("unix://{}", tap.path.display())),
+        token: None,
+        ca_file: None,
+    });
+    let injected = "injected: the answer was lost";
+    tap.arm("thread/queue/add", Fault::Error(injected.into()), false);
+    let text = "reveille prompt answered with an error";
+    reveille.deliver(&session, 1, text);
+    let refused = reveille.wait(
+        "refused",
+        0,
+        |i| matches!(i, Input::Undeliverable { seq: 1, why, .. } if why.reason.contains(injected)),
+    );
+    assert_eq!(tap.injected().len(), 1);
+    reveille.deliver_again_as_the_engine(&session, 1, text, refused);
+    answered(&model, text);
+    codex.wait_status("idle", TURN);
+    assert_eq!(model.turns_on(text).len(), 1, "{:#?}", model.requests());
+    let id = format!("reveille:{PROJECT}:1");
+    let ids: Vec<String> = codex.user_messages().into_iter().map(|(_, i)| i).collect();
+    assert_eq!(ids.iter().filter(|i| **i == id).count(), 1, "{ids:?}");
+    let adds = tap
+        .called()
+        .iter()
+        .filter(|m| *m == "thread/queue/add")
+        .count();
+    assert_eq!(adds, 1, "sent once: {:?}", tap.called());
 }

@@ -26,6 +26,9 @@ pub enum Fault {
     /// The answer (and whatever the server sends after it) reaches the
     /// client this much later.
     Delay(Duration),
+    /// The client is answered with this JSON-RPC error instead (the
+    /// server did what was asked all the same).
+    Error(String),
 }
 
 /// The messages seen, each way, and the faults armed.
@@ -192,7 +195,7 @@ fn pass(
                 .position(|(id, _)| answer && m.get("id") == Some(id))?;
             Some(seen.doomed.remove(i).1)
         });
-        seen.received.extend(message);
+        seen.received.extend(message.clone());
         fault
     };
     match fault {
@@ -204,6 +207,14 @@ fn pass(
             // The fault itself: a server that answers late.
             std::thread::sleep(by);
             to.write_all(&raw).is_ok()
+        }
+        Some(Fault::Error(text)) => {
+            let id = message.as_ref().map_or(Value::Null, |m| m["id"].clone());
+            let error = serde_json::json!({
+                "id": id,
+                "error": { "code": -32603, "message": text },
+            });
+            to.write_all(&text_frame(&error.to_string())).is_ok()
         }
         None => to.write_all(&raw).is_ok(),
     }
@@ -253,6 +264,25 @@ impl Frames {
         }
         out
     }
+}
+
+/// A server's (unmasked) WebSocket text frame holding `text`.
+fn text_frame(text: &str) -> Vec<u8> {
+    let payload = text.as_bytes();
+    let mut out = vec![0x81];
+    match payload.len() {
+        n if n < 126 => out.push(n as u8),
+        n if n <= u16::MAX as usize => {
+            out.push(126);
+            out.extend((n as u16).to_be_bytes());
+        }
+        n => {
+            out.push(127);
+            out.extend((n as u64).to_be_bytes());
+        }
+    }
+    out.extend(payload);
+    out
 }
 
 /// The first whole frame of `buf`: (fin, opcode, payload unmasked, bytes
