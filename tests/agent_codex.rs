@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use reveille::config::CodexSettings;
 use reveille::core::effect::{Delivery, Spawn};
-use reveille::core::input::{Input, Reached, Seen};
+use reveille::core::input::{Evidence, Input, Reached, Seen};
 use reveille::core::session::AgentState;
 use reveille::shell::agents::codex::CodexBackend;
 use reveille::shell::backend::Backend;
@@ -18,6 +18,7 @@ use reveille::shell::backend::Reports;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::util::agents::codex::app_server::AppServer;
+use crate::util::agents::codex::tap::{Fault, WsTap};
 use crate::util::agents::codex::{Codex, CodexHome, ListeningServer};
 use crate::util::fakemodel::responses::Responses;
 use crate::util::fakemodel::{FakeModel, Logged};
@@ -87,17 +88,67 @@ impl Reveille {
 
     fn hand_out(&mut self, session: &str, seq: u64, text: &str, again: bool) -> Instant {
         let at = Instant::now();
-        let now = self.backend.deliver(&Delivery {
-            session: session.to_string(),
-            seq,
-            text: text.to_string(),
-            plan: "plan.md".into(),
-            step: format!("s{seq}"),
-            parent: None,
-            again,
-        });
+        let now = self.backend.deliver(&delivery(session, seq, text, again));
         assert_eq!(now, None, "a codex delivery is answered by the worker");
         at
+    }
+
+    /// Play the engine for prompt `seq`, handed out again: every absence
+    /// the backend reports (`Evidence::NotRecorded`) is answered with a
+    /// look (`Backend::look`), which never writes, until it is found. The
+    /// engine looks only after Codex's hidden window and writes after a
+    /// second absence (`core::taken`, tested there); here every look is
+    /// made at once, to find the prompt Codex is starting. How many
+    /// absences were reported.
+    fn look_until_found(&mut self, session: &str, seq: u64, text: &str) -> usize {
+        self.as_the_engine(session, seq, text, 0, usize::MAX).1
+    }
+
+    /// Play the engine for prompt `seq`, handed out again and answered from
+    /// report `from` on: its first absence is looked at again, and a
+    /// second one makes it a first delivery, written (the window between
+    /// the two is the engine's, tested there). Where it was reported
+    /// delivered.
+    fn deliver_again_as_the_engine(
+        &mut self,
+        session: &str,
+        seq: u64,
+        text: &str,
+        from: usize,
+    ) -> usize {
+        self.handed.insert(seq);
+        self.hand_out(session, seq, text, true);
+        self.as_the_engine(session, seq, text, from, 2).0
+    }
+
+    /// Answer `seq`'s absences with looks, the `write_after`th with a
+    /// write: where it was reported delivered, and after how many
+    /// absences.
+    fn as_the_engine(
+        &mut self,
+        session: &str,
+        seq: u64,
+        text: &str,
+        from: usize,
+        write_after: usize,
+    ) -> (usize, usize) {
+        let (mut from, mut absences) = (from, 0);
+        loop {
+            let at = self.wait("found or absent", from, |i| {
+                delivered(session, seq)(i) || absent(session, seq)(i)
+            });
+            if delivered(session, seq)(&self.seen[at]) {
+                return (at, absences);
+            }
+            absences += 1;
+            from = at + 1;
+            if absences >= write_after {
+                self.hand_out(session, seq, text, false);
+                continue;
+            }
+            let now = self.backend.look(&delivery(session, seq, text, true));
+            assert_eq!(now, None, "a codex look is answered by the worker");
+        }
     }
 
     fn drain(&mut self) {
@@ -122,6 +173,25 @@ impl Reveille {
     fn count(&mut self, want: impl Fn(&Input) -> bool) -> usize {
         self.drain();
         self.seen.iter().filter(|i| want(i)).count()
+    }
+}
+
+fn delivery(session: &str, seq: u64, text: &str, again: bool) -> Delivery {
+    Delivery {
+        session: session.to_string(),
+        seq,
+        text: text.to_string(),
+        plan: "plan.md".into(),
+        step: format!("s{seq}"),
+        parent: None,
+        again,
+    }
+}
+
+fn absent(session: &str, seq: u64) -> impl Fn(&Input) -> bool + '_ {
+    move |i| {
+        matches!(i, Input::Evidence { session: s, seq: q, evidence: Evidence::NotRecorded(_) }
+            if s == session && *q == seq)
     }
 }
 
@@ -376,8 +446,7 @@ fn a_prompt_for_a_stopped_codex_is_refused_and_delivered_once_when_it_is_back() 
         refused,
         state(&session, Some(AgentState::Idle)),
     );
-    reveille.deliver(&session, 2, text);
-    reveille.wait("delivered once back", back, delivered(&session, 2));
+    reveille.deliver_again_as_the_engine(&session, 2, text, back);
     reveille.wait("its turn started", back, started(&session, 2));
     answered(&model, text);
     // The engine's retry of the same prompt changes nothing: it is known
@@ -610,7 +679,8 @@ fn a_child_thread_is_created_once_by_its_name_woken_and_archived_when_reaped() {
 /// starts it (`dispatching`, ~30 ms at the end of the turn before). A
 /// reveille restarted in that moment — the one before it queued the prompt
 /// and died before its delivered mark — finds it in neither; it must not
-/// send it again (a second turn on the same step).
+/// send it again (a second turn on the same step): the backend reports the
+/// absence and writes nothing, and a look finds it once Codex shows it.
 #[test]
 fn a_prompt_codex_is_starting_unseen_when_reveille_restarts_runs_once() {
     let model = model();
@@ -635,8 +705,11 @@ fn a_prompt_codex_is_starting_unseen_when_reveille_restarts_runs_once() {
     let id = format!("reveille:{PROJECT}:2");
     let left = left_the_queue(&mut probe, &codex.thread, &id);
     let sent = again.deliver_again(&session, 2, text);
-    again.wait("delivered again", 0, delivered(&session, 2));
-    println!("delivered again {:?} after it left the queue", sent - left);
+    let absences = again.look_until_found(&session, 2, text);
+    println!(
+        "handed out again {:?} after it left the queue; found after {absences} absence(s)",
+        sent - left
+    );
     again.wait("its turn known as started", 0, started(&session, 2));
     answered(&model, text);
     codex.wait_status("idle", TURN);
@@ -662,4 +735,47 @@ fn left_the_queue(c: &mut AppServer, thread: &str, id: &str) -> Instant {
         }
         assert!(Instant::now() < deadline, "{id} never left the queue");
     }
+}
+
+/// The app-server takes a delivery (`thread/queue/add`) and reveille is
+/// answered with an error all the same — a fault injected on the real
+/// wire by a tap, since a real server cannot be made to do it. reveille
+/// reports it refused, and the engine hands it out again (`again`): the
+/// backend finds it in the thread rather than sending it a second time.
+#[test]
+fn a_delivery_answered_with_an_error_though_taken_runs_once() {
+    let model = model();
+    let Some(home) = home(&model) else { return };
+    let codex = Codex::start(home);
+    let tap = WsTap::start(&codex.cwd.with_file_name("tap.sock"), &codex.home.socket());
+    let session = format!("codex:{}", codex.thread);
+    let mut reveille = Reveille::new(CodexSettings {
+        home: codex.home.home.clone(),
+        endpoint: Some(format!("unix://{}", tap.path.display())),
+        token: None,
+        ca_file: None,
+    });
+    let injected = "injected: the answer was lost";
+    tap.arm("thread/queue/add", Fault::Error(injected.into()), false);
+    let text = "reveille prompt answered with an error";
+    reveille.deliver(&session, 1, text);
+    let refused = reveille.wait(
+        "refused",
+        0,
+        |i| matches!(i, Input::Undeliverable { seq: 1, why, .. } if why.reason.contains(injected)),
+    );
+    assert_eq!(tap.injected().len(), 1);
+    reveille.deliver_again_as_the_engine(&session, 1, text, refused);
+    answered(&model, text);
+    codex.wait_status("idle", TURN);
+    assert_eq!(model.turns_on(text).len(), 1, "{:#?}", model.requests());
+    let id = format!("reveille:{PROJECT}:1");
+    let ids: Vec<String> = codex.user_messages().into_iter().map(|(_, i)| i).collect();
+    assert_eq!(ids.iter().filter(|i| **i == id).count(), 1, "{ids:?}");
+    let adds = tap
+        .called()
+        .iter()
+        .filter(|m| *m == "thread/queue/add")
+        .count();
+    assert_eq!(adds, 1, "sent once: {:?}", tap.called());
 }

@@ -37,9 +37,11 @@ pub struct Windows {
     /// hidden up to ~70 ms on two loaded cores; 200 ms is several times
     /// that. Unlike `unseen`, this is not counted from reveille's write —
     /// a queued prompt starts whenever the turn before it ends — but from a
-    /// look that found the agent idle and the prompt nowhere. Not used by
-    /// the engine yet: Codex's backend keeps this window itself
-    /// (doc/ARCHITECTURE.md says how it moves here).
+    /// look that found the agent idle and the prompt nowhere: the one rule
+    /// (`core::taken`) answers that first absence with a look after this
+    /// window (`Effect::Look` on the engine's timer), and only an absence
+    /// on the idle agent this long or longer after the first proves the
+    /// prompt not taken.
     pub hidden: Duration,
     /// How long a prompt written into the agent (`Evidence::Sent`) may go
     /// without its record saying anything of it before it is looked for
@@ -53,7 +55,10 @@ pub struct Windows {
 /// Claude Code's transcript flush (see `Windows::unseen`).
 pub const CLAUDE_TRANSCRIPT_LAG: Duration = Duration::from_millis(300);
 
-/// Codex's hidden dispatch (see `Windows::hidden`).
+/// Codex's hidden dispatch (see `Windows::hidden`): the longest seen here
+/// was ~70 ms on two loaded cores (idle for up to ~20 ms of it), so 200 ms
+/// is several times that. Paid only by a prompt handed out again and found
+/// nowhere on an idle thread, never by a first delivery.
 pub const CODEX_HIDDEN_DISPATCH: Duration = Duration::from_millis(200);
 
 /// How long Claude Code's transcript may not mention a prompt written

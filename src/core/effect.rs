@@ -131,12 +131,15 @@ pub enum Effect {
     Record(Record),
     /// Read this plan file and answer with `Input::PlanRead`.
     Read { path: PathBuf, complete: bool },
-    /// Look for prompt `delivery`, written already (`Evidence::Sent`),
-    /// in the agent's own record — never write it — and answer with what
-    /// the record shows: taken or waiting (`Input::Delivered`,
-    /// `Input::TurnStarted`), refused (`Input::Undeliverable`), or not
-    /// there (`Evidence::NotRecorded`). Asked by the engine's timer once
-    /// the kind's `record` window (`core::confirm`) has passed.
+    /// Look for prompt `delivery`, which may have reached the agent
+    /// (`Evidence::Sent`, or found absent once from one that may hide it:
+    /// `Evidence::NotRecorded`), in the agent's own record — never write
+    /// it — and answer with what the record shows: taken or waiting
+    /// (`Input::Delivered`, `Input::TurnStarted`), refused
+    /// (`Input::Undeliverable`), or not there (`Evidence::NotRecorded`).
+    /// Asked by the engine's timer once the kind's `record` or `hidden`
+    /// window (`core::confirm`) has passed, or once the session is seen
+    /// idle (`core::taken::Verdict::LookWhenIdle`).
     Look(Delivery),
     /// List every plan file and answer with `Input::Listed`.
     List { read_all: bool },

@@ -28,7 +28,7 @@ use super::taken::{self, Verdict};
 pub use config::{EngineConfig, Fanout, Mode, Now, Templates};
 use context::{cx, Cx};
 use ledger::Ledger;
-pub use outbox::{Outcome, Told};
+pub use outbox::{InFlight, Outcome, Told};
 use plans::{Plans, ReadKind};
 pub use reminders::{human, ReminderView};
 use reminders::{Open, Reminders};
@@ -216,7 +216,8 @@ impl Engine {
                 seq,
                 evidence,
             } => {
-                let verdict = taken::judge(Kind::of(&session).0, evidence);
+                let observed = self.sessions.observed();
+                let verdict = (self.ledger).judge(now, &session, seq, evidence, observed);
                 self.on_verdict(now, session, seq, verdict, &mut fx)
             }
             Input::Undeliverable { session, seq, why } => {
@@ -405,6 +406,8 @@ impl Engine {
             Verdict::LookAfter(window) => {
                 (self.ledger).await_record(now, &session, seq, window, &mut self.timers)
             }
+            Verdict::LookWhenIdle => self.ledger.look_when_idle(&session, seq),
+            Verdict::NotTaken(why) => self.ledger.on_not_taken(&session, seq, &why, fx),
         }
         false
     }
@@ -435,7 +438,7 @@ impl Engine {
         // made after the doubt: the one rule says what the look means.
         let mut refill = false;
         if let Some(seq) = self.ledger.settled_by(&session, look.at.min(now)) {
-            let verdict = taken::settle(&look.seen);
+            let verdict = taken::settle(Kind::of(&session).0, &look.seen);
             refill = self.on_verdict(now, session.clone(), seq, verdict, fx);
         }
         // The state before the look, so a wait for a person begun or
@@ -445,8 +448,13 @@ impl Engine {
             .observed()
             .get(&session)
             .map(|o| o.state.clone());
+        let busy = matches!(&look.seen, Seen::State(s) if !s.is_idle());
         let (ledger, timers) = (&mut self.ledger, &mut self.timers);
         let outcome = self.sessions.on_observed(now, look, ledger, timers);
+        // A look that waited for the session to be idle (or gone) is made.
+        if !matches!(outcome, Look::Stale) && !busy {
+            fx.extend(self.ledger.idle_look(&session));
+        }
         let mut cx = cx!(self, fx);
         match outcome {
             Look::Stale | Look::Same => return refill,

@@ -233,8 +233,11 @@ pub enum Evidence {
     /// at (`Effect::Look`) unless it told first.
     Sent,
     /// Looked for in the agent's own record once its window had passed,
-    /// and not there: not taken. Where it was looked for and for how
-    /// long, in words.
+    /// and not there: not taken — or, from an agent that may hide a prompt
+    /// it starts (Codex: in neither the thread's queue nor its turns), an
+    /// absence the one rule looks at again before it counts
+    /// (`core::taken`). Where it was looked for and for how long, in
+    /// words.
     NotRecorded(String),
 }
 

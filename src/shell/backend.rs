@@ -87,8 +87,10 @@ pub trait Backend {
     fn deliver(&mut self, d: &Delivery) -> Option<Result<Reached, Undeliverable>>;
 
     /// Look for `d`, which this backend wrote and reported sent into the
-    /// agent (`Evidence::Sent`), in the agent's own record — never write
-    /// it — once the kind's `record` window has passed (`Effect::Look`).
+    /// agent (`Evidence::Sent`) or reported absent once from an agent
+    /// that may hide a prompt it starts (`Evidence::NotRecorded`, Codex),
+    /// in the agent's own record — never write it — once the engine says
+    /// (`Effect::Look`).
     /// Answer with what the record shows (`Input::Delivered`,
     /// `Input::TurnStarted`, `Input::Undeliverable`, or
     /// `Evidence::NotRecorded`), now (`Some`) or through the reports. A

@@ -11,7 +11,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use crate::core::engine::observed::{Absent, Observed};
-use crate::core::engine::{Now, Outcome, Told};
+use crate::core::engine::{InFlight, Now, Outcome, Told};
 use crate::core::session::Kind;
 
 /// The file's name in the state directory.
@@ -38,6 +38,22 @@ pub struct SessionFile {
     pub absent: Option<String>,
     /// The last prompt it was given, and how that went.
     pub told: Option<ToldFile>,
+    /// A prompt handed to it whose outcome has not come back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<InFlightFile>,
+}
+
+/// A prompt handed to a session whose outcome has not come back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InFlightFile {
+    /// The prompt's number in the outbox.
+    pub seq: u64,
+    /// Since when (unix ms).
+    pub since: u64,
+    /// Whether the session took it could not be told: reveille looks
+    /// again, and never sends it again on that.
+    #[serde(default)]
+    pub unsure: bool,
 }
 
 /// What a session was last told.
@@ -84,13 +100,14 @@ pub fn wall_ms(at: Now, now: Now, wall: SystemTime) -> u64 {
 pub fn sessions(
     observed: &BTreeMap<String, Observed>,
     absent: &BTreeMap<String, Absent>,
-    told: &BTreeMap<String, Told>,
+    (told, in_flight): (&BTreeMap<String, Told>, &BTreeMap<String, InFlight>),
     (now, wall): (Now, SystemTime),
 ) -> BTreeMap<String, SessionFile> {
     let ids: BTreeSet<&String> = observed
         .keys()
         .chain(told.keys())
         .chain(absent.keys())
+        .chain(in_flight.keys())
         .collect();
     ids.into_iter()
         .map(|id| {
@@ -107,6 +124,11 @@ pub fn sessions(
                     step: t.step.clone(),
                     outcome: outcome_text(&t.outcome),
                     at: wall_ms(t.at, now, wall),
+                }),
+                in_flight: in_flight.get(id).map(|f| InFlightFile {
+                    seq: f.seq,
+                    since: wall_ms(f.since, now, wall),
+                    unsure: f.unsure,
                 }),
             };
             (id.clone(), file)

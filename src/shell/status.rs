@@ -280,6 +280,10 @@ pub struct SessionView {
     /// The last prompt it was given and how that went (while the daemon
     /// runs: `sessions.json`).
     pub last_delivery: Option<session_view::ToldFile>,
+    /// A prompt handed to it whose outcome has not come back (`unsure`:
+    /// whether it took it could not be told).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<session_view::InFlightFile>,
     /// Prompts waiting in its outbox, by step or task id.
     pub pending: Vec<String>,
     /// Steps and tasks delivered to it and not yet checked or closed.
@@ -305,6 +309,7 @@ fn sessions_view(dir: &Path, memory: &Memory, k: &Known) -> Vec<SessionView> {
             waiting: seen.and_then(|o| o.waiting.clone()),
             absent: seen.and_then(|o| o.absent.clone()),
             last_delivery: seen.and_then(|o| o.told.clone()),
+            in_flight: seen.and_then(|o| o.in_flight.clone()),
             pending: Vec::new(),
             open: Vec::new(),
         })

@@ -130,7 +130,7 @@ fn delivery(d: &Daemon<'_>, source: &Source, step: &StepWhy) -> Delivery {
     });
     match pending {
         Some((session, seq)) => Delivery::Pending {
-            waits: waits(d.sessions.get(&session)),
+            waits: waits(d.sessions.get(&session), seq),
             session,
             seq,
         },
@@ -140,10 +140,27 @@ fn delivery(d: &Daemon<'_>, source: &Source, step: &StepWhy) -> Delivery {
     }
 }
 
-/// Why a prompt waits for `session`, as the daemon last saw it: gone or
-/// unreachable (with why), busy, or not known.
-fn waits(session: Option<&SessionFile>) -> Option<String> {
+/// Why prompt `seq` waits for `session`, as the daemon last saw it: in
+/// flight (handed to the session, its outcome not back, or whether it was
+/// taken could not be told), gone or unreachable (with why), busy, or not
+/// known.
+fn waits(session: Option<&SessionFile>, seq: u64) -> Option<String> {
     let s = session?;
+    if let Some(f) = &s.in_flight {
+        let what = if f.seq == seq {
+            "in flight".to_string()
+        } else {
+            format!("it goes after prompt {}, in flight", f.seq)
+        };
+        let how = if f.unsure {
+            "reveille could not tell whether the session took it, and looks again (it is never \
+             sent again on that)"
+        } else {
+            "handed to the session, its answer has not come back yet (nothing else goes to the \
+             session meanwhile)"
+        };
+        return Some(format!("{what}: {how}"));
+    }
     if let Some(why) = &s.absent {
         return Some(format!("the session is {why}"));
     }
@@ -247,4 +264,45 @@ pub fn render(w: &Why) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shell::session_view::InFlightFile;
+
+    fn session(in_flight: Option<InFlightFile>) -> SessionFile {
+        SessionFile {
+            kind: "codex".into(),
+            state: Some("thinking".into()),
+            since: None,
+            waiting: None,
+            absent: None,
+            told: None,
+            in_flight,
+        }
+    }
+
+    fn flying(seq: u64, unsure: bool) -> Option<InFlightFile> {
+        Some(InFlightFile {
+            seq,
+            since: 0,
+            unsure,
+        })
+    }
+
+    #[test]
+    fn a_prompt_in_flight_or_behind_one_says_so_before_the_sessions_state() {
+        let own = waits(Some(&session(flying(4, false))), 4).unwrap();
+        assert!(own.starts_with("in flight: handed to the session"), "{own}");
+        let behind = waits(Some(&session(flying(4, false))), 5).unwrap();
+        assert!(
+            behind.starts_with("it goes after prompt 4, in flight"),
+            "{behind}"
+        );
+        let doubt = waits(Some(&session(flying(4, true))), 4).unwrap();
+        assert!(doubt.contains("could not tell"), "{doubt}");
+        let busy = waits(Some(&session(None)), 4).unwrap();
+        assert!(busy.contains("running a turn"), "{busy}");
+    }
 }

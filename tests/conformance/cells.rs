@@ -54,6 +54,7 @@ cells! {
     }
     failed_confirmation {
         ollie_double: OllieDouble,
+        codex: Codex,
         claude: Claude,
     }
     flapping {
@@ -81,6 +82,7 @@ cells! {
     }
     slow_answer {
         ollie_double: OllieDouble,
+        codex: Codex,
         claude: Claude,
     }
     waiting_reason {

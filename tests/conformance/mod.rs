@@ -60,6 +60,15 @@ pub struct Seen {
     pub prompt: String,
 }
 
+/// How a kind's program is made slow (`Kind::slow_answers`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slow {
+    /// It takes the prompt at once, and starts its turn seconds later.
+    Turn,
+    /// Its answer to the delivery comes seconds late (the turn runs).
+    Answer,
+}
+
 /// One kind of session, as the scenarios drive it.
 pub trait Kind: Sized {
     /// The kind's name in the matrix and in test names.
@@ -100,9 +109,15 @@ pub trait Kind: Sized {
     fn stop_program(&mut self) -> Result<(), NotApplicable>;
     /// Start it again on the same session, and wait until it serves.
     fn start_program(&mut self);
-    /// From now on the program answers a delivery slowly (its turn starts
-    /// seconds after the prompt was taken).
-    fn slow_answers(&self) -> Result<(), NotApplicable>;
+    /// From now on the program answers a delivery slowly: its turn starts
+    /// seconds after the prompt was taken, or its answer to the delivery
+    /// comes seconds late (which).
+    fn slow_answers(&self) -> Result<Slow, NotApplicable>;
+    /// With a late answer: how many deliveries reveille made while an
+    /// earlier one's answer had not come (none, if it waits for each).
+    fn overlapped(&self) -> usize {
+        0
+    }
     /// The next read that would confirm a delivery fails, as the real
     /// program's can (never kinder than the program).
     fn fail_confirmation(&self) -> Result<(), NotApplicable>;

@@ -53,6 +53,12 @@ impl Rig {
         Rig::start_with(CodexHome::new, false, false, configure)
     }
 
+    /// The same, reveille reaching the TUI's daemon through a [`WsTap`]
+    /// (`codex.endpoint`), which can inject a fault on the wire.
+    pub fn tapped(configure: impl FnOnce(&mut Project)) -> Option<Rig> {
+        Rig::start_with(CodexHome::new, false, true, configure)
+    }
+
     /// The same, with Codex asking the person before each `sed`, the fake
     /// model ticking steps with one `sed` each, and reveille reaching the
     /// TUI's daemon through a [`WsTap`] (`codex.endpoint`), so the test

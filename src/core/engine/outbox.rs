@@ -38,6 +38,8 @@ use crate::core::record::Pending;
 use crate::core::session::{AgentState, Kind};
 use crate::core::source::Source;
 
+mod absence;
+
 /// What a session was last told, and how it went — for `status`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Told {
@@ -70,6 +72,18 @@ pub enum Outcome {
     NotSeenStarting,
     /// It could not be written (the reason); it stays in the outbox.
     Refused(String),
+}
+
+/// A prompt handed to its session whose outcome has not come back — for
+/// `status` and `why`: nothing else goes to the session meanwhile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InFlight {
+    pub seq: u64,
+    /// When it was handed out (engine time).
+    pub since: Now,
+    /// Whether the session took it could not be told: it is looked at
+    /// again, never sent again on that.
+    pub unsure: bool,
 }
 
 /// A turn start awaited after a delivery, for the journal.
@@ -117,6 +131,16 @@ pub(super) struct Lane {
     /// again on a doubt) until a look at the session made after that
     /// settles it (`core::taken::settle`).
     doubt: Option<(u64, Now)>,
+    /// The prompt being written first found absent from an idle agent that
+    /// may hide a prompt it starts (`core::taken`), and when: since it was
+    /// last handed out to be written (`absence.rs`).
+    absent: Option<(u64, Now)>,
+    /// The prompt being written whose look waits for the session to be
+    /// seen no longer busy (`core::taken::Verdict::LookWhenIdle`).
+    look_when_idle: Option<u64>,
+    /// The prompt proved not taken by looks: its next hand-out is a first
+    /// delivery, written without a look (`Delivery::again` false).
+    not_taken: Option<u64>,
 }
 
 impl Lane {
@@ -188,6 +212,21 @@ impl Lanes {
     /// What `session` was last told, in this run.
     pub(super) fn last_told(&self, session: &str) -> Option<&Told> {
         self.lanes.get(session).and_then(|l| l.last.as_ref())
+    }
+
+    /// Every session's prompt in flight.
+    pub(super) fn in_flight(&self) -> BTreeMap<String, InFlight> {
+        let lanes = self.lanes.iter();
+        let flying = lanes.filter_map(|(s, l)| {
+            let seq = l.writing?;
+            let since = l
+                .handed
+                .filter(|&(h, _)| h == seq)
+                .map_or(Now::ZERO, |(_, at)| at);
+            let unsure = l.doubt.is_some_and(|(d, _)| d == seq);
+            Some((s.clone(), InFlight { seq, since, unsure }))
+        });
+        flying.collect()
     }
 
     /// What each session was last told and how it went.
@@ -273,13 +312,15 @@ impl Lanes {
                 continue;
             };
             let last = lane.handed.filter(|&(s, _)| s == p.seq).map(|(_, at)| at);
-            let again = last.is_some() || p.seq < self.first_of_run;
+            let proved = lane.not_taken == Some(p.seq);
+            let again = (last.is_some() || p.seq < self.first_of_run) && !proved;
             let at = confirm::again_at(Kind::of(&session).0, last);
             if again && at > now {
                 timers.set(Timer::Unseen(session), at);
                 continue;
             }
             timers.cancel(&Timer::Unseen(session.clone()));
+            lane.handed_out(p.seq, again);
             lane.writing = Some(p.seq);
             lane.writing_seen = observed.get(&session).cloned();
             lane.handed = Some((p.seq, now));
@@ -342,6 +383,7 @@ impl Lanes {
         }
         // An outcome that came (a look at the record found it) ends a doubt.
         lane.doubt.take_if(|(s, _)| *s == p.seq);
+        lane.answered(p.seq);
         lane.backoff = Duration::ZERO;
         timers.cancel(&Timer::Retry(session.to_string()));
         let outcome = match reached {
@@ -474,6 +516,7 @@ impl Lanes {
             lane.writing_seen = None;
         }
         lane.doubt.take_if(|(s, _)| *s == seq);
+        lane.look_when_idle = None;
         // Its write is over by now, whatever it did.
         if let Some((s, at)) = lane.handed.as_mut() {
             if *s == seq {

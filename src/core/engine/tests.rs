@@ -380,6 +380,8 @@ fn stock(checked: &[bool]) -> String {
 }
 
 mod fanout;
+mod hidden;
+mod hidden_property;
 mod lanes;
 mod mounts;
 mod plans;

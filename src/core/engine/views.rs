@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::observed;
-use super::{Engine, PlanView, ReminderView, Told};
+use super::{Engine, InFlight, PlanView, ReminderView, Told};
 
 impl Engine {
     /// Every tracked plan, for `status`.
@@ -66,6 +66,12 @@ impl Engine {
     /// What each session was last told and how it went, for `status`.
     pub fn told(&self) -> BTreeMap<String, Told> {
         self.ledger.lanes().told()
+    }
+
+    /// Every session's prompt handed out whose outcome has not come back,
+    /// for `status` and `why`.
+    pub fn in_flight(&self) -> BTreeMap<String, InFlight> {
+        self.ledger.lanes().in_flight()
     }
 
     /// Plans with a current error.

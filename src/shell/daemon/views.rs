@@ -59,7 +59,7 @@ impl Daemon {
         let mut sessions = session_view::sessions(
             self.engine.sessions(),
             self.engine.absent(),
-            &told,
+            (&told, &self.engine.in_flight()),
             (now, wall),
         );
         // An agent program's backend may follow every session of that

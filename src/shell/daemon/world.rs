@@ -107,8 +107,10 @@ pub(super) struct Carry<'a> {
     pub(super) watching: &'a mut Watching,
     pub(super) agents: &'a mut Agents,
     pub(super) notices: &'a mut Notices,
-    /// Whether a prompt was written here and now (a pipe, a file): its
-    /// outcome never comes back as an input, yet `sessions.json` shows it.
+    /// Whether a prompt was handed to a backend here: written here and now
+    /// (a pipe, a file), whose outcome never comes back as an input, or
+    /// handed to a worker, in flight until its outcome comes —
+    /// `sessions.json` shows both.
     pub(super) told: bool,
 }
 
@@ -190,10 +192,10 @@ impl World for Carry<'_> {
         // Every record so far is written before the prompt is.
         self.flush();
         let outcome = self.agents.backends.deliver(d);
-        match outcome {
-            None => self.agents.background += 1,
-            Some(_) => self.told = true,
+        if outcome.is_none() {
+            self.agents.background += 1;
         }
+        self.told = true;
         outcome
     }
 }

@@ -23,7 +23,7 @@ use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::conformance::{toml, Kind, NotApplicable, Seen};
+use crate::conformance::{toml, Kind, NotApplicable, Seen, Slow};
 use crate::doubles::fuse::fuse_unavailable;
 use crate::doubles::passthrough::Passthrough;
 use crate::e2e_claude::rig::Rig;
@@ -136,10 +136,11 @@ impl Kind for Claude {
         self.rig.reg = self.rig.claude.resume(&id);
     }
 
-    /// Its pre-turn hook takes three seconds from now on.
-    fn slow_answers(&self) -> Result<(), NotApplicable> {
+    /// Its pre-turn hook takes three seconds from now on: the prompt is
+    /// taken at once, its turn starts seconds later.
+    fn slow_answers(&self) -> Result<Slow, NotApplicable> {
         std::fs::write(self.flags.path().join("slow"), "").unwrap();
-        Ok(())
+        Ok(Slow::Turn)
     }
 
     fn fail_confirmation(&self) -> Result<(), NotApplicable> {

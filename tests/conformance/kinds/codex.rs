@@ -2,12 +2,21 @@
 //! the fake model (`crate::e2e_codex`'s rig). reveille follows the thread
 //! by the app-server's notifications: no poll, so the interval is the
 //! bound this suite holds them to.
+//!
+//! reveille reaches the daemon through a tap (`util::agents::codex::tap`)
+//! that passes every frame on untouched until a scenario asks it for a
+//! fault: the answer to reveille's delivery call (`thread/queue/add`, the
+//! one answer that confirms a delivery) lost with the connection, once,
+//! or every such answer late. The real server takes the call all the
+//! same; only the answer is touched, which no real server can be made to
+//! do at will.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::conformance::{toml, Kind, NotApplicable, Seen};
+use crate::conformance::{toml, Kind, NotApplicable, Seen, Slow};
 use crate::e2e_codex::rig::Rig;
+use crate::util::agents::codex::tap::{Fault, WsTap};
 use crate::util::daemon::Daemon;
 use crate::util::plans::{task_plan_with, Step};
 use crate::util::project::Project;
@@ -17,12 +26,24 @@ use crate::util::wait_until;
 /// the model's last byte).
 const EVENTS: Duration = Duration::from_secs(1);
 
-/// Why a slow answer is not in the suite for this kind.
-const SLOW: &str =
-    "needs a double of Codex's app-server that answers a delivery slowly; not built yet";
+/// How late the tap passes on the answer to a delivery in `slow_answers`:
+/// the turn on the prompt has started (and often ended) by then.
+const LATE: Duration = Duration::from_secs(3);
+
+/// The call that delivers a prompt, whose answer confirms it.
+const DELIVERY: &str = "thread/queue/add";
 
 pub struct Codex {
     rig: Rig,
+}
+
+impl Codex {
+    fn tap(&self) -> &WsTap {
+        self.rig
+            .tap
+            .as_ref()
+            .expect("the conformance rig is tapped")
+    }
 }
 
 impl Kind for Codex {
@@ -30,7 +51,7 @@ impl Kind for Codex {
     const T: Duration = Duration::from_secs(60);
 
     fn start(template: &str, tune: &dyn Fn(&mut Project)) -> Option<Codex> {
-        let rig = Rig::start(|p| {
+        let rig = Rig::tapped(|p| {
             p.set("prompt", "template", &toml(template));
             tune(p);
         })?;
@@ -94,15 +115,18 @@ impl Kind for Codex {
         self.rig.codex.start_again();
     }
 
-    fn slow_answers(&self) -> Result<(), NotApplicable> {
-        Err(SLOW)
+    fn slow_answers(&self) -> Result<Slow, NotApplicable> {
+        self.tap().arm(DELIVERY, Fault::Delay(LATE), true);
+        Ok(Slow::Answer)
+    }
+
+    fn overlapped(&self) -> usize {
+        self.tap().overlapped()
     }
 
     fn fail_confirmation(&self) -> Result<(), NotApplicable> {
-        Err(
-            "no double of Codex's app-server yet: the real one's thread/read \
-             cannot be made to fail from outside",
-        )
+        self.tap().arm(DELIVERY, Fault::Drop, false);
+        Ok(())
     }
 
     /// A thread id no app-server knows.

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::conformance::{toml, Kind, NotApplicable, Seen};
+use crate::conformance::{toml, Kind, NotApplicable, Seen, Slow};
 use crate::realollie::{Rig, AGENT};
 use crate::util::daemon::Daemon;
 use crate::util::plans::Step;
@@ -102,7 +102,7 @@ impl Kind for Ollie {
         unreachable!("{RESTART}")
     }
 
-    fn slow_answers(&self) -> Result<(), NotApplicable> {
+    fn slow_answers(&self) -> Result<Slow, NotApplicable> {
         Err(
             "a real session's pre-turn hooks are its own configuration, not the \
              suite's; the ollie-9p double delays a turn's start instead",

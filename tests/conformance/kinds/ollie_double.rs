@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::conformance::{toml, unix_of, Kind, NotApplicable, Seen};
+use crate::conformance::{toml, unix_of, Kind, NotApplicable, Seen, Slow};
 use crate::doubles::fuse::fuse_unavailable;
 use crate::doubles::ollie::{Ollie, Options};
 use crate::util::daemon::Daemon;
@@ -145,9 +145,9 @@ impl Kind for OllieDouble {
 
     /// ollie-core's pre-turn hooks (up to 60 s each upstream) take three
     /// seconds: the Submit is taken, the session shows idle meanwhile.
-    fn slow_answers(&self) -> Result<(), NotApplicable> {
+    fn slow_answers(&self) -> Result<Slow, NotApplicable> {
         self.ollie.set_pre_turn(Duration::from_secs(3));
-        Ok(())
+        Ok(Slow::Turn)
     }
 
     fn fail_confirmation(&self) -> Result<(), NotApplicable> {

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::conformance::{toml, Kind, NotApplicable, Seen};
+use crate::conformance::{toml, Kind, NotApplicable, Seen, Slow};
 use crate::e2e_opencode::rig::Rig;
 use crate::util::agents::opencode::Mode;
 use crate::util::daemon::Daemon;
@@ -93,7 +93,7 @@ impl Kind for Opencode {
         self.rig.oc.start_again();
     }
 
-    fn slow_answers(&self) -> Result<(), NotApplicable> {
+    fn slow_answers(&self) -> Result<Slow, NotApplicable> {
         Err(SLOW)
     }
 

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::conformance::{toml, unix_of, Kind, NotApplicable, Seen};
+use crate::conformance::{toml, unix_of, Kind, NotApplicable, Seen, Slow};
 use crate::util::daemon::Daemon;
 use crate::util::fifo::{Reader, Receipt};
 use crate::util::plans::{task_complete, task_plan_with, Step};
@@ -119,7 +119,7 @@ impl Kind for Pipe {
         self.reader = Some(self.project.reader(AGENT));
     }
 
-    fn slow_answers(&self) -> Result<(), NotApplicable> {
+    fn slow_answers(&self) -> Result<Slow, NotApplicable> {
         Err("the kernel answers a write to a pipe at once, or refuses it")
     }
 

@@ -139,6 +139,7 @@ fn a_stopped_daemon_is_said_and_its_last_word_is_history() {
             outcome: "turn_started".into(),
             at: NOW_MS - 65_000,
         }),
+        in_flight: None,
         pending: vec!["s3".into()],
         open: Vec::new(),
     });
@@ -166,6 +167,7 @@ fn a_running_daemon_shows_how_long_a_session_has_been_in_its_state() {
         waiting: None,
         absent: None,
         last_delivery: None,
+        in_flight: None,
         pending: Vec::new(),
         open: vec!["s1".into()],
     });
@@ -189,6 +191,7 @@ fn a_session_waiting_for_a_person_is_shown_first_in_reverse_video() {
         waiting: Some("approval".into()),
         absent: None,
         last_delivery: None,
+        in_flight: None,
         pending: vec!["s2".into()],
         open: vec!["s1".into()],
     });

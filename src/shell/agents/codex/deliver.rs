@@ -9,19 +9,58 @@
 //! request in flight), so reveille never sends them. The queue is the
 //! server's (durable, in sqlite): what it accepted survives the TUI, and a
 //! person's half-typed input in the TUI is never touched.
+//!
+//! A prompt handed out again (`Delivery::again`: reveille restarted, or a
+//! write whose answer was lost) is first looked for in the thread, and the
+//! engine asked for a look (`Backend::look`) is answered the same way:
+//! found, it is delivered (and its turn told); in neither the queue nor
+//! the turns, that is reported as it is (`Evidence::NotRecorded`), and the
+//! one rule (`core::taken`) decides — Codex hides a prompt while it starts
+//! it, so an absence is looked at again before anything is written. A
+//! `thread/queue/add` whose answer is lost with the connection may have
+//! reached the server: that is "could not tell" (`Evidence::Unsure`), and
+//! the engine has the thread looked at once the session is seen again.
 
 use super::protocol;
 use super::rpc::CallError;
 use super::sessions::Held;
 use super::worker::Worker;
 use crate::core::effect::Delivery;
-use crate::core::input::{Input, Reached, Undeliverable};
+use crate::core::input::{Evidence, Input, Reached, Undeliverable};
 
 impl Worker {
-    /// Deliver `d`; the outcome for the engine (`None`: parked, told
-    /// later — `settle.rs`).
-    pub(super) fn deliver(&mut self, d: &Delivery) -> Option<Input> {
-        let refuse = |reason: String| refused(d, reason);
+    /// Deliver `d`: the outcome for the engine. One handed out again is
+    /// looked for first, and written only if the engine says so by handing
+    /// it out as a first delivery.
+    pub(super) fn deliver(&mut self, d: &Delivery) -> Input {
+        let thread = match self.reach(d) {
+            Ok(thread) => thread,
+            Err(input) => return input,
+        };
+        let id = self.ids.id(d.seq);
+        if let Some(input) = self.already_held(d, &id) {
+            return input;
+        }
+        if d.again {
+            return self.find(d, &thread, &id);
+        }
+        self.queue(d, &thread, id)
+    }
+
+    /// Look for `d` in its thread, never write it (`Backend::look`).
+    pub(super) fn look_for(&mut self, d: &Delivery) -> Input {
+        match self.reach(d) {
+            Ok(thread) => {
+                let id = self.ids.id(d.seq);
+                self.find(d, &thread, &id)
+            }
+            Err(input) => input,
+        }
+    }
+
+    /// `d`'s thread, attached on a live connection; or why not, as the
+    /// outcome.
+    fn reach(&mut self, d: &Delivery) -> Result<String, Input> {
         if self.conn.is_none() {
             self.connect();
         }
@@ -31,28 +70,29 @@ impl Worker {
             self.sessions.know(&d.session);
             let away = self.sessions.unreachable(&d.session, &self.down);
             self.report_all(away);
-            return Some(refuse(self.down.clone()));
+            return Err(refused(d, self.down.clone()));
         }
-        let thread = match self.attach(&d.session) {
-            Ok(thread) => thread,
-            Err(why) => return Some(refuse(why)),
-        };
-        let id = self.ids.id(d.seq);
-        if let Some(input) = self.already_held(d, &id) {
-            return Some(input);
+        self.attach(&d.session).map_err(|why| refused(d, why))
+    }
+
+    /// What `thread` holds of `d` now (not when it was attached): found,
+    /// delivered; in neither its queue nor its turns, said so.
+    fn find(&mut self, d: &Delivery, thread: &str, id: &str) -> Input {
+        if let Err(why) = self.read_held(&d.session, thread) {
+            return refused(d, why);
         }
-        if d.again {
-            // What the thread holds now, not when it was attached.
-            if let Err(why) = self.read_held(&d.session, &thread) {
-                return Some(refuse(why));
-            }
-            if let Some(input) = self.already_held(d, &id) {
-                return Some(input);
-            }
-            self.park(d);
-            return None;
+        if let Some(input) = self.already_held(d, id) {
+            return input;
         }
-        Some(self.queue(d, &thread, id))
+        tracing::debug!(SESSION = %d.session, "{} was handed out before and is not in the codex thread", d.step);
+        Input::Evidence {
+            session: d.session.clone(),
+            seq: d.seq,
+            evidence: Evidence::NotRecorded(format!(
+                "in neither the queue nor the latest turns of codex thread {thread} at {}",
+                self.endpoint
+            )),
+        }
     }
 
     /// `thread/queue/add` of `d` with its id `id`: the outcome.
@@ -72,7 +112,15 @@ impl Worker {
                 }
                 delivered(d)
             }
-            Err(CallError::Lost(why)) => refused(d, why),
+            // Sent, and the answer lost with the connection: the server may
+            // have queued it. Looked for, never sent again on that.
+            Err(CallError::Lost(why)) => Input::Evidence {
+                session: d.session.clone(),
+                seq: d.seq,
+                evidence: Evidence::Unsure(format!(
+                    "no answer from the codex app-server to thread/queue/add: {why}"
+                )),
+            },
             Err(CallError::Refused(m)) => refused(
                 d,
                 format!(

@@ -14,9 +14,12 @@
 //!   subscribed to its thread, so never asked to approve anything;
 //! - `started`: a turn started on a prompt of ours, read at the thread's
 //!   status changes;
-//! - `waiting`: the command a thread waits to have approved;
-//! - `settle`: a prompt handed out again that may be starting unseen,
-//!   parked until it can be judged.
+//! - `waiting`: the command a thread waits to have approved.
+//!
+//! Whether a prompt handed out again was taken is not decided here: the
+//! worker says what the thread holds of it (`deliver.rs`), and the engine's
+//! one rule (`core::taken`) decides, with Codex's hidden dispatch as its
+//! window (`core::confirm::CODEX_HIDDEN_DISPATCH`).
 //!
 //! [`CodexBackend`] only hands commands to the worker: `deliver`, `spawn`,
 //! `reap` and `observe` never block the caller, and every outcome comes back as an
@@ -31,7 +34,6 @@ pub mod prompt_id;
 pub mod protocol;
 pub mod rpc;
 mod sessions;
-mod settle;
 mod started;
 mod waiting;
 mod worker;
@@ -114,6 +116,13 @@ impl Backend for CodexBackend {
             }));
         }
         self.send(Command::Deliver(d.clone()));
+        None
+    }
+
+    /// Looked for in its thread by the worker, never written; answered
+    /// through the reports.
+    fn look(&mut self, d: &Delivery) -> Option<Input> {
+        self.send(Command::Look(d.clone()));
         None
     }
 

@@ -10,7 +10,6 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::core::effect::Delivery;
 use crate::core::input::Input;
 use crate::core::session::AgentState;
 use crate::shell::agents::presence::{self, Presence};
@@ -50,30 +49,14 @@ pub struct Session {
     reported: Option<Presence>,
     /// reveille's prompts in the thread, by client id.
     pub held: HashMap<String, Held>,
-    /// Prompts that may be starting unseen, parked (`settle.rs`), in
-    /// order.
-    pub parked: Vec<Delivery>,
-    /// When they are looked for again (`None`: nothing is parked).
-    pub settle: Option<Settle>,
 }
 
 impl Session {
     /// Whether a turn may have started on a prompt of ours that the engine
     /// has not been told of: the thread's turns are worth reading.
     pub fn awaits_start(&self) -> bool {
-        !self.parked.is_empty() || self.held.values().any(|h| !h.started)
+        self.held.values().any(|h| !h.started)
     }
-}
-
-/// When a session's parked prompts are looked for again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Settle {
-    /// Once the thread is idle: a turn is running, which may be one of
-    /// them started unseen.
-    WhenIdle,
-    /// At this instant, unless a turn starts first: the thread was idle,
-    /// and a prompt Codex was starting unseen shows a turn by then.
-    At(Instant),
 }
 
 /// Every known session, by the qualified id the engine uses.
@@ -121,24 +104,6 @@ impl Sessions {
         ))
     }
 
-    /// Every parked delivery, taken (the connection is gone: none of them
-    /// can be settled on it).
-    pub fn unpark_all(&mut self) -> Vec<Delivery> {
-        self.map
-            .values_mut()
-            .flat_map(|s| {
-                s.settle = None;
-                std::mem::take(&mut s.parked)
-            })
-            .collect()
-    }
-
-    /// Whether `name` was last reported busy (running a turn).
-    pub fn is_busy(&self, name: &str) -> bool {
-        let reported = self.map.get(name).and_then(|s| s.reported.as_ref());
-        reported.is_some_and(Presence::is_busy)
-    }
-
     /// The earliest instant some session's thread is to be read again.
     pub fn next_look(&self) -> Option<Instant> {
         self.map.values().filter_map(|s| s.look_again).min()
@@ -150,24 +115,6 @@ impl Sessions {
             .map
             .iter()
             .filter(|(_, s)| s.look_again.is_some_and(|at| at <= now));
-        due.map(|(n, _)| n.clone()).collect()
-    }
-
-    /// The earliest instant some session's parked prompts are due.
-    pub fn next_settle(&self) -> Option<Instant> {
-        let at = self.map.values().filter_map(|s| match s.settle {
-            Some(Settle::At(at)) => Some(at),
-            _ => None,
-        });
-        at.min()
-    }
-
-    /// The sessions whose parked prompts are due at `now`.
-    pub fn due(&self, now: Instant) -> Vec<String> {
-        let due = self.map.iter().filter(|(_, s)| match s.settle {
-            Some(Settle::At(at)) => at <= now,
-            _ => false,
-        });
         due.map(|(n, _)| n.clone()).collect()
     }
 
@@ -224,46 +171,5 @@ mod tests {
         // Found gone once the server is back: news.
         assert!(s.set_state("codex:t", None).is_some());
         assert_eq!(s.set_state("codex:unknown", None), None);
-    }
-
-    fn delivery(seq: u64) -> Delivery {
-        Delivery {
-            session: "codex:t".into(),
-            seq,
-            text: "x".into(),
-            plan: "p.md".into(),
-            step: format!("s{seq}"),
-            parent: None,
-            again: true,
-        }
-    }
-
-    #[test]
-    fn parked_prompts_are_due_at_their_instant_and_never_when_waiting_for_idle() {
-        let mut s = Sessions::default();
-        let now = Instant::now();
-        let later = now + std::time::Duration::from_millis(200);
-        s.know("codex:a").settle = Some(Settle::At(later));
-        s.know("codex:b").settle = Some(Settle::WhenIdle);
-        s.know("codex:c");
-        assert_eq!(s.next_settle(), Some(later));
-        assert!(s.due(now).is_empty());
-        assert_eq!(s.due(later), vec!["codex:a".to_string()]);
-        assert!(!s.is_busy("codex:a"));
-        s.set_state("codex:a", Some(AgentState::Busy("active".into())));
-        assert!(s.is_busy("codex:a"));
-    }
-
-    #[test]
-    fn parked_deliveries_are_all_taken_when_the_connection_goes() {
-        let mut s = Sessions::default();
-        s.know("codex:a").parked.push(delivery(1));
-        s.know("codex:a").settle = Some(Settle::WhenIdle);
-        s.know("codex:b").parked.push(delivery(2));
-        s.know("codex:c");
-        let seqs: Vec<u64> = s.unpark_all().iter().map(|d| d.seq).collect();
-        assert_eq!(seqs, vec![1, 2]);
-        assert_eq!(s.get("codex:a").unwrap().settle, None);
-        assert!(s.unpark_all().is_empty());
     }
 }

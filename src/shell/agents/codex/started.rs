@@ -14,6 +14,12 @@
 //! read that finds a prompt of ours in neither looks again [`AGAIN`] later,
 //! at most [`LOOKS`] times after each status change: the turn is seen
 //! starting a few ms after it became visible, not only when it ends.
+//!
+//! `AGAIN` and its `Instant`s pace observation only — when the thread is
+//! read, never whether a prompt was taken: such a read can find no more
+//! than a turn started on a prompt already delivered (`TurnStarted`, for
+//! the journal and the reminders). Whether a prompt was taken is the
+//! engine's (`core::taken`), with Codex's hidden dispatch as its window.
 
 use std::time::{Duration, Instant};
 
@@ -30,9 +36,8 @@ use crate::core::session::AgentState;
 
 impl Worker {
     /// `name`'s thread changed to `state`: read what it now holds of ours
-    /// if that may have changed; parked prompts found there are delivered
-    /// (`settle.rs`), turns started on ours are told, and a turn that
-    /// failed is said in the journal.
+    /// if that may have changed; turns started on ours are told, and a
+    /// turn that failed is said in the journal.
     pub(super) fn look(&mut self, name: &str, state: Option<&AgentState>) {
         let Some(s) = self.sessions.get(name) else {
             return;
@@ -79,7 +84,6 @@ impl Worker {
                 return;
             }
         };
-        self.found_parked(name);
         self.tell_started(name);
         if idle {
             self.tell_failed(name, &turns);

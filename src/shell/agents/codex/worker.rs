@@ -38,6 +38,8 @@ const RETRY_REFUSED: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 pub enum Command {
     Deliver(Delivery),
+    /// Look for a prompt written before in its thread, never write it.
+    Look(Delivery),
     Spawn(Spawn),
     Reap(String),
     /// Follow a session's state though nothing is delivered to it yet.
@@ -117,9 +119,6 @@ impl Worker {
                 self.drain_events();
             }
             self.drain_events();
-            // After the events: a turn that started as the grace ended
-            // is known before the grace is judged.
-            self.settle_due(Instant::now());
             self.looks_due(Instant::now());
             if self.reports.is_closed() {
                 return;
@@ -127,9 +126,9 @@ impl Worker {
         }
     }
 
-    /// How long the loop may sleep: until a retry of a down server, until
-    /// parked prompts are due, or until a thread is to be read again; for
-    /// ever when none waits.
+    /// How long the loop may sleep: until a retry of a down server, or
+    /// until a thread is to be read again (`started.rs`); for ever when
+    /// none waits.
     fn timeout(&self) -> Option<Duration> {
         let every = if self.episode.refused_credentials() {
             RETRY_REFUSED
@@ -138,11 +137,8 @@ impl Worker {
         };
         let retry = self.conn.is_none().then_some(every);
         let now = Instant::now();
-        let settle = self.sessions.next_settle().into_iter();
-        let look = self.sessions.next_look().into_iter();
-        let due = settle
-            .chain(look)
-            .map(|at| at.saturating_duration_since(now));
+        let look = self.sessions.next_look();
+        let due = look.map(|at| at.saturating_duration_since(now));
         retry.into_iter().chain(due).min()
     }
 
@@ -160,10 +156,8 @@ impl Worker {
 
     fn handle(&mut self, command: Command) {
         let input = match command {
-            Command::Deliver(d) => match self.deliver(&d) {
-                Some(input) => input,
-                None => return,
-            },
+            Command::Deliver(d) => self.deliver(&d),
+            Command::Look(d) => self.look_for(&d),
             Command::Spawn(s) => self.spawn(&s),
             Command::Reap(child) => return self.reap(&child),
             Command::Observe(name) => return self.observe(&name),
@@ -258,7 +252,6 @@ impl Worker {
         self.down = link.to_string();
         let gone = self.sessions.all_down(&self.down);
         self.report_all(gone);
-        self.unpark_all();
     }
 
     /// Call `method` on the server; a broken connection is handled here
@@ -322,16 +315,11 @@ impl Worker {
                     } else {
                         self.unloaded(&name);
                     }
-                    self.settle_on(&name, state.as_ref());
                 }
             }
             Event::Gone { thread } => {
                 for name in self.sessions.of_thread(&thread) {
                     self.detach(&name);
-                    self.unpark(
-                        &name,
-                        &format!("codex thread {thread} is gone (archived or deleted)"),
-                    );
                     if let Some(s) = self.sessions.get(&name) {
                         s.thread = None;
                     }
