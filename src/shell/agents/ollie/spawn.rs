@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use crate::shell::backend::Reports;
 
@@ -80,7 +80,7 @@ impl Spawner {
     /// Returns when it was seen (unix milliseconds).
     fn create(&self, child: &str, parent: &str, timeout: Duration) -> Result<u64, String> {
         if listed(&self.sessions_dir, child).unwrap_or(false) {
-            return Ok(unix_ms());
+            return Ok(crate::shell::wall::unix_ms());
         }
         let cfg = read_cfg(&self.sessions_dir.join(parent).join("cfg"))
             .map_err(|e| format!("cannot read the cfg of parent {parent}: {e}"))?;
@@ -88,7 +88,7 @@ impl Spawner {
         for _attempt in 0..2 {
             put(&self.sessions_dir.join("new"), &line).map_err(|e| format!("s/new: {e}"))?;
             if self.wait_listed(child, timeout) {
-                return Ok(unix_ms());
+                return Ok(crate::shell::wall::unix_ms());
             }
         }
         Err(format!(
@@ -179,12 +179,6 @@ fn read_capped(path: &Path) -> std::io::Result<String> {
 fn put(path: &Path, text: &str) -> std::io::Result<()> {
     let mut file = std::fs::OpenOptions::new().write(true).open(path)?;
     file.write_all(text.as_bytes())
-}
-
-fn unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 #[cfg(test)]
