@@ -376,6 +376,11 @@ impl Engine {
             Verdict::LookAfter(window) => {
                 (self.ledger).await_record(now, &session, seq, window, &mut self.timers)
             }
+            Verdict::LookAgainAfter(why, window) => {
+                let timers = &mut self.timers;
+                (self.ledger).on_doubt_record(now, &session, seq, (&why, window), timers, fx)
+            }
+            Verdict::WaitIdle(why) => self.ledger.on_busy(now, &session, seq, why, fx),
         }
         false
     }
@@ -405,7 +410,11 @@ impl Engine {
         // A prompt whose taking could not be told is settled by a look
         // made after the doubt: the one rule says what the look means.
         let mut refill = false;
-        if let Some(seq) = self.ledger.settled_by(&session, look.at.min(now)) {
+        let settles = taken::settled_by_look(Kind::of(&session).0);
+        if let Some(seq) = settles
+            .then(|| self.ledger.settled_by(&session, look.at.min(now)))
+            .flatten()
+        {
             let verdict = taken::settle(&look.seen);
             refill = self.on_verdict(now, session.clone(), seq, verdict, fx);
         }

@@ -454,6 +454,40 @@ impl Lanes {
         Some(seq)
     }
 
+    /// A write refused for a running turn (`core::taken::Verdict::WaitIdle`):
+    /// the write is over, and the lane sends again once the session is
+    /// observed idle (`may_take_now`) — no backoff and no failure streak:
+    /// a turn ending is not a recovery to tell of.
+    pub(super) fn held_busy(
+        &mut self,
+        now: Now,
+        session: &str,
+        seq: u64,
+        about: Option<(String, Source)>,
+        reason: &str,
+    ) {
+        let lane = self.lane(session);
+        if lane.writing == Some(seq) {
+            lane.writing = None;
+            lane.writing_seen = None;
+        }
+        if let Some((s, at)) = lane.handed.as_mut() {
+            if *s == seq {
+                *at = now;
+            }
+        }
+        if let Some((step, source)) = about {
+            lane.last = Some(Told {
+                seq,
+                step,
+                source: Some(source),
+                outcome: Outcome::Refused(reason.to_string()),
+                at: now,
+            });
+        }
+        self.wake(session);
+    }
+
     /// A write failed: back off (doubling up to `retry_max`). Returns when
     /// to retry, and whether the reason is new (to be said once per
     /// streak).
