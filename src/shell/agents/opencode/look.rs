@@ -10,7 +10,7 @@
 //! | not answered, the session busy: waiting behind a running turn, or lost with it | `Evidence::Sent`: looked for again after the window |
 //! | not answered, the session idle | `Evidence::NotRecorded`: sent again |
 //! | not there | `Evidence::NotRecorded`: sent again |
-//! | the messages or the status could not be read | `Evidence::Unsure`: the session's next look settles it |
+//! | the messages or the status could not be read | `Evidence::Unsure`: looked at again after the window, never posted again on it |
 //!
 //! Only an answer proves a prompt taken. opencode can store a message
 //! posted while the session starts another client's turn and yet never
@@ -20,11 +20,11 @@
 //! prompt is posted again; one that was answered, or still waits behind a
 //! running turn, is never posted again.
 
-use super::deliver::{copy_in, Courier, LOOK_BACK};
+use super::deliver::{copy_in, evidence, Courier, LOOK_BACK};
 use super::message_id;
 use crate::core::confirm;
 use crate::core::effect::Delivery;
-use crate::core::input::{Evidence, Input};
+use crate::core::input::Evidence;
 use crate::core::session::Kind;
 
 impl Courier {
@@ -48,7 +48,7 @@ impl Courier {
         let window = confirm::windows(Kind::Opencode).record;
         let server = self.api.server.url();
         let dropped = match copy {
-            Some((_, true)) => return self.shared.lock().taken_as_found(id, d.seq, true),
+            Some((_, true)) => return self.shared.lock().taken_as_found(id, d.seq),
             Some((message, false)) if busy => {
                 tracing::debug!(project = %self.project, session = %d.session, "{} ({message}) is unanswered behind the running turn of {id}: looked for again", d.step);
                 return self.shared.lock().send(evidence(d, Evidence::Sent));
@@ -72,13 +72,5 @@ impl Courier {
             .map_err(|e| format!("reading its status failed: {}", self.failed(id, e)))?;
         let state = self.shared.lock().polled(id, Some(state), before);
         Ok(state.is_some_and(|s| !s.is_idle()))
-    }
-}
-
-fn evidence(d: &Delivery, evidence: Evidence) -> Input {
-    Input::Evidence {
-        session: d.session.clone(),
-        seq: d.seq,
-        evidence,
     }
 }
