@@ -302,7 +302,8 @@ impl Engine {
         let step = self.ledger.pending(&session, seq).map(|p| p.step.clone());
         let observed = self.sessions.observed().get(&session).cloned();
         if let Some(step) = step.filter(|_| Kind::of(&session).0.waits_for_idle()) {
-            self.sessions.prompted(now, &session, &step);
+            let handed = self.ledger.lanes().handed_at(&session, seq);
+            self.sessions.prompted(now, &session, &step, handed);
         }
         let observed = observed.as_ref();
         let (config, timers) = (&self.config, &mut self.timers);

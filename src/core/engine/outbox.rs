@@ -166,6 +166,13 @@ impl Lanes {
             .is_some_and(|l| l.inbox == Some(seq))
     }
 
+    /// When prompt `seq` of `session` was last handed out in this run (or
+    /// its write last ended).
+    pub(super) fn handed_at(&self, session: &str, seq: u64) -> Option<Now> {
+        let lane = self.lanes.get(session)?;
+        lane.handed.filter(|&(s, _)| s == seq).map(|(_, at)| at)
+    }
+
     /// Wake-ups refused at the outbox cap, per session.
     pub(super) fn refused(&self) -> BTreeMap<String, u64> {
         let refused = self.lanes.iter().filter(|(_, l)| l.refused > 0);

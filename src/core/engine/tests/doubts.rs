@@ -176,3 +176,24 @@ fn a_busy_refusal_older_than_the_newest_idle_goes_again_at_once() {
     rig.feed(evidence(seq, Evidence::Busy("busy".into())));
     assert_eq!(rig.take_delivered(), ["s1"], "the newest look says idle");
 }
+
+#[test]
+fn a_prompt_found_taken_after_its_turn_ended_leaves_the_session_idle_for_the_next() {
+    let (mut rig, seq) = handed_out();
+    rig.feed(evidence(seq, Evidence::Sent));
+    // Its turn ran and ended, its answer unseen (an event lost).
+    rig.advance(Duration::from_millis(100));
+    rig.feed(look_at(AgentState::Busy("busy".into())));
+    rig.advance(Duration::from_millis(100));
+    rig.feed(look_at(AgentState::Idle));
+    assert!(rig.take_delivered().is_empty(), "s1 is in flight");
+    // The look finds it answered.
+    rig.tick_until(rig.now + OPENCODE_RECORD);
+    assert_eq!(rig.world.looked, [(OC.to_string(), seq)]);
+    rig.feed(Input::Delivered {
+        session: OC.into(),
+        seq,
+        reached: Reached::Accepted,
+    });
+    assert_eq!(rig.take_delivered(), ["s2"], "the session is idle: s2 goes");
+}
