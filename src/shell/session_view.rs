@@ -38,6 +38,10 @@ pub struct SessionFile {
     pub absent: Option<String>,
     /// The last prompt it was given, and how that went.
     pub told: Option<ToldFile>,
+    /// The seq of the prompt being written to it: sent, whether it was
+    /// taken not known yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writing: Option<u64>,
 }
 
 /// What a session was last told.
@@ -84,13 +88,14 @@ pub fn wall_ms(at: Now, now: Now, wall: SystemTime) -> u64 {
 pub fn sessions(
     observed: &BTreeMap<String, Observed>,
     absent: &BTreeMap<String, Absent>,
-    told: &BTreeMap<String, Told>,
+    (told, in_flight): (&BTreeMap<String, Told>, &BTreeMap<String, u64>),
     (now, wall): (Now, SystemTime),
 ) -> BTreeMap<String, SessionFile> {
     let ids: BTreeSet<&String> = observed
         .keys()
         .chain(told.keys())
         .chain(absent.keys())
+        .chain(in_flight.keys())
         .collect();
     ids.into_iter()
         .map(|id| {
@@ -108,6 +113,7 @@ pub fn sessions(
                     outcome: outcome_text(&t.outcome),
                     at: wall_ms(t.at, now, wall),
                 }),
+                writing: in_flight.get(id).copied(),
             };
             (id.clone(), file)
         })

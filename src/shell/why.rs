@@ -130,7 +130,7 @@ fn delivery(d: &Daemon<'_>, source: &Source, step: &StepWhy) -> Delivery {
     });
     match pending {
         Some((session, seq)) => Delivery::Pending {
-            waits: waits(d.sessions.get(&session)),
+            waits: waits(d.sessions.get(&session), seq),
             session,
             seq,
         },
@@ -142,8 +142,13 @@ fn delivery(d: &Daemon<'_>, source: &Source, step: &StepWhy) -> Delivery {
 
 /// Why a prompt waits for `session`, as the daemon last saw it: gone or
 /// unreachable (with why), busy, or not known.
-fn waits(session: Option<&SessionFile>) -> Option<String> {
+fn waits(session: Option<&SessionFile>, seq: u64) -> Option<String> {
     let s = session?;
+    if s.writing == Some(seq) {
+        return Some(
+            "in flight: written to the session, and whether it took it is not known yet (it is not sent again before that is)".into(),
+        );
+    }
     if let Some(why) = &s.absent {
         return Some(format!("the session is {why}"));
     }

@@ -54,6 +54,7 @@ cells! {
     }
     failed_confirmation {
         ollie_double: OllieDouble,
+        opencode: Opencode<true>,
     }
     flapping {
         ollie: Ollie,
@@ -80,6 +81,7 @@ cells! {
     }
     slow_answer {
         ollie_double: OllieDouble,
+        opencode: Opencode<true>,
     }
     waiting_reason {
         ollie: Ollie,

@@ -173,6 +173,15 @@ impl Lanes {
         lane.handed.filter(|&(s, _)| s == seq).map(|(_, at)| at)
     }
 
+    /// The prompt each session is being written (its outcome not back
+    /// yet), by seq.
+    pub(super) fn in_flight(&self) -> BTreeMap<String, u64> {
+        let lanes = self.lanes.iter();
+        lanes
+            .filter_map(|(s, l)| l.writing.map(|seq| (s.clone(), seq)))
+            .collect()
+    }
+
     /// Wake-ups refused at the outbox cap, per session.
     pub(super) fn refused(&self) -> BTreeMap<String, u64> {
         let refused = self.lanes.iter().filter(|(_, l)| l.refused > 0);

@@ -68,6 +68,12 @@ impl Engine {
         self.ledger.lanes().told()
     }
 
+    /// The prompt each session is being written, by seq: sent, and its
+    /// outcome (taken or not) not known yet — for `status` and `why`.
+    pub fn in_flight(&self) -> BTreeMap<String, u64> {
+        self.ledger.lanes().in_flight()
+    }
+
     /// Plans with a current error.
     pub fn invalid_plans(&self) -> usize {
         self.plans.invalid()

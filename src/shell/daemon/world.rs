@@ -190,10 +190,11 @@ impl World for Carry<'_> {
         // Every record so far is written before the prompt is.
         self.flush();
         let outcome = self.agents.backends.deliver(d);
-        match outcome {
-            None => self.agents.background += 1,
-            Some(_) => self.told = true,
+        if outcome.is_none() {
+            self.agents.background += 1;
         }
+        // In flight, or told: either is shown.
+        self.told = true;
         outcome
     }
 }

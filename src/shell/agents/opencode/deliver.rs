@@ -42,7 +42,7 @@ use crate::shell::agents::remote::link::Why;
 /// How far back the transcript is searched for a copy of a prompt sent
 /// before a restart: the prompt in flight when reveille stopped, and the
 /// turn the agent ran on it.
-pub(super) const LOOK_BACK: usize = 100;
+pub const LOOK_BACK: usize = 100;
 
 /// Delivers prompts to the sessions of one server.
 pub struct Courier {
