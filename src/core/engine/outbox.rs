@@ -19,7 +19,9 @@
 //!   waits for that, and a session that goes away first gets it again;
 //! - a kind whose agent would fold a prompt into the running turn
 //!   (`Kind::waits_for_idle`, opencode's) gets its next prompt only while
-//!   it is observed idle;
+//!   it is observed idle, and one its backend found busy after all
+//!   (`Evidence::Busy`, `Lanes::held_busy`) waits for the next idle look,
+//!   not for a backoff;
 //! - nothing waits for an agent's turn to start or end otherwise: a
 //!   Submit to an idle ollie-9p agent starts a turn, one to a busy agent
 //!   runs after its turn, and the next prompt is written at once. The turn
