@@ -64,6 +64,16 @@ impl Reports {
         self.tx.send(input)
     }
 
+    /// Send `input`, a look stamped `seen`: when what it reports was seen
+    /// at the latest — a read's start, for a state a call read (the
+    /// engine's newest look then wins over it, whatever answered first).
+    pub fn send_seen_at(&self, mut input: Input, seen: Instant) -> Result<(), SendError<Input>> {
+        if let Input::Observed(look) = &mut input {
+            look.at = seen.saturating_duration_since(self.origin);
+        }
+        self.tx.send(input)
+    }
+
     /// Whether the loop stopped listening.
     pub fn is_closed(&self) -> bool {
         self.tx.is_closed()

@@ -109,7 +109,7 @@ impl Courier {
                 return Ok(Done::Found { id, answered });
             }
         }
-        let before = self.shared.lock().stream_count(id);
+        let before = self.shared.lock().mark(id);
         let state = self
             .api
             .state(id, &directory)
@@ -149,7 +149,7 @@ impl Courier {
         let Guard::Running(previous) = self.shared.lock().guard(id, seq) else {
             return Ok(());
         };
-        let before = self.shared.lock().stream_count(id);
+        let before = self.shared.lock().mark(id);
         let state = self
             .api
             .state(id, directory)

@@ -24,6 +24,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
 pub use self::posted::{Guard, Posted};
+pub use self::report::Mark;
 use super::api::MessageInfo;
 use super::waits::Waits;
 use crate::core::input::Input;

@@ -65,7 +65,7 @@ impl Courier {
     /// Whether `id` is running a turn, as its server says now.
     fn busy(&self, id: &str) -> Result<bool, String> {
         let directory = self.directory(id)?;
-        let before = self.shared.lock().stream_count(id);
+        let before = self.shared.lock().mark(id);
         let state = self
             .api
             .state(id, &directory)

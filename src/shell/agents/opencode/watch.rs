@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use super::api::{Api, ApiError};
 use super::events::{self, Event};
-use super::followed::Shared;
+use super::followed::{Mark, Shared};
 use super::http::{Failure, SERVER};
 use crate::shell::agents::remote::link::{Episode, LinkDown, Why};
 
@@ -186,7 +186,7 @@ pub enum Gone {
 /// Read session `id`'s record and status, and report its state (`None`
 /// when the server has no such session).
 pub fn refresh_one(api: &Api, shared: &Shared, id: &str) -> Result<(), Gone> {
-    let before = shared.lock().stream_count(id);
+    let before = shared.lock().mark(id);
     let state = match api.session(id) {
         Ok(info) => {
             shared.lock().set_directory(id, &info.directory);
@@ -212,7 +212,7 @@ pub fn refresh_one(api: &Api, shared: &Shared, id: &str) -> Result<(), Gone> {
 /// The permissions and questions pending in `id`'s directory that are
 /// `id`'s: a request asked while the stream was down (or before reveille
 /// followed the session) is in no event.
-fn pending(api: &Api, shared: &Shared, id: &str, before: u64) {
+fn pending(api: &Api, shared: &Shared, id: &str, before: Mark) {
     let Some(directory) = shared.lock().directory(id) else {
         return;
     };

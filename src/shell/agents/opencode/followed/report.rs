@@ -2,7 +2,11 @@
 //! (`Input::Observed`): every state the event stream or a call gives,
 //! changed or not — the engine keeps the newest look and decides by it.
 //! A state read by a call is told only if the stream said nothing of the
-//! session while the call was under way (the stream's word is newer).
+//! session while the call was under way (the stream's word is newer), and
+//! stamped with the call's start: the engine's newest look wins over it,
+//! whichever answered first.
+
+use std::time::Instant;
 
 use super::Followed;
 use crate::core::session::{AgentState, Wait};
@@ -29,37 +33,47 @@ impl Followed {
         self.state(id, state);
     }
 
-    /// How many states the event stream gave for `id` so far.
-    pub fn stream_count(&self, id: &str) -> u64 {
-        self.sessions.get(id).map_or(0, |s| s.streamed)
+    /// Where the event stream is for `id` now, before a call reads its
+    /// state: how many states it gave so far, and when.
+    pub fn mark(&self, id: &str) -> Mark {
+        Mark {
+            streamed: self.sessions.get(id).map_or(0, |s| s.streamed),
+            at: Instant::now(),
+        }
     }
 
-    /// A state read by a call begun when the stream had given `before`
-    /// states of `id`: applied only if the stream gave none since (a turn
-    /// that ended while `GET /session/status` was under way must not be
-    /// undone by its stale "busy"). Returns the state that holds now
-    /// (`None`: gone, or not known — its server did not answer).
+    /// A state read by a call begun at `before`: applied only if the
+    /// stream gave none of `id` since (a turn that ended while `GET
+    /// /session/status` was under way must not be undone by its stale
+    /// "busy"), and told as seen at the call's start. Returns the state
+    /// that holds now (`None`: gone, or not known — its server did not
+    /// answer).
     pub fn polled(
         &mut self,
         id: &str,
         state: Option<AgentState>,
-        before: u64,
+        before: Mark,
     ) -> Option<AgentState> {
         let Some(s) = self.sessions.get(id) else {
             return state;
         };
-        if s.streamed != before {
+        if s.streamed != before.streamed {
             return match &s.reported {
                 Some(Presence::State(state)) => state.clone(),
                 _ => None,
             };
         }
-        self.state(id, state.clone());
+        self.seen(id, state.clone(), Some(before.at));
         state
     }
 
     /// The session's state as the server says (`None`: gone), told.
     pub fn state(&mut self, id: &str, state: Option<AgentState>) {
+        self.seen(id, state, None);
+    }
+
+    /// The session's state, seen at `at` (`None`: now), told.
+    fn seen(&mut self, id: &str, state: Option<AgentState>, at: Option<Instant>) {
         let Some(s) = self.sessions.get_mut(id) else {
             return;
         };
@@ -86,7 +100,7 @@ impl Followed {
             }
             _ => state,
         };
-        self.report(id, shown);
+        self.report(id, shown, at);
     }
 
     /// A tool started (`Some`) or ended in session `id`.
@@ -102,7 +116,7 @@ impl Followed {
             Some(tool) => AgentState::Busy(format!("calling: {tool}")),
             None => AgentState::Busy("busy".into()),
         };
-        self.report(id, Some(shown));
+        self.report(id, Some(shown), None);
     }
 
     /// The server stopped answering: every followed session is
@@ -146,11 +160,11 @@ impl Followed {
     /// The requests pending in `id` as the server lists them, read when
     /// the stream had given `before` states of it: applied only if it gave
     /// none since (as [`Followed::polled`]).
-    pub fn pending(&mut self, id: &str, pending: Vec<(String, Wait)>, before: u64) {
+    pub fn pending(&mut self, id: &str, pending: Vec<(String, Wait)>, before: Mark) {
         let Some(s) = self.sessions.get_mut(id) else {
             return;
         };
-        if s.streamed == before {
+        if s.streamed == before.streamed {
             s.waits.replace(pending);
             self.report_again(id);
         }
@@ -171,7 +185,7 @@ impl Followed {
             }
             last => last.clone(),
         };
-        self.report(id, state);
+        self.report(id, state, None);
     }
 
     /// Tell `state` of `id`, every time, changed or not: the engine keeps
@@ -180,7 +194,7 @@ impl Followed {
     /// engine holds the session's next prompt until the one posted is
     /// settled, and the courier's own status read before each post stops
     /// a prompt into a running turn (`Evidence::Busy`).
-    fn report(&mut self, id: &str, state: Option<AgentState>) {
+    fn report(&mut self, id: &str, state: Option<AgentState>, at: Option<Instant>) {
         let Some(s) = self.sessions.get_mut(id) else {
             return;
         };
@@ -190,6 +204,21 @@ impl Followed {
             tracing::debug!("opencode session {id} is {state:?}");
         }
         s.reported = Some(now);
-        self.send(Presence::State(state).input(&self.engine_name(id)));
+        let look = Presence::State(state).input(&self.engine_name(id));
+        match at {
+            // The loop has stopped when nobody receives: nothing to tell.
+            Some(at) => drop(self.reports.send_seen_at(look, at)),
+            None => self.send(look),
+        }
     }
+}
+
+/// Where the event stream was for one session when a call began to read
+/// its state (`Followed::mark`).
+#[derive(Debug, Clone, Copy)]
+pub struct Mark {
+    /// How many states the stream had given of it.
+    streamed: u64,
+    /// When.
+    at: Instant,
 }

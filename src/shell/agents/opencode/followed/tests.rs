@@ -116,7 +116,7 @@ fn a_prompt_posted_and_not_yet_answered_outlives_an_idle_but_not_the_session() {
 fn a_polled_state_older_than_the_streams_word_is_not_applied() {
     let (mut f, mut rx) = followed();
     f.streamed("ses_a", busy("busy"));
-    let before = f.stream_count("ses_a");
+    let before = f.mark("ses_a");
     // The turn ends while the poll is under way; its stale "busy"
     // comes back after the stream's idle.
     f.streamed("ses_a", Some(AgentState::Idle));
@@ -124,7 +124,7 @@ fn a_polled_state_older_than_the_streams_word_is_not_applied() {
         f.polled("ses_a", busy("busy"), before),
         Some(AgentState::Idle)
     );
-    let before = f.stream_count("ses_a");
+    let before = f.mark("ses_a");
     assert_eq!(f.polled("ses_a", busy("busy"), before), busy("busy"));
     assert_eq!(
         drain(&mut rx),
@@ -200,7 +200,7 @@ fn a_request_pending_is_a_wait_until_it_is_answered_and_a_stale_list_is_not_appl
         ]
     );
     // A list read before the stream said more is stale: not applied.
-    let before = f.stream_count("ses_a");
+    let before = f.mark("ses_a");
     f.request("ses_a", "per_2", Some(Wait::approval("rm f")));
     f.request("ses_a", "per_2", None);
     drain(&mut rx);
@@ -211,7 +211,7 @@ fn a_request_pending_is_a_wait_until_it_is_answered_and_a_stale_list_is_not_appl
     );
     assert_eq!(drain(&mut rx), vec![]);
     // One read now is: pending at connect, the session waits.
-    let now = f.stream_count("ses_a");
+    let now = f.mark("ses_a");
     f.pending(
         "ses_a",
         vec![("per_3".into(), Wait::question("Which?"))],
