@@ -1,5 +1,7 @@
 //! The engine's look at a prompt posted to an opencode session and
-//! reported sent (`Evidence::Sent`), once opencode's `record` window
+//! reported sent (`Evidence::Sent`) or not known to be taken
+//! (`Evidence::Unsure`: its post broke midway, or a look before this one
+//! could not read the session), once opencode's `record` window
 //! (`core::confirm::OPENCODE_RECORD`) has passed without an answer to it
 //! being seen: the session's messages say what became of it. Run on the
 //! backend's worker thread, in order with the deliveries.
