@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use reveille::config::OpencodeSettings;
 use reveille::core::effect::{Delivery, Spawn};
-use reveille::core::input::{Input, Reached, Seen};
+use reveille::core::input::{Evidence, Input, Reached, Seen, Undeliverable};
 use reveille::core::session::AgentState;
 use reveille::shell::agents::opencode::OpencodeBackend;
 use reveille::shell::backend::Backend;
@@ -103,7 +103,7 @@ impl Rig {
         let from = self.seen.len();
         self.deliver(session, seq, text);
         self.wait_for(&format!("the outcome of seq {seq}"), from, |i| {
-            matches!(i, Input::Delivered { seq: s, .. } | Input::Undeliverable { seq: s, .. } if *s == seq)
+            matches!(i, Input::Delivered { seq: s, .. } if *s == seq) || refusal(i, seq).is_some()
         })
     }
 
@@ -138,6 +138,22 @@ fn backend_for(url: &str) -> (OpencodeBackend, Receiver<(Instant, Input)>) {
 
 fn is_delivered(i: &Input, seq: u64) -> bool {
     matches!(i, Input::Delivered { seq: s, reached: Reached::Accepted, .. } if *s == seq)
+}
+
+/// Why prompt `seq` was not written, if `i` says so: not taken
+/// (`Undeliverable`, `Evidence::Refused`), or held for a running turn
+/// (`Evidence::Busy`).
+fn refusal(i: &Input, seq: u64) -> Option<Undeliverable> {
+    let reason = match i {
+        Input::Undeliverable { seq: s, why, .. } if *s == seq => why.reason.clone(),
+        Input::Evidence {
+            seq: s,
+            evidence: Evidence::Refused(r) | Evidence::Busy(r),
+            ..
+        } if *s == seq => r.clone(),
+        _ => return None,
+    };
+    Some(Undeliverable { reason })
 }
 
 fn is_idle(i: &Input, session: &str) -> bool {
@@ -228,9 +244,9 @@ fn a_prompt_during_a_persons_long_turn_runs_as_its_own_turn_after_it() {
     });
     // The engine delivers while the person's turn runs: refused, busy.
     let at = rig.outcome(&q, 1, "[reveille] step two: after the person");
-    match &rig.seen[at] {
-        Input::Undeliverable { why, .. } => assert!(why.reason.starts_with("busy: "), "{why:?}"),
-        other => panic!("delivered into a running turn: {other:?}"),
+    match refusal(&rig.seen[at], 1) {
+        Some(why) => assert!(why.reason.starts_with("busy: "), "{why:?}"),
+        None => panic!("delivered into a running turn: {:?}", rig.seen[at]),
     }
     // … until the idle that ends it, which the engine retries on.
     let idle = rig.wait_for("the idle after the long turn", at, |i| is_idle(i, &q));
@@ -340,15 +356,15 @@ fn a_prompt_waits_while_the_program_is_down_and_is_delivered_once_when_it_is_bac
         matches!(i.look_at(&q), Some(Seen::Unreachable(_)))
     });
     let at = rig.outcome(&q, 2, "[reveille] second, while it is down");
-    match &rig.seen[at] {
-        Input::Undeliverable { why, .. } => assert!(
+    match refusal(&rig.seen[at], 2) {
+        Some(why) => assert!(
             why.reason.starts_with(&format!(
                 "opencode server not reachable at {}",
                 rig.oc.url()
             )),
             "{why:?}"
         ),
-        other => panic!("{other:?}"),
+        None => panic!("{:?}", rig.seen[at]),
     }
     // Started again on the same port: the stored session is back, idle.
     let down = rig.seen.len();
@@ -559,13 +575,13 @@ fn a_session_another_opencode_may_be_running_is_refused_naming_it() {
         plain.screen().contains("Ask anything").then_some(())
     });
     let at = rig.outcome(&q, 1, "[reveille] must not be answered twice");
-    match &rig.seen[at] {
-        Input::Undeliverable { why, .. } => assert!(
+    match refusal(&rig.seen[at], 1) {
+        Some(why) => assert!(
             why.reason
                 .starts_with(&format!("another opencode process (pid {}", plain.pid)),
             "{why:?}"
         ),
-        other => panic!("{other:?}"),
+        None => panic!("{:?}", rig.seen[at]),
     }
     // The person quits it (its process gone, or a zombie holding nothing).
     let pid = plain.pid;
@@ -669,11 +685,11 @@ fn children_are_made_under_their_parent_once_and_reaped() {
     assert_eq!(rig.turns("child step").len(), 1, "{turn:?}");
     // A child its parent no longer has is undeliverable, and gone.
     let at = rig.outcome(&name, 2, "[reveille] child step two");
-    match &rig.seen[at] {
-        Input::Undeliverable { why, .. } => {
+    match refusal(&rig.seen[at], 2) {
+        Some(why) => {
             assert!(why.reason.starts_with("no child session titled"), "{why:?}")
         }
-        other => panic!("{other:?}"),
+        None => panic!("{:?}", rig.seen[at]),
     }
 }
 
@@ -693,11 +709,7 @@ fn a_tui_killed_mid_turn_and_started_again_keeps_its_session_and_is_woken_once()
         matches!(i.look_at(&q), Some(Seen::Unreachable(_)))
     });
     let at = rig.outcome(&q, 2, "[reveille] the next step");
-    assert!(
-        matches!(rig.seen[at], Input::Undeliverable { .. }),
-        "{:?}",
-        rig.seen[at]
-    );
+    assert!(refusal(&rig.seen[at], 2).is_some(), "{:?}", rig.seen[at]);
     // The person starts it again on the session: stored, its turn unfinished.
     let down = rig.seen.len();
     rig.oc.resume(&session);
@@ -736,11 +748,7 @@ fn a_prompt_sent_before_a_reveille_restart_is_recognised_also_when_the_server_wa
     rig.oc.stop();
     rig.restart_backend();
     let at = rig.outcome(&q, 5, "[reveille] in flight at the crash: five");
-    assert!(
-        matches!(rig.seen[at], Input::Undeliverable { .. }),
-        "{:?}",
-        rig.seen[at]
-    );
+    assert!(refusal(&rig.seen[at], 5).is_some(), "{:?}", rig.seen[at]);
     // … and, once it is back, recognised in the transcript, not sent again.
     rig.oc.start_again();
     rig.wait_for("the session back, idle", at, |i| is_idle(i, &q));

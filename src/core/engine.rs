@@ -16,7 +16,6 @@
 
 use std::path::PathBuf;
 
-use super::confirm;
 use super::effect::{Delivery, Effect, Level, Log};
 use super::input::{Input, Observation, Observer, Reached, Seen, Undeliverable, UNLISTED};
 use super::lifecycle::Lifecycle;
@@ -323,7 +322,8 @@ impl Engine {
         let step = self.ledger.pending(&session, seq).map(|p| p.step.clone());
         let observed = self.sessions.observed().get(&session).cloned();
         if let Some(step) = step.filter(|_| Kind::of(&session).0.waits_for_idle()) {
-            self.sessions.prompted(now, &session, &step);
+            let handed = self.ledger.lanes().handed_at(&session, seq);
+            self.sessions.prompted(now, &session, &step, handed);
         }
         let observed = observed.as_ref();
         let (config, timers) = (&self.config, &mut self.timers);
@@ -393,21 +393,17 @@ impl Engine {
                 return self.on_delivered(now, session, seq, reached, fx)
             }
             Verdict::Retry(why) => self.on_undeliverable(now, session, seq, why, fx),
-            Verdict::LookAgain(why) => {
-                self.ledger.on_doubt(now, &session, seq, &why, fx);
-                // A kind whose record will tell is also looked at there
-                // again after its window: a look at the session may be
-                // long in coming (Claude Code's is told only on a change).
-                let window = confirm::windows(Kind::of(&session).0).record;
-                if !window.is_zero() {
-                    (self.ledger).await_record(now, &session, seq, window, &mut self.timers);
-                }
-            }
+            Verdict::LookAgain(why) => self.ledger.on_doubt(now, &session, seq, &why, fx),
             Verdict::LookAfter(window) => {
                 (self.ledger).await_record(now, &session, seq, window, &mut self.timers)
             }
             Verdict::LookWhenIdle => self.ledger.look_when_idle(&session, seq),
             Verdict::NotTaken(why) => self.ledger.on_not_taken(&session, seq, &why, fx),
+            Verdict::LookAgainAfter(why, window) => {
+                let timers = &mut self.timers;
+                (self.ledger).on_doubt_record(now, &session, seq, (&why, window), timers, fx)
+            }
+            Verdict::WaitIdle(why) => self.ledger.on_busy(now, &session, seq, why, fx),
         }
         false
     }
@@ -437,7 +433,11 @@ impl Engine {
         // A prompt whose taking could not be told is settled by a look
         // made after the doubt: the one rule says what the look means.
         let mut refill = false;
-        if let Some(seq) = self.ledger.settled_by(&session, look.at.min(now)) {
+        let settles = taken::settled_by_look(Kind::of(&session).0);
+        if let Some(seq) = settles
+            .then(|| self.ledger.settled_by(&session, look.at.min(now)))
+            .flatten()
+        {
             let verdict = taken::settle(Kind::of(&session).0, &look.seen);
             refill = self.on_verdict(now, session.clone(), seq, verdict, fx);
         }

@@ -239,6 +239,12 @@ pub enum Evidence {
     /// (`core::taken`). Where it was looked for and for how long, in
     /// words.
     NotRecorded(String),
+    /// Not written: the agent is running a turn that would take the
+    /// prompt in (opencode folds a prompt posted during a turn into it);
+    /// why, in words. The backend reports the state it saw as a look of
+    /// its own (`Input::Observed`, before this): the prompt waits for the
+    /// session to be seen idle, not for a backoff.
+    Busy(String),
 }
 
 /// An input to the engine. Time is passed beside it, never read.

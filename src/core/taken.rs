@@ -45,6 +45,17 @@ pub enum Verdict {
     /// Sent again as a first delivery (no look before the write: the looks
     /// were made).
     NotTaken(Undeliverable),
+    /// Not known yet, for a kind whose record will tell (its `record`
+    /// window is not zero): said once; nothing more goes to the session,
+    /// no look at its state settles it (opencode can store a prompt and
+    /// never run it, so a session still there proves nothing), and the
+    /// prompt is looked for in the record once this window has passed.
+    /// Why, in words.
+    LookAgainAfter(String, Duration),
+    /// Not taken: the session runs a turn that would take it in. It stays
+    /// first and goes once the session is observed idle — the newest look
+    /// says when, not a backoff.
+    WaitIdle(Undeliverable),
 }
 
 /// What the engine knows of a prompt beside the evidence about it: the
@@ -69,8 +80,9 @@ pub fn judge(kind: Kind, evidence: Evidence, known: Known) -> Verdict {
         }
         Evidence::Refused(reason) => Verdict::Retry(Undeliverable { reason }),
         Evidence::NotRecorded(reason) => absent(kind, reason, known),
-        Evidence::Unsure(why) => Verdict::LookAgain(why),
+        Evidence::Unsure(why) => unsure(kind, why),
         Evidence::Sent => Verdict::LookAfter(confirm::windows(kind).record),
+        Evidence::Busy(reason) => busy(kind, reason),
     }
 }
 
@@ -93,6 +105,35 @@ fn absent(kind: Kind, reason: String, known: Known) -> Verdict {
         Some(since) => Verdict::LookAfter(hidden - since),
         None => Verdict::LookAfter(hidden),
     }
+}
+
+/// Could not tell: a kind whose record will tell is looked for in it
+/// after its window; any other, by the session's next look (`settle`).
+/// Never sent again, never called delivered on a doubt alone.
+fn unsure(kind: Kind, why: String) -> Verdict {
+    match confirm::windows(kind).record {
+        Duration::ZERO => Verdict::LookAgain(why),
+        window => Verdict::LookAgainAfter(why, window),
+    }
+}
+
+/// Refused for a running turn: a kind that takes a prompt only while
+/// idle waits for the idle; any other backs off as for any refusal.
+fn busy(kind: Kind, reason: String) -> Verdict {
+    let why = Undeliverable { reason };
+    match kind.waits_for_idle() {
+        true => Verdict::WaitIdle(why),
+        false => Verdict::Retry(why),
+    }
+}
+
+/// Whether a doubt of a prompt to a session of `kind` is settled by the
+/// session's next look (`settle`): only for a kind that keeps no record
+/// to look in, whose write is lost only with the session (ollie-9p). A
+/// kind whose record will tell is answered by its own look after its
+/// window (`Verdict::LookAgainAfter`).
+pub fn settled_by_look(kind: Kind) -> bool {
+    confirm::windows(kind).record.is_zero()
 }
 
 /// A doubt settled by a look at the session made after it: still there,
@@ -151,6 +192,40 @@ mod tests {
             settle(Kind::Dir, &Seen::Gone("killed".into())),
             Verdict::Retry(_)
         ));
+    }
+
+    #[test]
+    fn a_doubt_of_a_kind_whose_record_tells_is_looked_for_after_its_window_not_settled_by_a_state()
+    {
+        let why = || "reading its messages failed".to_string();
+        assert_eq!(
+            super::judge(Kind::Opencode, Evidence::Unsure(why()), Known::default()),
+            Verdict::LookAgainAfter(why(), confirm::OPENCODE_RECORD)
+        );
+        assert_eq!(
+            super::judge(Kind::Claude, Evidence::Unsure(why()), Known::default()),
+            Verdict::LookAgainAfter(why(), confirm::CLAUDE_RECORD)
+        );
+        assert!(!settled_by_look(Kind::Opencode));
+        assert!(!settled_by_look(Kind::Claude));
+        assert!(
+            settled_by_look(Kind::Dir),
+            "ollie-9p: the next look settles"
+        );
+    }
+
+    #[test]
+    fn a_busy_refusal_waits_for_the_idle_only_where_prompts_go_only_to_an_idle_agent() {
+        let why = || "busy: waits for the running turn to end".to_string();
+        let busy = Undeliverable { reason: why() };
+        assert_eq!(
+            super::judge(Kind::Opencode, Evidence::Busy(why()), Known::default()),
+            Verdict::WaitIdle(busy.clone())
+        );
+        assert_eq!(
+            super::judge(Kind::Dir, Evidence::Busy(why()), Known::default()),
+            Verdict::Retry(busy)
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //!
 //! | it learns | it reports |
 //! |---|---|
-//! | a delivery's outcome | `Input::Evidence` (what it saw: written, refused, queued, found in the agent's record, unsure, sent into an agent whose record will tell, not in that record; `core::taken` judges it, with the kind's windows from `core::confirm`), or `Input::Delivered { reached }` / `Input::Undeliverable` for the kinds not moved onto evidence yet |
+//! | a delivery's outcome | `Input::Evidence` (what it saw: written, refused, queued, found in the agent's record, unsure, sent into an agent whose record will tell, not in that record, not written because a turn runs; `core::taken` judges it, with the kind's windows from `core::confirm`), or `Input::Delivered { reached }` / `Input::Undeliverable` for the kinds not moved onto evidence yet |
 //! | what the agent's record shows of a prompt sent, when the engine asks (`Backend::look`) | the same |
 //! | a turn started on a prompt of ours, by the agent's own identifiers | `Input::TurnStarted { session, seq }` |
 //! | a look at a session: its state (idle, busy, …), gone, or its program stopped or not answering (the session may well be there), each with why | `Input::Observed` |
@@ -60,6 +60,16 @@ impl Reports {
     pub fn send(&self, mut input: Input) -> Result<(), SendError<Input>> {
         if let Input::Observed(look) = &mut input {
             look.at = self.origin.elapsed();
+        }
+        self.tx.send(input)
+    }
+
+    /// Send `input`, a look stamped `seen`: when what it reports was seen
+    /// at the latest — a read's start, for a state a call read (the
+    /// engine's newest look then wins over it, whatever answered first).
+    pub fn send_seen_at(&self, mut input: Input, seen: Instant) -> Result<(), SendError<Input>> {
+        if let Input::Observed(look) = &mut input {
+            look.at = seen.saturating_duration_since(self.origin);
         }
         self.tx.send(input)
     }

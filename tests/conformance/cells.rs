@@ -56,6 +56,7 @@ cells! {
         ollie_double: OllieDouble,
         codex: Codex,
         claude: Claude,
+        opencode: Opencode<true>,
     }
     flapping {
         ollie: Ollie,
@@ -84,6 +85,7 @@ cells! {
         ollie_double: OllieDouble,
         codex: Codex,
         claude: Claude,
+        opencode: Opencode<true>,
     }
     waiting_reason {
         ollie: Ollie,

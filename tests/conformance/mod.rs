@@ -124,6 +124,13 @@ pub trait Kind: Sized {
     /// A session of this kind that reveille cannot reach or that does not
     /// exist (created as far as it needs to be: a pipe nobody reads).
     fn absent(&self) -> String;
+    /// Each write of a prompt containing `needle` that crossed the wire to
+    /// the agent's program: when it went (unix seconds), and when its
+    /// answer came back — where the suite sees the wire (a proxy), else
+    /// `None`.
+    fn writes(&self, _needle: &str) -> Option<Vec<(f64, Option<f64>)>> {
+        None
+    }
 }
 
 /// The session's entry in `reveille status --json`, or `Null`.

@@ -13,6 +13,7 @@ pub mod config;
 pub mod daemon;
 pub mod desktop;
 pub mod fakemodel;
+pub mod faultproxy;
 pub mod fifo;
 pub mod journald;
 pub mod launch;

@@ -20,6 +20,7 @@ use crate::core::memory::{Children, Memory, Outboxes, PlanMemory, Position, Task
 use crate::core::record::{Item, Pending, Record};
 use crate::core::source::Source;
 
+mod held;
 mod look;
 
 /// One wake-up to announce: what, to whom, and its prompt.

@@ -19,7 +19,9 @@
 //!   waits for that, and a session that goes away first gets it again;
 //! - a kind whose agent would fold a prompt into the running turn
 //!   (`Kind::waits_for_idle`, opencode's) gets its next prompt only while
-//!   it is observed idle;
+//!   it is observed idle, and one its backend found busy after all
+//!   (`Evidence::Busy`, `Lanes::held_busy`) waits for the next idle look,
+//!   not for a backoff;
 //! - nothing waits for an agent's turn to start or end otherwise: a
 //!   Submit to an idle ollie-9p agent starts a turn, one to a busy agent
 //!   runs after its turn, and the next prompt is written at once. The turn
@@ -188,6 +190,13 @@ impl Lanes {
         self.lanes
             .get(session)
             .is_some_and(|l| l.inbox == Some(seq))
+    }
+
+    /// When prompt `seq` of `session` was last handed out in this run (or
+    /// its write last ended).
+    pub(super) fn handed_at(&self, session: &str, seq: u64) -> Option<Now> {
+        let lane = self.lanes.get(session)?;
+        lane.handed.filter(|&(s, _)| s == seq).map(|(_, at)| at)
     }
 
     /// Wake-ups refused at the outbox cap, per session.
@@ -496,6 +505,40 @@ impl Lanes {
         let (seq, _) = lane.doubt.filter(|&(_, since)| at >= since)?;
         lane.doubt = None;
         Some(seq)
+    }
+
+    /// A write refused for a running turn (`core::taken::Verdict::WaitIdle`):
+    /// the write is over, and the lane sends again once the session is
+    /// observed idle (`may_take_now`) — no backoff and no failure streak:
+    /// a turn ending is not a recovery to tell of.
+    pub(super) fn held_busy(
+        &mut self,
+        now: Now,
+        session: &str,
+        seq: u64,
+        about: Option<(String, Source)>,
+        reason: &str,
+    ) {
+        let lane = self.lane(session);
+        if lane.writing == Some(seq) {
+            lane.writing = None;
+            lane.writing_seen = None;
+        }
+        if let Some((s, at)) = lane.handed.as_mut() {
+            if *s == seq {
+                *at = now;
+            }
+        }
+        if let Some((step, source)) = about {
+            lane.last = Some(Told {
+                seq,
+                step,
+                source: Some(source),
+                outcome: Outcome::Refused(reason.to_string()),
+                at: now,
+            });
+        }
+        self.wake(session);
     }
 
     /// A write failed: back off (doubling up to `retry_max`). Returns when

@@ -135,12 +135,19 @@ impl Sessions {
         }
     }
 
-    /// A prompt reached an idle agent that folds later prompts into the
-    /// turn it starts (`Kind::waits_for_idle`): it is busy from now on, as
-    /// far as its lane is concerned, until a newer look says it is idle.
-    pub(super) fn prompted(&mut self, now: Now, session: &str, step: &str) {
+    /// A prompt handed out at `handed` reached an idle agent that folds
+    /// later prompts into the turn it starts (`Kind::waits_for_idle`): it
+    /// is busy from now on, as far as its lane is concerned, until a newer
+    /// look says it is idle — unless a look made since the hand-out says
+    /// what it is (a prompt found taken by a look after its turn ended:
+    /// marking that idle session busy would hold its next prompt for
+    /// ever, as no observer speaks of an idle session again).
+    pub(super) fn prompted(&mut self, now: Now, session: &str, step: &str, handed: Option<Now>) {
+        let Some(handed) = handed else {
+            return;
+        };
         if let Some(o) = self.observed.get_mut(session) {
-            if o.state.is_idle() {
+            if o.state.is_idle() && o.at <= handed {
                 o.state = AgentState::Busy(format!("starting a turn on {step}"));
                 (o.since, o.at, o.by) = (now, now, Observer::Delivery);
             }

@@ -379,6 +379,7 @@ fn stock(checked: &[bool]) -> String {
     s
 }
 
+mod doubts;
 mod fanout;
 mod hidden;
 mod hidden_property;

@@ -56,10 +56,11 @@ impl Daemon {
         self.views.at = None;
         let (now, wall) = (self.now(), SystemTime::now());
         let told = self.engine.told();
+        let in_flight = self.engine.in_flight();
         let mut sessions = session_view::sessions(
             self.engine.sessions(),
             self.engine.absent(),
-            (&told, &self.engine.in_flight()),
+            (&told, &in_flight),
             (now, wall),
         );
         // An agent program's backend may follow every session of that

@@ -4,7 +4,7 @@
 //! sending again — the step reaches the agent once.
 
 use super::{barrier, nothing_pending, once, sequential};
-use crate::conformance::{wait_followed, Kind, TICKING};
+use crate::conformance::{step_needle, wait_followed, Kind, TICKING};
 
 pub fn run<K: Kind>() {
     let Some(k) = K::start(TICKING, &|_| {}) else {
@@ -17,6 +17,11 @@ pub fn run<K: Kind>() {
     k.closed(&plan, "Run me once");
     barrier(&k, "after the doubt");
     once(&k, "s1", "Run me once");
+    // Where the wire is seen: written once, too (a second copy a program
+    // stores and never runs would not show as a turn).
+    if let Some(writes) = k.writes(&step_needle("s1", "Run me once")) {
+        assert_eq!(writes.len(), 1, "{}: s1 written {writes:?}", K::NAME);
+    }
     // The fault was met: the test is not about a read that never failed.
     let doubt = format!("could not tell whether session {} took s1", k.session());
     assert_eq!(

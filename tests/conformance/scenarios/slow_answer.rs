@@ -5,12 +5,14 @@
 //! reveille must not take the quiet for a lost prompt and send it again,
 //! and must not freeze: the next step goes out once the first is ticked.
 //! While an answer is late, `why` and `status` say the prompt is in flight,
-//! and nothing else goes to the session.
+//! and nothing else goes to the session: where the wire is seen (opencode,
+//! through its proxy), the session's next prompt is written only after the
+//! first one's answer came back, though the agent had run the first.
 
 use std::path::Path;
 
 use super::{barrier, nothing_pending, once, sequential};
-use crate::conformance::{status_of, wait_followed, Kind, Slow, TICKING};
+use crate::conformance::{status_of, step_needle, wait_followed, Kind, Slow, TICKING};
 use crate::util::try_wait_until;
 
 pub fn run<K: Kind>() {
@@ -30,6 +32,7 @@ pub fn run<K: Kind>() {
     barrier(&k, "after the slow answers");
     once(&k, "s1", "Slow one");
     once(&k, "s2", "Slow two");
+    not_meanwhile(&k);
     nothing_pending(&k);
     assert_eq!(
         k.overlapped(),
@@ -65,5 +68,33 @@ fn in_flight_meanwhile<K: Kind>(k: &K, plan: &Path) {
         !status["in_flight"].is_null() || status["last_delivery"]["step"] == "s1",
         "{}: status shows nothing in flight while s1's answer is late: {status:#}",
         K::NAME
+    );
+}
+
+/// Where the wire is seen: each step was written once, and the second
+/// only after the answer to the first came back — though the agent had
+/// run the first, and so made the second ready, before that.
+fn not_meanwhile<K: Kind>(k: &K) {
+    let (one, two) = (step_needle("s1", "Slow one"), step_needle("s2", "Slow two"));
+    let (Some(first), Some(second)) = (k.writes(&one), k.writes(&two)) else {
+        return;
+    };
+    assert_eq!(first.len(), 1, "{}: s1 written {first:?}", K::NAME);
+    assert_eq!(second.len(), 1, "{}: s2 written {second:?}", K::NAME);
+    let answered = first[0].1.expect("the first write was answered");
+    let ran = k.turns(&one).remove(0);
+    let ended = ran.ended.expect("the turn on s1 ended");
+    assert!(
+        ended < answered,
+        "{}: the turn on s1 ended {:.2} s after its write was answered: the answer was not slow enough to prove anything",
+        K::NAME,
+        ended - answered
+    );
+    assert!(
+        second[0].0 >= answered,
+        "{}: s2 was written {:.2} s before the answer to s1 came back\n{}",
+        K::NAME,
+        answered - second[0].0,
+        k.daemon().log()
     );
 }

@@ -8,7 +8,10 @@
 //! it, and answers with what it found. A prompt found absent from an
 //! agent that may hide one it starts (Codex) is looked for again after
 //! the kind's `hidden` window, or once the agent is idle, as the one rule
-//! (`core::taken`) says.
+//! (`core::taken`) says. A look that could not tell
+//! (`Evidence::Unsure`) is answered the same way: another look after the
+//! window, never a send, and never "delivered" because the session is
+//! still there (`core::taken::settled_by_look`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -127,5 +130,37 @@ impl Ledger {
         .step(&p.step)
         .session(session);
         fx.push(Effect::Log(log));
+    }
+}
+
+impl Ledger {
+    /// Whether prompt `seq`, being written to a session whose record will
+    /// tell, was taken could not be told (`why`): said once per prompt,
+    /// never sent again on that, and looked for in the record after
+    /// `window` — each time, as a look that failed is looked at again.
+    pub(in crate::core::engine) fn on_doubt_record(
+        &mut self,
+        now: Now,
+        session: &str,
+        seq: u64,
+        (why, window): (&str, Duration),
+        timers: &mut Timers,
+        fx: &mut Vec<Effect>,
+    ) {
+        let news = self.lanes.doubt(now, session, seq);
+        if let Some(p) = self.pending(session, seq).filter(|_| news) {
+            let log = Log::new(
+                Level::Info,
+                format!(
+                    "could not tell whether session {session} took {} ({why}); it is not sent again: it is looked for in the agent's record in {window:?}",
+                    p.step
+                ),
+            )
+            .plan(&p.source)
+            .step(&p.step)
+            .session(session);
+            fx.push(Effect::Log(log));
+        }
+        self.await_record(now, session, seq, window, timers);
     }
 }

@@ -3,6 +3,9 @@
 //! a prompt goes out again only once its kind's `unseen` window has passed
 //! since its last possible write, a look is asked only after the `record`
 //! window and never writes, nothing else goes while a prompt is in flight,
+//! a look that could not tell is answered by another look after the
+//! window (never by a send, nor by "delivered" because the session was
+//! seen still there), nothing is delivered that the record did not show,
 //! and every step arrives in the end (nothing lost).
 
 use super::*;
@@ -21,6 +24,10 @@ enum Op {
     Absent,
     /// The write failed.
     Refused,
+    /// A look (or the write's own read) could not tell.
+    Unsure,
+    /// The session is seen idle, still there.
+    Seen,
     /// Time passes (ms), every timer firing when due.
     Wait(u64),
     /// reveille killed and started again (engine time zero).
@@ -33,6 +40,8 @@ fn op() -> impl Strategy<Value = Op> {
         2 => Just(Op::Found),
         2 => Just(Op::Absent),
         1 => Just(Op::Refused),
+        2 => Just(Op::Unsure),
+        2 => Just(Op::Seen),
         4 => (1..4_000u64).prop_map(Op::Wait),
         1 => Just(Op::Restart),
     ]
@@ -51,6 +60,8 @@ struct Model {
     last_write: BTreeMap<u64, Duration>,
     /// How many hand-outs and looks of `Sim::handed_at` are checked.
     checked: usize,
+    /// The prompts the record showed taken.
+    found: BTreeSet<u64>,
 }
 
 fn rig_from(memory: Memory, files: &BTreeMap<PathBuf, String>) -> Rig {
@@ -97,6 +108,11 @@ impl Model {
             self.flight = Some((seq, None));
         }
         self.checked = rig.world.handed_at.len();
+        for r in &rig.world.records {
+            if let Record::Delivered { seq, .. } = r {
+                prop_assert!(self.found.contains(seq), "{seq} delivered unseen");
+            }
+        }
         Ok(())
     }
 
@@ -123,6 +139,7 @@ fn apply(rig: &mut Rig, m: &mut Model, op: &Op) {
         }
         (Op::Found, Some(seq)) => {
             m.answered(rig.now);
+            m.found.insert(seq);
             rig.feed(Input::Delivered {
                 session: CLAUDE.into(),
                 seq,
@@ -147,6 +164,17 @@ fn apply(rig: &mut Rig, m: &mut Model, op: &Op) {
                 },
             });
         }
+        (Op::Unsure, Some(seq)) => {
+            // Looked for again after the window, from now.
+            m.flight = Some((seq, Some(rig.now)));
+            m.look = None;
+            rig.feed(evidence(seq, Evidence::Unsure("EIO".into())));
+        }
+        (Op::Seen, _) => {
+            let idle = Seen::State(crate::core::session::AgentState::Idle);
+            let look = Observation::new(CLAUDE.into(), idle, Observer::Program);
+            rig.feed(Input::Observed(look));
+        }
         (Op::Wait(ms), _) => rig.run_for(Duration::from_millis(*ms)),
         (Op::Restart, _) => {
             let memory = rig.engine.memory().clone();
@@ -158,6 +186,7 @@ fn apply(rig: &mut Rig, m: &mut Model, op: &Op) {
             }
             *m = Model {
                 last_write: std::mem::take(&mut m.last_write),
+                found: std::mem::take(&mut m.found),
                 ..Model::default()
             };
             *rig = rig_from(memory, &files);

@@ -116,16 +116,6 @@ impl Api {
             .collect())
     }
 
-    /// `GET /session/:id/message/:messageID`: whether the server stored it.
-    pub fn has_message(&self, id: &str, message_id: &str) -> Result<bool, ApiError> {
-        let target = session_path(id, &format!("/message/{}", encode(message_id)));
-        let answer = self.server.call("GET", &target, None)?;
-        match answer.status {
-            404 => Ok(false),
-            _ => self.ok(id, answer).map(|_| true),
-        }
-    }
-
     /// `POST /session/:id/prompt_async` with our `messageID`: 204 once the
     /// server has taken it (the turn runs in the background).
     pub fn prompt(&self, id: &str, message_id: &str, text: &str) -> Result<(), ApiError> {

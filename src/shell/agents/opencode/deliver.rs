@@ -4,43 +4,45 @@
 //! to end: the text is stored at once, and the running turn's next model
 //! call (after a tool result) already carries it — merged into a turn that
 //! is not its own. So a prompt goes only to an **idle** session, checked
-//! right before the post, and a busy one is refused ("busy: …") until the
-//! event stream reports its idle, which makes the engine retry. In order:
+//! right before the post. In order:
 //!
 //! 1. a prompt already delivered in this run is delivered again, not sent;
 //! 2. the session's record, once (is the server there, is the session on
 //!    it, which directory is it in);
 //! 3. reveille's previous prompt there has finished its turn;
 //! 4. no other opencode process may be running the session (`owner`);
-//! 5. on the first delivery to the session in this run, or after a post
-//!    that broke midway: a copy of this prompt (our `messageID` tag)
-//!    already in the transcript means it reached the agent before —
-//!    delivered, not sent again;
+//! 5. on the first delivery to the session in this run: a copy of this
+//!    prompt (our `messageID` tag) already in the transcript means it
+//!    reached the agent before reveille restarted — delivered, not sent
+//!    again;
 //! 6. the session is idle (`GET /session/status` of its directory);
-//! 7. `prompt_async` with our `messageID`, then the server's own record of
-//!    the message (`prompt_async` answers before storing it); reported
-//!    `Evidence::Sent`, not delivered: a message stored while the session
-//!    starts another client's turn can be gone from it a moment later,
-//!    never run. An answer to it (its turn) reports it delivered; else the
-//!    engine asks, after opencode's `record` window, for a look at the
-//!    session's messages (`look.rs`).
+//! 7. `prompt_async` with our `messageID`.
+//!
+//! What it saw is reported as evidence, and the engine's one rule
+//! (`core::taken`) decides: a check that found the session busy (3, 6) is
+//! `Evidence::Busy`, after a look at the state seen — the prompt waits for
+//! the idle; a call that reached nothing is `Evidence::Refused` — retried;
+//! a post answered 204 is `Evidence::Sent`, not delivered: a message
+//! stored while the session starts another client's turn can be left
+//! unrun. Its answer (its turn) tells `Delivered`; else the engine asks,
+//! after opencode's `record` window, for a look at the session's messages
+//! (`look.rs`). A post that broke midway (the request went out, no answer
+//! came back) is `Evidence::Unsure`: it may have been taken, so it is
+//! looked for the same way — never posted again on a doubt.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::api::{Api, ApiError, MessageInfo};
 use super::followed::{Guard, Shared};
 use super::{message_id, owner};
 use crate::core::effect::Delivery;
-use crate::core::input::{Evidence, Input, Reached, Undeliverable};
+use crate::core::input::{Evidence, Input, Reached};
 use crate::shell::agents::remote::link::Why;
 
 /// How far back the transcript is searched for a copy of a prompt sent
 /// before a restart: the prompt in flight when reveille stopped, and the
 /// turn the agent ran on it.
-pub(super) const LOOK_BACK: usize = 100;
-/// How long the server may take to store a prompt it answered 204 for.
-const STORE: Duration = Duration::from_secs(2);
+pub const LOOK_BACK: usize = 100;
 
 /// Delivers prompts to the sessions of one server.
 pub struct Courier {
@@ -49,7 +51,7 @@ pub struct Courier {
     pub shared: Arc<Shared>,
 }
 
-/// What became of a delivery that did not fail.
+/// What became of a delivery that wrote or found its prompt.
 enum Done {
     /// Posted now.
     Posted,
@@ -60,37 +62,12 @@ enum Done {
     Found { id: String, answered: bool },
 }
 
-/// Why a delivery did not happen, and what follows from it.
-struct Refusal {
-    reason: String,
-    then: Then,
-}
-
-/// What a refusal leaves behind.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Then {
-    /// Nothing was sent: the engine retries when it will.
-    Retry,
-    /// The post broke midway: the prompt may have been taken, so the next
-    /// delivery of it looks for a copy first.
-    LookFirst,
-    /// The session is busy: the idle that ends its turn is reported, also
-    /// if idle was the last thing reported, so the engine retries then.
-    WaitIdle,
-}
-
-fn refused(then: Then) -> impl Fn(String) -> Refusal + Copy {
-    move |reason| Refusal { reason, then }
-}
-
 impl Courier {
-    /// Deliver `d` to the bare session `id`, and report the outcome.
+    /// Deliver `d` to the bare session `id`, and report what was seen.
     pub fn deliver(&self, d: &Delivery, id: &str) {
         self.shared.lock().learn(id);
         let outcome = self.attempt(d, id);
         let mut f = self.shared.lock();
-        let then = outcome.as_ref().err().map(|r| r.then);
-        f.uncertain(id, d.seq, then == Some(Then::LookFirst));
         if let Ok(Done::Found { id: message, .. }) = &outcome {
             tracing::info!(project = %self.project, session = %d.session, step = %d.step, "{} reached {} before reveille restarted (its message {message} is in the transcript): not sent again", d.step, d.session);
         }
@@ -101,62 +78,51 @@ impl Courier {
             }
             // Posted: whether it was taken, its answer tells, or else the
             // engine's look (`look.rs`) after opencode's `record` window.
-            Ok(Done::Posted) => f.sent(id, d.seq, sent(d)),
+            Ok(Done::Posted) => f.sent(id, d.seq, evidence(d, Evidence::Sent)),
             Ok(Done::Again | Done::Found { .. }) => f.outcome(id, delivered(d)),
-            Err(r) => {
-                f.outcome(
-                    id,
-                    Input::Undeliverable {
-                        session: d.session.clone(),
-                        seq: d.seq,
-                        why: Undeliverable { reason: r.reason },
-                    },
-                );
-                // After the refusal, under the same lock as the follower's
-                // reports: an idle seen meanwhile is reported again now.
-                if r.then == Then::WaitIdle {
-                    f.owe_idle(id);
-                }
-            }
+            // Broke midway: it may be there, and an answer to it tells as
+            // for one sent.
+            Err(unsure @ Evidence::Unsure(_)) => f.sent(id, d.seq, evidence(d, unsure)),
+            Err(seen) => f.outcome(id, evidence(d, seen)),
         }
     }
 
-    /// The delivery, or why not.
-    fn attempt(&self, d: &Delivery, id: &str) -> Result<Done, Refusal> {
+    /// The delivery, or what stopped it.
+    fn attempt(&self, d: &Delivery, id: &str) -> Result<Done, Evidence> {
         let began = std::time::Instant::now();
-        let sure = refused(Then::Retry);
         if self.shared.lock().guard(id, d.seq) == Guard::Taken {
             return Ok(Done::Again);
         }
-        let directory = self.directory(id).map_err(sure)?;
+        let refused = Evidence::Refused;
+        let directory = self.directory(id).map_err(refused)?;
         self.previous_turn_over(id, d.seq, &directory)?;
         if self.api.server.is_local() {
             owner::check(self.api.server.port(), self.api.server.url(), &directory)
-                .map_err(sure)?;
+                .map_err(refused)?;
         }
-        if self.shared.lock().must_look(id, d.seq) {
+        if self.shared.lock().must_look(id) {
             let copy = self
                 .find_copy(id, d.seq)
-                .map_err(|e| sure(self.failed(id, e)))?;
+                .map_err(|e| refused(self.failed(id, e)))?;
             self.shared.lock().looked(id);
             if let Some((id, answered)) = copy {
                 return Ok(Done::Found { id, answered });
             }
         }
-        let before = self.shared.lock().stream_count(id);
+        let before = self.shared.lock().mark(id);
         let state = self
             .api
             .state(id, &directory)
-            .map_err(|e| sure(self.failed(id, e)))?;
+            .map_err(|e| refused(self.failed(id, e)))?;
         match self.shared.lock().polled(id, Some(state), before) {
             Some(state) if state.is_idle() => {}
             Some(state) => {
-                return Err(refused(Then::WaitIdle)(format!(
+                return Err(Evidence::Busy(format!(
                     "busy: waits for the running turn to end ({state})"
                 )))
             }
             None => {
-                return Err(sure(format!(
+                return Err(refused(format!(
                     "session {id} was deleted, or its server's event stream broke, meanwhile"
                 )))
             }
@@ -177,24 +143,23 @@ impl Courier {
         Ok(info.directory)
     }
 
-    /// `Err` while reveille's previous prompt to `id` has not ended its
-    /// turn; a turn that ended unseen (the event stream was down) is
-    /// noticed here.
-    fn previous_turn_over(&self, id: &str, seq: u64, directory: &str) -> Result<(), Refusal> {
+    /// `Err` while the turn on reveille's previous prompt to `id` runs; a
+    /// turn that ended unseen (the event stream was down) is noticed here.
+    fn previous_turn_over(&self, id: &str, seq: u64, directory: &str) -> Result<(), Evidence> {
         let Guard::Running(previous) = self.shared.lock().guard(id, seq) else {
             return Ok(());
         };
-        let before = self.shared.lock().stream_count(id);
+        let before = self.shared.lock().mark(id);
         let state = self
             .api
             .state(id, directory)
-            .map_err(|e| refused(Then::Retry)(self.failed(id, e)))?;
+            .map_err(|e| Evidence::Refused(self.failed(id, e)))?;
         let mut f = self.shared.lock();
         f.polled(id, Some(state), before);
         if f.guard(id, seq) == Guard::Free {
             return Ok(());
         }
-        Err(refused(Then::WaitIdle)(format!(
+        Err(Evidence::Busy(format!(
             "busy: waits for the turn on reveille's previous prompt ({previous}) to end"
         )))
     }
@@ -206,7 +171,7 @@ impl Courier {
     /// server stores after this read is missed by it: the window is the
     /// milliseconds between `prompt_async`'s answer and its store.
     pub fn prepare(&self, id: &str) {
-        if !self.shared.lock().must_look(id, u64::MAX) {
+        if !self.shared.lock().must_look(id) {
             return;
         }
         if let Ok(messages) = self.api.messages(id, LOOK_BACK) {
@@ -218,7 +183,7 @@ impl Courier {
     /// was answered.
     fn find_copy(&self, id: &str, seq: u64) -> Result<Option<(String, bool)>, ApiError> {
         let tag = message_id::tag(&self.project, seq);
-        let kept = self.shared.lock().take_snapshot(id, seq);
+        let kept = self.shared.lock().take_snapshot(id);
         let messages = match kept {
             Some(messages) => messages,
             None => self.api.messages(id, LOOK_BACK)?,
@@ -226,37 +191,25 @@ impl Courier {
         Ok(copy_in(&messages, &tag))
     }
 
-    /// Post the prompt and wait for the server's record of it.
-    fn post(&self, d: &Delivery, id: &str) -> Result<Done, Refusal> {
+    /// Post the prompt: sent (204), not known (the exchange broke after
+    /// the request went out, or the server answered an error it may have
+    /// taken the prompt with), or refused (nothing reached the server).
+    fn post(&self, d: &Delivery, id: &str) -> Result<Done, Evidence> {
         let message = message_id::new_id(&self.project, d.seq);
-        self.shared.lock().posted(id, d.seq, &message, false);
-        if let Err(e) = self.api.prompt(id, &message, &d.text) {
-            let then = match e {
-                ApiError::Failed(_) => Then::LookFirst,
-                _ => Then::Retry,
-            };
-            self.shared.lock().unpost(id, &message);
-            return Err(refused(then)(self.failed(id, e)));
-        }
-        tracing::debug!(project = %self.project, session = %d.session, "posted seq {} to {id} as {message}", d.seq);
-        if self.shared.wait_stored(id, &message, STORE) == Some(true) {
-            return Ok(Done::Posted);
-        }
-        // The event stream did not show it stored (it may be down), or a
-        // turn ended before it did: that may have been another client's
-        // turn, starting as this was posted — opencode then answers 204
-        // and may never store it (seen: several prompts posted while a
-        // session starts a turn, only the first stored). Ask.
-        match self.api.has_message(id, &message) {
-            Ok(true) => Ok(Done::Posted),
-            Ok(false) => {
-                self.shared.lock().unpost(id, &message);
-                Err(refused(Then::LookFirst)(format!(
-                    "the opencode server at {} took the prompt but did not store it within {STORE:?}",
-                    self.api.server.url()
-                )))
+        self.shared.lock().posted(id, d.seq, &message);
+        match self.api.prompt(id, &message, &d.text) {
+            Ok(()) => {
+                tracing::debug!(project = %self.project, session = %d.session, "posted seq {} to {id} as {message}", d.seq);
+                Ok(Done::Posted)
             }
-            Err(e) => Err(refused(Then::LookFirst)(self.failed(id, e))),
+            Err(e @ ApiError::Failed(_)) => Err(Evidence::Unsure(format!(
+                "posting it as {message} broke midway: {}",
+                self.failed(id, e)
+            ))),
+            Err(e) => {
+                self.shared.lock().unpost(id, &message);
+                Err(Evidence::Refused(self.failed(id, e)))
+            }
         }
     }
 
@@ -306,11 +259,11 @@ pub(super) fn copy_in(messages: &[MessageInfo], tag: &str) -> Option<(String, bo
     newest.map(|id| (id, false))
 }
 
-fn sent(d: &Delivery) -> Input {
+pub(super) fn evidence(d: &Delivery, evidence: Evidence) -> Input {
     Input::Evidence {
         session: d.session.clone(),
         seq: d.seq,
-        evidence: Evidence::Sent,
+        evidence,
     }
 }
 

@@ -1,5 +1,7 @@
 //! The engine's look at a prompt posted to an opencode session and
-//! reported sent (`Evidence::Sent`), once opencode's `record` window
+//! reported sent (`Evidence::Sent`) or not known to be taken
+//! (`Evidence::Unsure`: its post broke midway, or a look before this one
+//! could not read the session), once opencode's `record` window
 //! (`core::confirm::OPENCODE_RECORD`) has passed without an answer to it
 //! being seen: the session's messages say what became of it. Run on the
 //! backend's worker thread, in order with the deliveries.
@@ -10,7 +12,7 @@
 //! | not answered, the session busy: waiting behind a running turn, or lost with it | `Evidence::Sent`: looked for again after the window |
 //! | not answered, the session idle | `Evidence::NotRecorded`: sent again |
 //! | not there | `Evidence::NotRecorded`: sent again |
-//! | the messages or the status could not be read | `Evidence::Unsure`: the session's next look settles it |
+//! | the messages or the status could not be read | `Evidence::Unsure`: looked at again after the window, never posted again on it |
 //!
 //! Only an answer proves a prompt taken. opencode can store a message
 //! posted while the session starts another client's turn and yet never
@@ -20,11 +22,11 @@
 //! prompt is posted again; one that was answered, or still waits behind a
 //! running turn, is never posted again.
 
-use super::deliver::{copy_in, Courier, LOOK_BACK};
+use super::deliver::{copy_in, evidence, Courier, LOOK_BACK};
 use super::message_id;
 use crate::core::confirm;
 use crate::core::effect::Delivery;
-use crate::core::input::{Evidence, Input};
+use crate::core::input::Evidence;
 use crate::core::session::Kind;
 
 impl Courier {
@@ -48,7 +50,7 @@ impl Courier {
         let window = confirm::windows(Kind::Opencode).record;
         let server = self.api.server.url();
         let dropped = match copy {
-            Some((_, true)) => return self.shared.lock().taken_as_found(id, d.seq, true),
+            Some((_, true)) => return self.shared.lock().taken_as_found(id, d.seq),
             Some((message, false)) if busy => {
                 tracing::debug!(project = %self.project, session = %d.session, "{} ({message}) is unanswered behind the running turn of {id}: looked for again", d.step);
                 return self.shared.lock().send(evidence(d, Evidence::Sent));
@@ -65,20 +67,12 @@ impl Courier {
     /// Whether `id` is running a turn, as its server says now.
     fn busy(&self, id: &str) -> Result<bool, String> {
         let directory = self.directory(id)?;
-        let before = self.shared.lock().stream_count(id);
+        let before = self.shared.lock().mark(id);
         let state = self
             .api
             .state(id, &directory)
             .map_err(|e| format!("reading its status failed: {}", self.failed(id, e)))?;
         let state = self.shared.lock().polled(id, Some(state), before);
         Ok(state.is_some_and(|s| !s.is_idle()))
-    }
-}
-
-fn evidence(d: &Delivery, evidence: Evidence) -> Input {
-    Input::Evidence {
-        session: d.session.clone(),
-        seq: d.seq,
-        evidence,
     }
 }

@@ -6,8 +6,10 @@
 //!   busy one merges it into the running turn), with a `messageID` of
 //!   reveille's (`message_id`) that the transcript keeps, so a turn on it
 //!   is confirmed by the agent's own records and a prompt repeated after a
-//!   restart is recognised instead of sent twice; a post is reported sent,
-//!   and delivered once its answer is seen;
+//!   restart is recognised instead of sent twice; what it saw is reported
+//!   as evidence for the engine's rule (`core::taken`): busy, sent, not
+//!   known (a post that broke midway), and delivered once its answer is
+//!   seen;
 //! - `look`: the engine's look for a prompt sent and not yet answered, in
 //!   the session's messages: there, it is delivered; gone, sent again;
 //! - `watch`: the server's event stream → session states, turn starts,
@@ -17,7 +19,9 @@
 //!   name), and reaping them;
 //! - `names`: the engine's names for sessions (a child's is its own, not
 //!   opencode's id) and what they lead to;
-//! - `followed`: what is known and was reported of each session;
+//! - `followed`: the sessions followed — every state seen, as a look
+//!   (`followed/report.rs`), and reveille's prompt in each
+//!   (`followed/posted.rs`);
 //! - `api`, `http`, `events`: the server's routes, the HTTP client, the
 //!   events.
 //!

@@ -18,7 +18,7 @@
 //! out, TLS, credentials) is said once per episode, at warning level, and
 //! its return at info; credentials it refused are tried again every 10 s,
 //! not every 250 ms. At each heartbeat a followed session last reported
-//! busy (or owed an idle by a refused prompt) is read again — a net under
+//! busy (or unreachable) is read again — a net under
 //! the stream, so a lost idle holds a prompt for one heartbeat, not for
 //! ever.
 
@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use super::api::{Api, ApiError};
 use super::events::{self, Event};
-use super::followed::Shared;
+use super::followed::{Mark, Shared};
 use super::http::{Failure, SERVER};
 use crate::shell::agents::remote::link::{Episode, LinkDown, Why};
 
@@ -93,7 +93,6 @@ pub fn follow(api: Api, shared: Arc<Shared>, closed: Receiver<()>) {
             return;
         }
         shared.lock().server_gone(&down);
-        shared.notify();
         let wait = if episode.refused_credentials() {
             RETRY_REFUSED
         } else {
@@ -130,16 +129,7 @@ fn apply(shared: &Shared, event: Event) {
         Event::Idle { session } => {
             f.streamed(&session, Some(crate::core::session::AgentState::Idle))
         }
-        Event::User { session, id } => {
-            f.user_message(&session, &id);
-            drop(f);
-            shared.notify();
-        }
-        Event::Assistant { session, parent } => {
-            f.answer(&session, &parent);
-            drop(f);
-            shared.notify();
-        }
+        Event::Assistant { session, parent } => f.answer(&session, &parent),
         Event::Tool { session, running } => f.tool(&session, running),
         Event::Deleted { session } => f.streamed(&session, None),
         Event::Asked {
@@ -151,7 +141,7 @@ fn apply(shared: &Shared, event: Event) {
             f.request(&session, &request, Some(wait));
         }
         Event::Answered { session, request } => f.request(&session, &request, None),
-        Event::Connected | Event::Heartbeat | Event::Other => {}
+        Event::User { .. } | Event::Connected | Event::Heartbeat | Event::Other => {}
     }
 }
 
@@ -196,7 +186,7 @@ pub enum Gone {
 /// Read session `id`'s record and status, and report its state (`None`
 /// when the server has no such session).
 pub fn refresh_one(api: &Api, shared: &Shared, id: &str) -> Result<(), Gone> {
-    let before = shared.lock().stream_count(id);
+    let before = shared.lock().mark(id);
     let state = match api.session(id) {
         Ok(info) => {
             shared.lock().set_directory(id, &info.directory);
@@ -216,14 +206,13 @@ pub fn refresh_one(api: &Api, shared: &Shared, id: &str) -> Result<(), Gone> {
     if waiting {
         pending(api, shared, id, before);
     }
-    shared.notify();
     Ok(())
 }
 
 /// The permissions and questions pending in `id`'s directory that are
 /// `id`'s: a request asked while the stream was down (or before reveille
 /// followed the session) is in no event.
-fn pending(api: &Api, shared: &Shared, id: &str, before: u64) {
+fn pending(api: &Api, shared: &Shared, id: &str, before: Mark) {
     let Some(directory) = shared.lock().directory(id) else {
         return;
     };
@@ -245,9 +234,6 @@ fn missed_start(api: &Api, shared: &Shared, id: &str) {
     };
     let mut f = shared.lock();
     for m in &messages {
-        if m.id == posted.id {
-            f.user_message(id, &m.id);
-        }
         if m.role == "assistant" && m.parent.as_deref() == Some(posted.id.as_str()) {
             f.answer(id, &posted.id);
         }

@@ -2,6 +2,7 @@
 //! follower and the courier feed it.
 
 use super::*;
+use crate::core::session::AgentState;
 
 fn followed() -> (Followed, tokio::sync::mpsc::UnboundedReceiver<Input>) {
     let (tx, rx) = Reports::channel();
@@ -61,32 +62,34 @@ fn every_state_is_reported_with_the_running_tool() {
 }
 
 #[test]
-fn a_posted_prompt_holds_the_next_until_its_turn_ends_and_starts_once() {
+fn a_posted_prompt_holds_the_next_while_its_turn_runs_and_starts_once() {
     let (mut f, mut rx) = followed();
     f.state("ses_a", Some(AgentState::Idle));
-    f.posted("ses_a", 4, "msg_x", false);
+    f.posted("ses_a", 4, "msg_x");
     assert_eq!(f.guard("ses_a", 4), Guard::Taken);
-    assert_eq!(f.guard("ses_a", 5), Guard::Running(4));
-    // A stale idle before its turn is seen releases nothing.
+    // Unanswered, it holds nothing: the engine settles it first.
+    assert_eq!(f.guard("ses_a", 5), Guard::Free);
+    // An idle seen before its turn starts is told (the session is idle),
+    // and forgets nothing of it.
     f.state("ses_a", Some(AgentState::Idle));
-    assert_eq!(f.guard("ses_a", 5), Guard::Running(4));
     f.state("ses_a", busy("busy"));
     f.answer("ses_a", "msg_other");
     f.answer("ses_a", "msg_x");
     f.answer("ses_a", "msg_x");
+    assert_eq!(f.guard("ses_a", 5), Guard::Running(4), "its turn runs");
     let delivered = Input::Delivered {
         session: "opencode:ses_a".into(),
         seq: 4,
         reached: crate::core::input::Reached::Accepted,
     };
     f.outcome("ses_a", delivered.clone());
-    f.owe_idle("ses_a");
     f.state("ses_a", Some(AgentState::Idle));
     assert_eq!(f.guard("ses_a", 5), Guard::Free);
     assert_eq!(f.guard("ses_a", 4), Guard::Taken, "delivered in this run");
     assert_eq!(
         drain(&mut rx),
         vec![
+            state(Some(AgentState::Idle)),
             state(Some(AgentState::Idle)),
             state(busy("busy")),
             delivered,
@@ -100,30 +103,20 @@ fn a_posted_prompt_holds_the_next_until_its_turn_ends_and_starts_once() {
 }
 
 #[test]
-fn an_idle_owed_to_a_refused_prompt_is_reported_even_if_unchanged() {
-    let (mut f, mut rx) = followed();
-    // Refused while busy: the idle that ends the turn is reported.
-    f.state("ses_a", busy("busy"));
-    f.owe_idle("ses_a");
-    assert_eq!(f.awaiting_idle(), ["ses_a"], "read again at each heartbeat");
+fn a_prompt_posted_and_not_yet_answered_outlives_an_idle_but_not_the_session() {
+    let (mut f, _rx) = followed();
+    f.posted("ses_a", 4, "msg_x");
     f.state("ses_a", Some(AgentState::Idle));
-    assert!(f.awaiting_idle().is_empty());
-    // Refused after the idle was already reported: said again at once.
-    f.owe_idle("ses_a");
-    assert!(f.awaiting_idle().is_empty());
-    f.state("ses_a", Some(AgentState::Idle));
-    let idle = state(Some(AgentState::Idle));
-    assert_eq!(
-        drain(&mut rx),
-        vec![state(busy("busy")), idle.clone(), idle.clone(), idle]
-    );
+    assert!(f.unstarted("ses_a").is_some(), "its answer may still come");
+    f.state("ses_a", None);
+    assert!(f.unstarted("ses_a").is_none(), "gone with the session");
 }
 
 #[test]
 fn a_polled_state_older_than_the_streams_word_is_not_applied() {
     let (mut f, mut rx) = followed();
     f.streamed("ses_a", busy("busy"));
-    let before = f.stream_count("ses_a");
+    let before = f.mark("ses_a");
     // The turn ends while the poll is under way; its stale "busy"
     // comes back after the stream's idle.
     f.streamed("ses_a", Some(AgentState::Idle));
@@ -131,7 +124,7 @@ fn a_polled_state_older_than_the_streams_word_is_not_applied() {
         f.polled("ses_a", busy("busy"), before),
         Some(AgentState::Idle)
     );
-    let before = f.stream_count("ses_a");
+    let before = f.mark("ses_a");
     assert_eq!(f.polled("ses_a", busy("busy"), before), busy("busy"));
     assert_eq!(
         drain(&mut rx),
@@ -174,30 +167,17 @@ fn a_transcript_read_before_the_first_delivery_serves_its_look_once() {
         role: "user".into(),
         parent: None,
     };
+    assert!(f.must_look("ses_a"));
     f.keep_snapshot("ses_a", vec![m.clone()]);
-    f.uncertain("ses_a", 2, true);
-    assert_eq!(f.take_snapshot("ses_a", 2), None, "a broken post reads now");
-    assert_eq!(f.take_snapshot("ses_a", 1), Some(vec![m]));
-    assert_eq!(f.take_snapshot("ses_a", 1), None, "once");
+    assert_eq!(f.take_snapshot("ses_a"), Some(vec![m]));
+    assert_eq!(f.take_snapshot("ses_a"), None, "once");
     f.looked("ses_a");
+    assert!(
+        !f.must_look("ses_a"),
+        "only the first delivery of a run looks"
+    );
     f.keep_snapshot("ses_a", vec![]);
-    assert_eq!(f.take_snapshot("ses_a", 1), None, "not after a look");
-}
-
-#[test]
-fn only_the_first_look_of_a_run_or_an_uncertain_post_looks_for_a_copy() {
-    let (mut f, _rx) = followed();
-    assert!(f.must_look("ses_a", 1));
-    // A delivery that failed before looking (the server was down)
-    // leaves the next one to look.
-    f.uncertain("ses_a", 1, false);
-    assert!(f.must_look("ses_a", 1));
-    f.looked("ses_a");
-    assert!(!f.must_look("ses_a", 2));
-    f.uncertain("ses_a", 2, true);
-    assert!(f.must_look("ses_a", 2));
-    f.uncertain("ses_a", 2, false);
-    assert!(!f.must_look("ses_a", 2));
+    assert_eq!(f.take_snapshot("ses_a"), None, "not after a look");
 }
 
 #[test]
@@ -220,7 +200,7 @@ fn a_request_pending_is_a_wait_until_it_is_answered_and_a_stale_list_is_not_appl
         ]
     );
     // A list read before the stream said more is stale: not applied.
-    let before = f.stream_count("ses_a");
+    let before = f.mark("ses_a");
     f.request("ses_a", "per_2", Some(Wait::approval("rm f")));
     f.request("ses_a", "per_2", None);
     drain(&mut rx);
@@ -231,7 +211,7 @@ fn a_request_pending_is_a_wait_until_it_is_answered_and_a_stale_list_is_not_appl
     );
     assert_eq!(drain(&mut rx), vec![]);
     // One read now is: pending at connect, the session waits.
-    let now = f.stream_count("ses_a");
+    let now = f.mark("ses_a");
     f.pending(
         "ses_a",
         vec![("per_3".into(), Wait::question("Which?"))],
@@ -285,16 +265,16 @@ fn started(seq: u64) -> Input {
 fn a_sent_prompt_is_delivered_by_its_answer_whichever_comes_first() {
     // The answer after the report: it tells the engine at once.
     let (mut f, mut rx) = followed();
-    f.posted("ses_a", 4, "msg_x", false);
+    f.posted("ses_a", 4, "msg_x");
     f.sent("ses_a", 4, sent(4));
     f.answer("ses_a", "msg_x");
     assert_eq!(drain(&mut rx), vec![sent(4), delivered(4), started(4)]);
     // Found answered by a look afterwards: nothing more.
-    f.taken_as_found("ses_a", 4, true);
+    f.taken_as_found("ses_a", 4);
     assert_eq!(drain(&mut rx), vec![]);
     // The answer seen before the report: told right after it.
     let (mut f, mut rx) = followed();
-    f.posted("ses_a", 4, "msg_x", false);
+    f.posted("ses_a", 4, "msg_x");
     f.answer("ses_a", "msg_x");
     f.sent("ses_a", 4, sent(4));
     assert_eq!(drain(&mut rx), vec![sent(4), delivered(4), started(4)]);
@@ -303,12 +283,12 @@ fn a_sent_prompt_is_delivered_by_its_answer_whichever_comes_first() {
 #[test]
 fn a_sent_prompt_found_answered_after_its_turn_ended_is_delivered_and_started() {
     let (mut f, mut rx) = followed();
-    f.posted("ses_a", 4, "msg_x", false);
+    f.posted("ses_a", 4, "msg_x");
     f.sent("ses_a", 4, sent(4));
     f.state("ses_a", busy("busy"));
     f.state("ses_a", Some(AgentState::Idle));
     drain(&mut rx);
-    f.taken_as_found("ses_a", 4, true);
+    f.taken_as_found("ses_a", 4);
     assert_eq!(drain(&mut rx), vec![delivered(4), started(4)]);
     assert_eq!(f.guard("ses_a", 4), Guard::Taken);
 }
@@ -316,7 +296,7 @@ fn a_sent_prompt_found_answered_after_its_turn_ended_is_delivered_and_started() 
 #[test]
 fn a_sent_prompt_found_not_taken_is_posted_again() {
     let (mut f, mut rx) = followed();
-    f.posted("ses_a", 4, "msg_x", false);
+    f.posted("ses_a", 4, "msg_x");
     f.sent("ses_a", 4, sent(4));
     assert_eq!(
         f.guard("ses_a", 4),
