@@ -137,9 +137,8 @@ pub fn submit(dir: &OwnedFd, text: &str) -> io::Result<()> {
     submit_through(open_prompt(dir)?, text)
 }
 
-/// `prompt`, opened to write. Closed unwritten it submits nothing
-/// (ollie-9p trims what was written and ignores an empty prompt), so it
-/// can be opened while a check that may call the Submit off still runs.
+/// `prompt`, opened to write (closed unwritten it submits nothing:
+/// ollie-9p trims what was written and ignores an empty prompt).
 pub fn open_prompt(dir: &OwnedFd) -> io::Result<File> {
     open_in(dir, "prompt", libc::O_WRONLY)
 }

@@ -38,17 +38,9 @@ pub fn submit_later(
         // a held directory follows a rename) — a prompt written there is
         // lost, or reaches the renamed session unannounced. It waits in
         // the outbox instead.
-        // `prompt` is opened while `idx` is read: both are round trips to
-        // the 9P server standing between a ready step and its Submit, and
-        // a `prompt` closed unwritten submits nothing.
-        let (looked, prompt) = std::thread::scope(|s| {
-            let looked = s.spawn(|| held.listing(&sessions_dir, &session));
-            let prompt = super::open_prompt(&dir);
-            let looked = looked
-                .join()
-                .unwrap_or_else(|_| Err(std::io::Error::other("the read of idx panicked")));
-            (looked, prompt)
-        });
+        // (Reading `idx` while `prompt` opens gains nothing: 9pfuse
+        // serves one request at a time, measured.)
+        let looked = held.listing(&sessions_dir, &session);
         if matches!(looked, Ok(Listing::Absent)) {
             held.forget(&session);
         }
@@ -69,6 +61,7 @@ pub fn submit_later(
         if let Some(state) = before.as_ref().filter(|_| flavour == Flavour::Current) {
             let _ = reports.send(seen(&session, state.clone()));
         }
+        let prompt = super::open_prompt(&dir);
         let evidence = submitted(prompt, &dir, flavour, &text, &sessions_dir, &session);
         if matches!(evidence, Evidence::Refused(_)) {
             // Opened afresh next time: a held directory that refused a
