@@ -100,6 +100,22 @@ impl Deployed {
         );
     }
 
+    /// Waits until `status` shows `step` as the last prompt `session` was
+    /// given (the views are written a moment after an outcome comes back:
+    /// on a loaded machine, after the agent may have ticked the step).
+    pub fn wait_last_delivery(&self, session: &str, step: &str, timeout: Duration) {
+        let mut last = Value::Null;
+        let shown = crate::util::try_wait_until(timeout, || {
+            last = self.session_status(session);
+            (last["last_delivery"]["step"] == step).then_some(())
+        });
+        assert!(
+            shown.is_some(),
+            "status never showed {step} as {session}'s last delivery: {last}\n{}",
+            self.said().join("\n")
+        );
+    }
+
     /// The unit is still the one process it started as, running.
     pub fn still_running(&self) {
         assert_eq!(self.sd.property(UNIT, "ActiveState"), "active");

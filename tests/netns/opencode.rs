@@ -41,6 +41,16 @@ pub struct Rig {
     pub link: Link,
 }
 
+/// opencode is stopped in the namespace it listens in: its teardown waits
+/// for its port to close, and the same port number on this side may be
+/// another test's.
+impl Drop for Rig {
+    fn drop(&mut self) {
+        let oc = &mut self.oc;
+        self.link.within(Side::Far, || oc.kill9());
+    }
+}
+
 impl Rig {
     /// `None`, with one `skipped:` line, where this cannot run.
     pub fn new() -> Option<Rig> {
