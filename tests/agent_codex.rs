@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use reveille::config::CodexSettings;
 use reveille::core::effect::{Delivery, Spawn};
 use reveille::core::input::{Evidence, Input, Reached, Seen};
-use reveille::core::session::AgentState;
+use reveille::core::session::{AgentState, Kind};
+use reveille::core::taken::{self, Known, Verdict};
 use reveille::shell::agents::codex::CodexBackend;
 use reveille::shell::backend::Backend;
 use reveille::shell::backend::Reports;
@@ -121,8 +122,10 @@ impl Reveille {
         self.as_the_engine(session, seq, text, from, 2).0
     }
 
-    /// Answer `seq`'s absences with looks, the `write_after`th with a
-    /// write: where it was reported delivered, and after how many
+    /// Answer `seq`'s absences as the engine does, by its one rule
+    /// (`taken::judge`): a look once the rule's window has passed, and a
+    /// write once it says not taken — at the `write_after`th absence at
+    /// the earliest: where it was reported delivered, and after how many
     /// absences.
     fn as_the_engine(
         &mut self,
@@ -133,6 +136,7 @@ impl Reveille {
         write_after: usize,
     ) -> (usize, usize) {
         let (mut from, mut absences) = (from, 0);
+        let mut first_absent: Option<Instant> = None;
         loop {
             let at = self.wait("found or absent", from, |i| {
                 delivered(session, seq)(i) || absent(session, seq)(i)
@@ -142,9 +146,21 @@ impl Reveille {
             }
             absences += 1;
             from = at + 1;
-            if absences >= write_after {
-                self.hand_out(session, seq, text, false);
-                continue;
+            let known = Known {
+                absent_for: first_absent.map(|t| t.elapsed()),
+                busy: false,
+            };
+            first_absent.get_or_insert_with(Instant::now);
+            match taken::judge(Kind::Codex, Evidence::NotRecorded(String::new()), known) {
+                Verdict::NotTaken(_) if absences >= write_after => {
+                    self.hand_out(session, seq, text, false);
+                    continue;
+                }
+                Verdict::NotTaken(_) => {}
+                // The engine's timer, as long as the rule says (Codex's
+                // hidden dispatch): not a wait for a condition.
+                Verdict::LookAfter(window) => std::thread::sleep(window),
+                other => panic!("the rule answered an absence with {other:?}"),
             }
             let now = self.backend.look(&delivery(session, seq, text, true));
             assert_eq!(now, None, "a codex look is answered by the worker");

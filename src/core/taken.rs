@@ -6,9 +6,11 @@
 //! the step twice — so a prompt is sent again only on evidence that it
 //! was not taken. A backend that could not tell (a confirmation read
 //! failed: ollie-9p's store reads time out after 10 s with EIO) says so,
-//! and the answer is another look at the session, never another send:
-//! the session's next observation (`Input::Observed`, newer than the
-//! doubt) settles it.
+//! and the answer is another look, never another send: for a kind that
+//! keeps no record to look in (ollie-9p), the session's next observation
+//! (`Input::Observed`, newer than the doubt) settles it; for a kind whose
+//! record tells (Claude Code, opencode), a look in that record after its
+//! window (`settled_by_look`).
 //!
 //! An absence (`Evidence::NotRecorded`) from an agent that can hide a
 //! prompt it is starting (a kind with a `hidden` window, `core::confirm`:
