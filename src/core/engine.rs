@@ -17,7 +17,7 @@
 use std::path::PathBuf;
 
 use super::effect::{Delivery, Effect, Level, Log};
-use super::input::{Input, Observation, Observer, Reached, Seen, Undeliverable, UNLISTED};
+use super::input::{Observation, Reached, Seen, Undeliverable};
 use super::lifecycle::Lifecycle;
 use super::memory::Memory;
 use super::record::{Record, Work};
@@ -28,7 +28,7 @@ pub use config::{EngineConfig, Fanout, Mode, Now, Templates};
 use context::{cx, Cx};
 use ledger::Ledger;
 pub use outbox::{InFlight, Outcome, Told};
-use plans::{Plans, ReadKind};
+use plans::Plans;
 pub use reminders::{human, ReminderView};
 use reminders::{Open, Reminders};
 use sessions::{Look, Sessions};
@@ -174,121 +174,12 @@ impl Engine {
             .poll_delivery(now, &mut self.timers, self.sessions.observed())
     }
 
-    /// Handle one input; the returned effects are to be carried out in order.
-    pub fn handle(&mut self, now: Now, input: Input) -> Vec<Effect> {
-        let mut fx = Vec::new();
-        let mut cx = cx!(self, &mut fx);
-        let refill = match input {
-            Input::Changed { path, change } => {
-                self.plans.on_changed(now, path, change, &mut cx);
-                false
-            }
-            Input::PlanRead {
-                path,
-                read,
-                complete,
-                fresh,
-            } => {
-                let how = ReadKind { complete, fresh };
-                self.plans.on_read(now, path, read, how, &mut cx);
-                false
-            }
-            Input::Listed { paths, read_all } => {
-                self.plans.on_listed(paths, read_all, &mut cx);
-                false
-            }
-            Input::StartupDone => {
-                if std::mem::take(&mut self.baseline) {
-                    baseline_taken(&mut cx);
-                }
-                children::respawn_planned(&mut cx);
-                false
-            }
-            Input::Delivered {
-                session,
-                seq,
-                reached,
-            } => self.on_delivered(now, session, seq, reached, &mut fx),
-            Input::TurnStarted { session, seq } => self.on_turn_started(now, session, seq, &mut fx),
-            Input::Evidence {
-                session,
-                seq,
-                evidence,
-            } => {
-                let observed = self.sessions.observed();
-                let verdict = (self.ledger).judge(now, &session, seq, evidence, observed);
-                self.on_verdict(now, session, seq, verdict, &mut fx)
-            }
-            Input::Undeliverable { session, seq, why } => {
-                self.on_undeliverable(now, session, seq, why, &mut fx);
-                false
-            }
-            Input::SessionActivity { session } => {
-                self.sessions
-                    .on_activity(now, session, cx.ledger, cx.timers);
-                false
-            }
-            Input::Observed(look) => self.on_observed(now, look, &mut fx),
-            Input::IndexRead {
-                begun_unix_ms,
-                listed,
-            } => {
-                let gone = children::unlisted(&cx, begun_unix_ms, &listed);
-                let mut refill = false;
-                for session in gone {
-                    let seen = Seen::Gone(UNLISTED.into());
-                    let by = Observer::Index;
-                    let look = Observation {
-                        session,
-                        seen,
-                        by,
-                        at: now,
-                    };
-                    refill |= self.on_observed(now, look, &mut fx);
-                }
-                refill
-            }
-            Input::ChildSpawned { child, outcome } => {
-                let back = children::on_spawned(&mut cx, &child, outcome);
-                read_again(&self.plans, back, cx.fx);
-                false
-            }
-            Input::Tick => false,
-            Input::TrackerLines { lines, cursor } => {
-                self.tasks.on_tracker_lines(lines, cursor, &mut cx);
-                false
-            }
-            Input::TrackerRestarted { why } => {
-                self.tasks.on_tracker_restarted(&why, &mut cx);
-                false
-            }
-            Input::MountTable { table } => {
-                self.tasks.on_mount_table(table, &mut cx);
-                false
-            }
-            Input::MountRead { mount, read, fresh } => {
-                self.tasks.on_mount_read(now, &mount, read, fresh, &mut cx);
-                false
-            }
-            Input::MountListRead { mount, read } => {
-                self.tasks.on_mount_list_read(&mount, read, &mut cx);
-                false
-            }
-            Input::BeadsRead { read, now_unix } => {
-                self.tasks.on_beads_read(now, read, now_unix, &mut cx);
-                false
-            }
-        };
-        self.after_input(now, refill, &mut fx);
-        fx
-    }
-
     /// What every input is followed by: reminder clocks restarted by
     /// progress, idle children reaped, a drained outbox refilled, and the
     /// timers that are due.
     fn after_input(&mut self, now: Now, refill: bool, fx: &mut Vec<Effect>) {
         self.after_progress(now);
-        let mut cx = cx!(self, fx);
+        let mut cx = cx!(self, &mut *fx);
         children::reap_idle(&mut cx, self.sessions.observed());
         if refill {
             self.refill(fx);
@@ -455,7 +346,7 @@ impl Engine {
         if !matches!(outcome, Look::Stale) && !busy {
             fx.extend(self.ledger.idle_look(&session));
         }
-        let mut cx = cx!(self, fx);
+        let mut cx = cx!(self, &mut *fx);
         match outcome {
             Look::Stale | Look::Same => return refill,
             Look::Changed => {}
@@ -585,7 +476,7 @@ impl Engine {
                     let open = self.open_item(&session, &source, &work);
                     let observed = self.sessions.observed().get(&session);
                     let key = (session, source, work);
-                    let mut cx = cx!(self, fx);
+                    let mut cx = cx!(self, &mut *fx);
                     self.reminders.on_due(now, key, open, observed, &mut cx);
                 }
                 Timer::Look(session, seq) => fx.extend(self.ledger.look_due(&session, seq)),
@@ -664,6 +555,7 @@ fn read_again(plans: &Plans, source: Option<Source>, fx: &mut Vec<Effect>) {
 mod children;
 mod config;
 mod context;
+mod inputs;
 mod ledger;
 pub mod observed;
 mod outbox;

@@ -262,7 +262,8 @@ impl Reminders {
     }
 
     /// A reminder timer fired: judge the item again and, if it is still
-    /// due, record the reminder (before it is written) and queue it.
+    /// due, record the reminder (before it is written) and queue it; past
+    /// its last reminder, give up on it once.
     pub(super) fn on_due(
         &mut self,
         now: Now,
@@ -271,13 +272,6 @@ impl Reminders {
         observed: Option<&Observed>,
         cx: &mut Cx,
     ) {
-        let Cx {
-            config,
-            ledger,
-            timers,
-            fx,
-            ..
-        } = cx;
         // Asked for just now (not by a reminder cycle long past).
         let verified = self
             .verifying
@@ -285,79 +279,89 @@ impl Reminders {
             .is_some_and(|asked| now.saturating_sub(asked) <= VERIFY_WINDOW);
         let (session, source, item) = &key;
         let Some(open) = open else { return };
-        let Some((_, _, a)) =
-            Self::open_items(ledger, session).find(|(s, w, _)| *s == source && *w == item)
-        else {
+        let found =
+            Self::open_items(cx.ledger, session).find(|(s, w, _)| *s == source && *w == item);
+        let Some(a) = found.map(|(_, _, a)| a.clone()) else {
             return;
         };
-        let (sent, a) = (a.reminded, a.clone());
-        let Some(at) = self.next_at(config, observed, &key, sent) else {
-            if let Some(at) = self.give_up_at(config, observed, &key, &a) {
-                if at > now {
-                    timers.set(Timer::Remind(key.0, key.1, key.2), at);
-                } else {
-                    gave_up(&open, &key, sent, fx);
-                    let (session, source, work) = key;
-                    let record = Record::GaveUp {
-                        source,
-                        item: Item::Work(work),
-                        session,
-                    };
-                    ledger.record(record, fx);
-                }
-            }
-            return;
+        let Some(at) = self.next_at(cx.config, observed, &key, a.reminded) else {
+            return self.give_up_due(now, key, &open, (&a, observed), cx);
         };
+        let again = Timer::Remind(session.clone(), source.clone(), item.clone());
         if at > now {
-            timers.set(
-                Timer::Remind(session.clone(), source.clone(), item.clone()),
-                at,
-            );
-            return;
+            return cx.timers.set(again, at);
         }
-        if ledger.outbox().len_of(session) >= config.outbox_cap {
+        if cx.ledger.outbox().len_of(session) >= cx.config.outbox_cap {
             return;
         }
         if let (Some(mount), false) = (&open.mount, verified) {
             // Read the mount first (a follow-up of this very tick, so its
             // answer is in before the timer comes round again, at once).
-            fx.push(Effect::ReadMount {
+            cx.fx.push(Effect::ReadMount {
                 mount: mount.clone(),
             });
-            timers.set(
-                Timer::Remind(session.clone(), source.clone(), item.clone()),
-                now,
-            );
+            cx.timers.set(again, now);
             self.verifying.insert(key, now);
             return;
         }
-        let n = sent + 1;
-        let since = self.first.get(&key).copied().unwrap_or(at);
-        let text = render(config, &open, session, n, now.saturating_sub(since));
+        self.remind(now, &key, &open, (a.reminded + 1, at), cx);
+    }
+
+    /// An item past its last reminder: given up on when the interval a
+    /// next reminder would have had is over (told and recorded once), or
+    /// its timer set for then.
+    fn give_up_due(
+        &self,
+        now: Now,
+        key: Key,
+        open: &Open,
+        (a, observed): (&Announced, Option<&Observed>),
+        cx: &mut Cx,
+    ) {
+        let Some(at) = self.give_up_at(cx.config, observed, &key, a) else {
+            return;
+        };
+        if at > now {
+            return cx.timers.set(Timer::Remind(key.0, key.1, key.2), at);
+        }
+        gave_up(open, &key, a.reminded, cx.fx);
+        let (session, source, work) = key;
+        let record = Record::GaveUp {
+            source,
+            item: Item::Work(work),
+            session,
+        };
+        cx.ledger.record(record, cx.fx);
+    }
+
+    /// Reminder `n` of `key`'s item, due at `at`: recorded with its prompt
+    /// (before it is written), said, and its session's lane woken.
+    fn remind(&self, now: Now, key: &Key, open: &Open, (n, at): (u32, Now), cx: &mut Cx) {
+        let (session, source, item) = key;
+        let since = self.first.get(key).copied().unwrap_or(at);
+        let text = render(cx.config, open, session, n, now.saturating_sub(since));
         let pending = Pending {
-            seq: ledger.position().next_seq(),
+            seq: cx.ledger.position().next_seq(),
             source: source.clone(),
             item: item.clone().into(),
             step: open.label.clone(),
             plan: open.file.clone(),
             text,
         };
-        ledger.record(
-            Record::Remind {
-                source: source.clone(),
-                item: item.clone().into(),
-                session: session.clone(),
-                n,
-                pending,
-            },
-            fx,
-        );
-        fx.push(Effect::Log(
+        let record = Record::Remind {
+            source: source.clone(),
+            item: item.clone().into(),
+            session: session.clone(),
+            n,
+            pending,
+        };
+        cx.ledger.record(record, cx.fx);
+        cx.fx.push(Effect::Log(
             Log::new(
                 Level::Info,
                 format!(
                     "reminded session {session} of {} (reminder {n} of {}): still open after it went idle",
-                    open.label, config.remind_max
+                    open.label, cx.config.remind_max
                 ),
             )
             .plan(source)
@@ -366,7 +370,7 @@ impl Reminders {
             .file(&open.file)
             .reminder(n),
         ));
-        ledger.wake_lane(session.clone());
+        cx.ledger.wake_lane(session.clone());
     }
 
     /// Every open announced item, for `status`.

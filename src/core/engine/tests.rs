@@ -12,8 +12,8 @@ use super::*;
 use crate::core::driver::{drive, World};
 use crate::core::effect::{Delivery, Log, Notice, Spawn};
 use crate::core::input::{
-    Change, Evidence, FileRead, MountTable, Observation, Observer, ProjectMount, Reached, Seen,
-    Undeliverable,
+    Change, Evidence, FileRead, Input, MountTable, Observation, Observer, ProjectMount, Reached,
+    Seen, Undeliverable,
 };
 use crate::core::record::Cursor;
 use crate::core::record::{Item, Note, Work};
