@@ -284,7 +284,10 @@ impl Engine {
                 return self.on_delivered(now, session, seq, reached, fx)
             }
             Verdict::Retry(why) => self.on_undeliverable(now, session, seq, why, fx),
-            Verdict::LookAgain(why) => self.ledger.on_doubt(now, &session, seq, &why, fx),
+            Verdict::LookAgain(why) => {
+                let then = "the session's next look says";
+                self.ledger.on_doubt(now, &session, seq, (&why, then), fx)
+            }
             Verdict::LookAfter(window) => {
                 (self.ledger).await_record(now, &session, seq, window, &mut self.timers)
             }

@@ -590,13 +590,14 @@ impl Ledger {
     }
 
     /// Whether prompt `seq` was taken could not be told (`why`): it is
-    /// looked at again, never sent again on that, said once per prompt.
+    /// looked at again, never sent again on that, said once per prompt,
+    /// with how it will be told (`then`).
     pub(super) fn on_doubt(
         &mut self,
         now: Now,
         session: &str,
         seq: u64,
-        why: &str,
+        (why, then): (&str, &str),
         fx: &mut Vec<Effect>,
     ) {
         if !self.lanes.doubt(now, session, seq) {
@@ -608,7 +609,7 @@ impl Ledger {
         let log = Log::new(
             Level::Info,
             format!(
-                "could not tell whether session {session} took {} ({why}); it is not sent again: the session's next look says",
+                "could not tell whether session {session} took {} ({why}); it is not sent again: {then}",
                 p.step
             ),
         )

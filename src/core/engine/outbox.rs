@@ -146,6 +146,27 @@ pub(super) struct Lane {
 }
 
 impl Lane {
+    /// Prompt `seq`'s write ended at `now`, refused (`reason`): what the
+    /// session was last told, when it is about a step (`about`).
+    fn write_refused(&mut self, now: Now, seq: u64, about: Option<(String, Source)>, reason: &str) {
+        if let Some((s, at)) = self.handed.as_mut() {
+            if *s == seq {
+                *at = now;
+            }
+        }
+        if let Some((step, source)) = about {
+            self.last = Some(Told {
+                seq,
+                step,
+                source: Some(source),
+                outcome: Outcome::Refused(reason.to_string()),
+                at: now,
+            });
+        }
+    }
+}
+
+impl Lane {
     /// A prompt of this lane that cannot be withdrawn: being written, or
     /// already in the agent's inbox.
     pub(super) fn taken(&self, seq: u64) -> bool {
@@ -524,20 +545,7 @@ impl Lanes {
             lane.writing = None;
             lane.writing_seen = None;
         }
-        if let Some((s, at)) = lane.handed.as_mut() {
-            if *s == seq {
-                *at = now;
-            }
-        }
-        if let Some((step, source)) = about {
-            lane.last = Some(Told {
-                seq,
-                step,
-                source: Some(source),
-                outcome: Outcome::Refused(reason.to_string()),
-                at: now,
-            });
-        }
+        lane.write_refused(now, seq, about, reason);
         self.wake(session);
     }
 
@@ -561,25 +569,12 @@ impl Lanes {
         lane.doubt.take_if(|(s, _)| *s == seq);
         lane.look_when_idle = None;
         // Its write is over by now, whatever it did.
-        if let Some((s, at)) = lane.handed.as_mut() {
-            if *s == seq {
-                *at = now;
-            }
-        }
+        lane.write_refused(now, seq, about, reason);
         lane.backoff = if lane.backoff.is_zero() {
             config.retry_initial
         } else {
             (lane.backoff * 2).min(config.retry_max)
         };
-        if let Some((step, source)) = about {
-            lane.last = Some(Told {
-                seq,
-                step,
-                source: Some(source),
-                outcome: Outcome::Refused(reason.to_string()),
-                at: now,
-            });
-        }
         let new = lane.failing.as_deref() != Some(reason);
         if new {
             lane.failing = Some(reason.to_string());

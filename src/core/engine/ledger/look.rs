@@ -147,20 +147,8 @@ impl Ledger {
         timers: &mut Timers,
         fx: &mut Vec<Effect>,
     ) {
-        let news = self.lanes.doubt(now, session, seq);
-        if let Some(p) = self.pending(session, seq).filter(|_| news) {
-            let log = Log::new(
-                Level::Info,
-                format!(
-                    "could not tell whether session {session} took {} ({why}); it is not sent again: it is looked for in the agent's record in {window:?}",
-                    p.step
-                ),
-            )
-            .plan(&p.source)
-            .step(&p.step)
-            .session(session);
-            fx.push(Effect::Log(log));
-        }
+        let then = format!("it is looked for in the agent's record in {window:?}");
+        self.on_doubt(now, session, seq, (why, &then), fx);
         self.await_record(now, session, seq, window, timers);
     }
 }
